@@ -1,0 +1,102 @@
+//! Command-line interface: flags and subcommands (clap). Unknown flags and subcommands get
+//! clap's did-you-mean suggestion and exit status 2.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fen",
+    version,
+    about = "A coding agent for your terminal: a small Rust kernel, everything else Lua extensions.",
+    after_help = "Extensions: drop Lua files into ~/.config/fen/extensions/ (or .fen/extensions/ in a project).\nDocs: docs/extensions.md, docs/contracts.md."
+)]
+pub struct Cli {
+    /// Load this extension (file or directory) first; repeatable. Always loads.
+    #[arg(long = "extension", value_name = "PATH", global = true)]
+    pub extensions: Vec<PathBuf>,
+
+    /// A first-party source checkout of `extensions/`, used instead of the embedded copies
+    /// (also FEN_EXTENSION_ROOT).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub extension_root: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List extensions, contributions of a register kind, events or kinds.
+    List {
+        /// What to list.
+        #[arg(value_enum, default_value_t = ListWhat::Extensions)]
+        what: ListWhat,
+        /// One JSON document on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one entry of the reference.
+    Show {
+        #[command(subcommand)]
+        what: ShowWhat,
+    },
+    /// Write docs/contracts.md from contracts/ (or check that it is current).
+    Docs {
+        /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
+        #[arg(long)]
+        check: bool,
+        /// Page to write or check (default docs/contracts.md under the current directory).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShowWhat {
+    /// A contract: an event, type, register kind or interface (`section/name` to pick one).
+    Contract {
+        name: String,
+        /// The contract as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListWhat {
+    Extensions,
+    Tools,
+    Commands,
+    Providers,
+    Presenters,
+    Hooks,
+    Panels,
+    Statuses,
+    Controls,
+    #[value(name = "session-backends")]
+    SessionBackends,
+    #[value(name = "auth-backends")]
+    AuthBackends,
+    Events,
+    Kinds,
+}
+
+impl ListWhat {
+    /// The register kind a listing shows, for contribution listings.
+    pub fn register_kind(self) -> Option<&'static str> {
+        Some(match self {
+            ListWhat::Tools => "tool",
+            ListWhat::Commands => "command",
+            ListWhat::Providers => "provider",
+            ListWhat::Presenters => "presenter",
+            ListWhat::Hooks => "hook",
+            ListWhat::Panels => "panel",
+            ListWhat::Statuses => "status",
+            ListWhat::Controls => "control",
+            ListWhat::SessionBackends => "session-backend",
+            ListWhat::AuthBackends => "auth-backend",
+            ListWhat::Extensions | ListWhat::Events | ListWhat::Kinds => return None,
+        })
+    }
+}

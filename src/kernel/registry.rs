@@ -1,0 +1,105 @@
+//! The extension registry: every contribution made through `api.register`, tagged with its owner
+//! and the priority (rank) of the root its owner was found in. For kinds that are unique by name,
+//! the contribution from the higher-priority root (lower rank) is active and the others are kept,
+//! visible as shadowed. Removing by owner is the one way to undo (reload).
+
+use mlua::Table;
+use std::collections::BTreeMap;
+
+/// One registered contribution.
+#[derive(Clone, Debug)]
+pub struct Contribution {
+    pub kind: String,
+    /// The name, for kinds that have one (`tool`, `command`, ...).
+    pub name: Option<String>,
+    pub owner: String,
+    /// Priority of the owner's root: lower wins a name collision.
+    pub rank: usize,
+    /// Registration order, for stable listing and tie-breaking (earlier wins a tie).
+    pub seq: u64,
+    pub spec: Table,
+}
+
+/// A contribution as listed: active, or shadowed by another owner's contribution of the same name.
+#[derive(Clone, Debug)]
+pub struct Listed<'a> {
+    pub contribution: &'a Contribution,
+    pub shadowed_by: Option<&'a str>,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    by_kind: BTreeMap<String, Vec<Contribution>>,
+    next_seq: u64,
+}
+
+impl Registry {
+    /// Adds a contribution. A second contribution of the same kind and name from the same owner
+    /// replaces the first (an extension re-registering updates itself).
+    pub fn add(&mut self, mut c: Contribution) {
+        self.next_seq += 1;
+        c.seq = self.next_seq;
+        let list = self.by_kind.entry(c.kind.clone()).or_default();
+        if let Some(name) = &c.name {
+            list.retain(|old| !(old.owner == c.owner && old.name.as_deref() == Some(name)));
+        }
+        list.push(c);
+    }
+
+    /// Removes every contribution of `owner`; returns how many there were.
+    pub fn remove_owner(&mut self, owner: &str) -> usize {
+        let mut removed = 0;
+        for list in self.by_kind.values_mut() {
+            let before = list.len();
+            list.retain(|c| c.owner != owner);
+            removed += before - list.len();
+        }
+        removed
+    }
+
+    /// The contributions of one owner (used to keep them across a failed reload).
+    pub fn owned_by(&self, owner: &str) -> Vec<Contribution> {
+        self.by_kind.values().flatten().filter(|c| c.owner == owner).cloned().collect()
+    }
+
+    /// Every contribution of a kind, with `shadowed_by` set for the losers of a name collision.
+    /// Order: active ones by name (then registration), shadowed ones after their winner.
+    pub fn list(&self, kind: &str) -> Vec<Listed<'_>> {
+        let Some(list) = self.by_kind.get(kind) else {
+            return Vec::new();
+        };
+        let mut sorted: Vec<&Contribution> = list.iter().collect();
+        sorted.sort_by(|a, b| (&a.name, a.rank, a.seq).cmp(&(&b.name, b.rank, b.seq)));
+        let mut out = Vec::with_capacity(sorted.len());
+        let mut winner: Option<&Contribution> = None;
+        for c in sorted {
+            let shadowed_by = match (winner, &c.name) {
+                (Some(w), Some(name)) if w.name.as_deref() == Some(name.as_str()) => Some(w.owner.as_str()),
+                _ => None,
+            };
+            if shadowed_by.is_none() {
+                winner = Some(c);
+            }
+            out.push(Listed { contribution: c, shadowed_by });
+        }
+        if out.iter().all(|l| l.contribution.name.is_none()) {
+            // Unnamed kinds (hooks) keep registration order: it is their run order.
+            out.sort_by_key(|l| l.contribution.seq);
+        }
+        out
+    }
+
+    /// The active contributions of a kind (shadowed ones left out).
+    pub fn active(&self, kind: &str) -> Vec<&Contribution> {
+        self.list(kind).into_iter().filter(|l| l.shadowed_by.is_none()).map(|l| l.contribution).collect()
+    }
+
+    /// The active contribution of a kind with this name.
+    pub fn get(&self, kind: &str, name: &str) -> Option<&Contribution> {
+        self.active(kind).into_iter().find(|c| c.name.as_deref() == Some(name))
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.by_kind.keys().map(String::as_str)
+    }
+}

@@ -1,0 +1,282 @@
+//! The `api` table handed to each extension's entry function. Every function here is bound to
+//! its extension (the owner), so every contribution is tagged and can be undone by reload.
+//!
+//! | field | what it does |
+//! | --- | --- |
+//! | `api.name` | this extension's name |
+//! | `api.register(kind, spec)` | contribute a tool, command, provider, ... (validated against contracts/) |
+//! | `api.on(type, fn)` | subscribe to an event type, or `"*"` for all |
+//! | `api.emit(event)` | emit an event (validated when its type is in contracts/) |
+//! | `api.log(level, msg)` | log to `$XDG_STATE_HOME/fen/logs.jsonl` (and stderr per `FEN_LOG`) |
+//! | `api.prompt(text_or_fn, {id, title, order})` | contribute a system prompt fragment |
+//! | `api.list(kind)` | read-only snapshots of the active and shadowed contributions of a kind |
+//! | `api.state()` | a table private to this extension that survives `/reload` |
+//! | `api.load(name)` | load the sibling file `name.lua` (like `require`, cached per load) |
+//! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()` |
+
+use super::convert;
+use crate::kernel::contracts::contracts;
+use crate::kernel::host::{self, ExtensionRecord, Handler, Inner};
+use crate::kernel::log::Level;
+use crate::kernel::prompt::{PromptContent, PromptFragment};
+use crate::kernel::registry::Contribution;
+use mlua::{Function, Lua, Table, Value};
+use std::rc::Rc;
+
+/// Builds the `api` table of one extension.
+pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Result<Table> {
+    let api = lua.create_table()?;
+    let owner = rec.name.clone();
+    api.set("name", owner.as_str())?;
+    api.set("first_party", rec.first_party)?;
+
+    api.set("register", register_fn(lua, inner, rec)?)?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    api.set(
+        "on",
+        lua.create_function(move |_, (event, func): (String, Function)| {
+            let handler = Handler { owner: o.clone(), event, func };
+            if i.with_txn(&o, |t| t.handlers.push(handler.clone())).is_none() {
+                i.handlers.borrow_mut().push(handler);
+            }
+            Ok(())
+        })?,
+    )?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    api.set(
+        "emit",
+        lua.create_function(move |lua, event: Value| match event {
+            Value::Table(t) => host::emit(lua, &i, t, &format!("extension '{o}'")),
+            other => Err(mlua::Error::runtime(format!(
+                "api.emit expects an event table with a 'type' field, got {}",
+                other.type_name()
+            ))),
+        })?,
+    )?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    api.set(
+        "log",
+        lua.create_function(move |_, (level, msg): (String, Value)| {
+            let lvl = Level::parse(&level).ok_or_else(|| {
+                mlua::Error::runtime(format!("api.log: unknown level {level:?} (use debug, info, warn or error)"))
+            })?;
+            let text = match msg {
+                Value::String(s) => s.to_string_lossy(),
+                other => format!("{other:?}"),
+            };
+            i.logger.log(lvl, &o, &text);
+            Ok(())
+        })?,
+    )?;
+
+    api.set("prompt", prompt_fn(lua, inner, &owner)?)?;
+
+    let i = inner.clone();
+    api.set("list", lua.create_function(move |lua, kind: String| list(lua, &i, &kind))?)?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    api.set(
+        "state",
+        lua.create_function(move |lua, ()| {
+            let mut states = i.states.borrow_mut();
+            if let Some(t) = states.get(&o) {
+                return Ok(t.clone());
+            }
+            let t = lua.create_table()?;
+            states.insert(o.clone(), t.clone());
+            Ok(t)
+        })?,
+    )?;
+
+    // api.load goes through the extension's own `require`, so it shares its module cache.
+    let env_require = super::vm::sibling_require(lua, rec, &super::vm::extension_env(lua, rec)?)?;
+    let location = rec.location.clone();
+    api.set(
+        "load",
+        lua.create_function(move |_, name: String| {
+            if location.read(&format!("{name}.lua")).is_err() {
+                return Err(mlua::Error::runtime(format!(
+                    "api.load: no sibling file {name}.lua beside {}",
+                    location.display_file("")
+                )));
+            }
+            env_require.call::<Value>(name)
+        })?,
+    )?;
+
+    if rec.first_party {
+        api.set("kernel", kernel_table(lua, inner)?)?;
+    }
+    Ok(api)
+}
+
+fn register_fn(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Result<Function> {
+    let i = inner.clone();
+    let owner = rec.name.clone();
+    let file = rec.entry_file();
+    let rank = rec.rank;
+    lua.create_function(move |_, (kind, spec): (String, Value)| {
+        let whose = format!("extension '{owner}' ({file})");
+        let Some(contract) = contracts().register_kind(&kind) else {
+            let kinds = contracts().kind_names();
+            let hint = crate::suggest::did_you_mean(&kind, kinds.iter().copied())
+                .map(|s| format!("did you mean '{s}'? "))
+                .unwrap_or_default();
+            return Err(mlua::Error::runtime(format!(
+                "{whose}: unknown register kind '{kind}' ({hint}known kinds: {})",
+                kinds.join(", ")
+            )));
+        };
+        let Value::Table(spec) = spec else {
+            return Err(mlua::Error::runtime(format!(
+                "{whose}: api.register('{kind}', spec) expects a table spec, got {}",
+                spec.type_name()
+            )));
+        };
+        for field in &contract.fields {
+            if let Some(default) = &field.default {
+                if spec.get::<Value>(field.name.as_str())?.is_nil() {
+                    spec.set(field.name.as_str(), default.as_str())?;
+                }
+            }
+        }
+        if let Err((field, msg)) = convert::validate_table(contract, &spec) {
+            return Err(mlua::Error::runtime(format!("{whose}: invalid {kind} spec: field '{field}' {msg}")));
+        }
+        let name = match &contract.unique_by {
+            Some(key) => spec.get::<Option<String>>(key.as_str())?,
+            None => spec.get::<Option<String>>("name").ok().flatten(),
+        };
+        let contribution =
+            Contribution { kind: kind.clone(), name, owner: owner.clone(), rank, seq: 0, spec: spec.clone() };
+        if i.with_txn(&owner, |t| t.contributions.push(contribution.clone())).is_none() {
+            i.registry.borrow_mut().add(contribution);
+        }
+        Ok(())
+    })
+}
+
+fn prompt_fn(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Function> {
+    let i = inner.clone();
+    let o = owner.to_string();
+    lua.create_function(move |_, (content, opts): (Value, Option<Table>)| {
+        let content = match content {
+            Value::String(s) => PromptContent::Text(s.to_string_lossy()),
+            Value::Function(f) => PromptContent::Dynamic(f),
+            other => {
+                return Err(mlua::Error::runtime(format!(
+                    "api.prompt expects a string or a function returning a string, got {}",
+                    other.type_name()
+                )))
+            }
+        };
+        let seq = i.next_seq();
+        let get_str = |k: &str| opts.as_ref().and_then(|t| t.get::<Option<String>>(k).ok().flatten());
+        let fragment = PromptFragment {
+            owner: o.clone(),
+            id: get_str("id").unwrap_or_else(|| format!("{o}#{seq}")),
+            title: get_str("title"),
+            order: opts.as_ref().and_then(|t| t.get::<Option<f64>>("order").ok().flatten()).unwrap_or(100.0),
+            seq,
+            content,
+        };
+        let replace = |list: &mut Vec<PromptFragment>, f: PromptFragment| {
+            list.retain(|p| !(p.owner == f.owner && p.id == f.id));
+            list.push(f);
+        };
+        let pending = i.with_txn(&o, |t| replace(&mut t.prompts, fragment.clone()));
+        if pending.is_none() {
+            replace(&mut i.prompts.borrow_mut(), fragment);
+        }
+        Ok(())
+    })
+}
+
+/// `api.list(kind)`: each entry is a read-only view over a copy of the spec's data.
+fn list(lua: &Lua, inner: &Inner, kind: &str) -> mlua::Result<Table> {
+    let entries: Vec<serde_json::Value> = {
+        let registry = inner.registry.borrow();
+        registry.list(kind).iter().map(|l| convert::contribution_json(lua, l)).collect()
+    };
+    let readonly: Function = readonly_fn(lua)?;
+    let out = lua.create_table()?;
+    for e in entries {
+        out.push(readonly.call::<Value>(convert::json_to_lua(lua, &e)?)?)?;
+    }
+    Ok(out)
+}
+
+fn readonly_fn(lua: &Lua) -> mlua::Result<Function> {
+    const KEY: &str = "fen.readonly";
+    if let Ok(f) = lua.named_registry_value::<Function>(KEY) {
+        return Ok(f);
+    }
+    let f: Function = lua
+        .load(
+            r#"
+            return function(t)
+              return setmetatable({}, {
+                __index = t,
+                __newindex = function(_, k)
+                  error("api.list entries are read-only snapshots (tried to set " .. tostring(k) .. ")", 2)
+                end,
+                __pairs = function() return next, t, nil end,
+                __len = function() return #t end,
+              })
+            end
+            "#,
+        )
+        .set_name("=fen.readonly")
+        .eval()?;
+    lua.set_named_registry_value(KEY, f.clone())?;
+    Ok(f)
+}
+
+/// The privileged table of first-party extensions.
+fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let i = inner.clone();
+    t.set(
+        "reload",
+        lua.create_function(move |lua, ()| {
+            let report = host::reload(lua, &i);
+            let out = lua.create_table()?;
+            out.set("summary", report.summary())?;
+            out.set("loaded", report.loaded)?;
+            out.set("removed", report.removed)?;
+            let errors = lua.create_table()?;
+            for (name, err) in report.errors {
+                let e = lua.create_table()?;
+                e.set("name", name)?;
+                e.set("error", err)?;
+                errors.push(e)?;
+            }
+            out.set("errors", errors)?;
+            Ok(out)
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "run_command",
+        lua.create_function(move |lua, line: String| match host::run_command(lua, &i, &line) {
+            Ok(text) => Ok((text, None::<String>)),
+            Err(e) => Ok((None, Some(e))),
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "extensions",
+        lua.create_function(move |lua, ()| {
+            let records = i.extensions.borrow().clone();
+            let out = lua.create_table()?;
+            for r in records {
+                out.push(convert::json_to_lua(lua, &crate::kernel::extension_json(&r))?)?;
+            }
+            Ok(out)
+        })?,
+    )?;
+    Ok(t)
+}
