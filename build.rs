@@ -4,20 +4,27 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
             collect(&path, base, out);
         } else if path.extension().is_some_and(|e| e == "lua") {
-            let rel = path.strip_prefix(base).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            let rel = path
+                .strip_prefix(base)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
             out.push((rel, path));
         }
     }
 }
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     let root = manifest_dir.join("extensions");
     println!("cargo:rerun-if-changed=extensions");
     let mut files = Vec::new();
@@ -30,10 +37,15 @@ fn main() {
             println!("cargo:rerun-if-changed={}", parent.display());
         }
         println!("cargo:rerun-if-changed={}", path.display());
-        let _ = writeln!(src, "    ({rel:?}, include_str!({:?})),", path.display().to_string());
+        let _ = writeln!(
+            src,
+            "    ({rel:?}, include_str!({:?})),",
+            path.display().to_string()
+        );
     }
     src.push(']');
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("embedded_extensions.rs");
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()))
+        .join("embedded_extensions.rs");
     if let Err(e) = std::fs::write(&out, src) {
         panic!("cannot write {}: {e}", out.display());
     }

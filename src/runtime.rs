@@ -23,10 +23,15 @@ pub fn main() -> ExitCode {
 fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
     let cwd = std::env::current_dir()?;
     let opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
-    let kernel = Kernel::boot(opts).map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
+    let kernel =
+        Kernel::boot(opts).map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
     for r in kernel.extensions() {
         if r.status == Status::Error {
-            eprintln!("fen: extension '{}' failed to load: {}", r.name, r.message.as_deref().unwrap_or("?"));
+            eprintln!(
+                "fen: extension '{}' failed to load: {}",
+                r.name,
+                r.message.as_deref().unwrap_or("?")
+            );
         }
     }
     Ok(kernel)
@@ -39,7 +44,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(2))
         }
         Some(Command::List { what, json }) => list(&cli, *what, *json),
-        Some(Command::Show { what: ShowWhat::Contract { name, json } }) => show_contract(name, *json),
+        Some(Command::Show {
+            what: ShowWhat::Contract { name, json },
+        }) => show_contract(name, *json),
         Some(Command::Docs { check, out }) => docs(*check, out.clone()),
     }
 }
@@ -78,8 +85,18 @@ fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
             ListWhat::Events | ListWhat::Kinds => format!("{:<26} {}", s("name"), s("summary")),
             ListWhat::Extensions => {
                 let msg = s("message");
-                let tail = if msg.is_empty() { String::new() } else { format!("  ({msg})") };
-                format!("{:<22} {:<12} {:<9} {}{tail}", s("name"), s("status"), s("root_kind"), s("path"))
+                let tail = if msg.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({msg})")
+                };
+                format!(
+                    "{:<22} {:<12} {:<9} {}{tail}",
+                    s("name"),
+                    s("status"),
+                    s("root_kind"),
+                    s("path")
+                )
             }
             _ => {
                 let desc = s("description").lines().next().unwrap_or("");
@@ -135,7 +152,11 @@ fn show_contract(name: &str, json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for (section, entry) in found {
-        stdout(&format!("_{}_\n\n{}", section.section, contracts::render_entry(entry)))?;
+        stdout(&format!(
+            "_{}_\n\n{}",
+            section.section,
+            contracts::render_entry(entry)
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -149,7 +170,10 @@ fn docs(check: bool, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             stdout(&format!("{} is up to date\n", path.display()))?;
             return Ok(ExitCode::SUCCESS);
         }
-        eprintln!("fen: {} is stale or missing: run `fen docs` and commit the result", path.display());
+        eprintln!(
+            "fen: {} is stale or missing: run `fen docs` and commit the result",
+            path.display()
+        );
         return Ok(ExitCode::from(1));
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

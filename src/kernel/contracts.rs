@@ -76,8 +76,14 @@ pub struct Contracts {
 pub const SOURCES: [(&str, &str); 4] = [
     ("events.toml", include_str!("../../contracts/events.toml")),
     ("types.toml", include_str!("../../contracts/types.toml")),
-    ("register-kinds.toml", include_str!("../../contracts/register-kinds.toml")),
-    ("interfaces.toml", include_str!("../../contracts/interfaces.toml")),
+    (
+        "register-kinds.toml",
+        include_str!("../../contracts/register-kinds.toml"),
+    ),
+    (
+        "interfaces.toml",
+        include_str!("../../contracts/interfaces.toml"),
+    ),
 ];
 
 fn parse_section(file: &str, text: &str) -> Section {
@@ -101,7 +107,12 @@ pub fn contracts() -> &'static Contracts {
 
 impl Contracts {
     pub fn sections(&self) -> [&Section; 4] {
-        [&self.events, &self.types, &self.register_kinds, &self.interfaces]
+        [
+            &self.events,
+            &self.types,
+            &self.register_kinds,
+            &self.interfaces,
+        ]
     }
     pub fn event(&self, name: &str) -> Option<&Contract> {
         self.events.entries.iter().find(|c| c.name == name)
@@ -110,7 +121,11 @@ impl Contracts {
         self.register_kinds.entries.iter().find(|c| c.name == name)
     }
     pub fn kind_names(&self) -> Vec<&str> {
-        self.register_kinds.entries.iter().map(|c| c.name.as_str()).collect()
+        self.register_kinds
+            .entries
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect()
     }
     /// Looks a name up in every section; `section/name` picks one section.
     pub fn find(&self, query: &str) -> Vec<(&Section, &Contract)> {
@@ -121,7 +136,12 @@ impl Contracts {
         self.sections()
             .into_iter()
             .filter(|s| section_filter.is_none_or(|f| s.section == f))
-            .flat_map(|s| s.entries.iter().filter(|c| c.name == name).map(move |c| (s, c)))
+            .flat_map(|s| {
+                s.entries
+                    .iter()
+                    .filter(|c| c.name == name)
+                    .map(move |c| (s, c))
+            })
             .collect()
     }
     /// Every contract name, for did-you-mean suggestions.
@@ -181,7 +201,12 @@ impl Field {
             return format!("\"{v}\"");
         }
         if !self.values.is_empty() {
-            return self.values.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(" \\| ");
+            return self
+                .values
+                .iter()
+                .map(|v| format!("\"{v}\""))
+                .collect::<Vec<_>>()
+                .join(" \\| ");
         }
         self.ty.replace('|', " \\| ")
     }
@@ -195,7 +220,10 @@ impl Field {
                 Ok(())
             };
         }
-        let type_ok = self.ty.split('|').any(|alt| alternative_accepts(alt.trim(), shape));
+        let type_ok = self
+            .ty
+            .split('|')
+            .any(|alt| alternative_accepts(alt.trim(), shape));
         if !type_ok {
             return Err(format!("expected {}, got {}", self.ty, shape.describe()));
         }
@@ -243,7 +271,10 @@ pub fn render_markdown(contracts: &Contracts) -> String {
          (event types, roles, stop reasons, register kinds) keep their hyphenated form.\n\n",
     );
     for section in contracts.sections() {
-        out.push_str(&format!("## {}\n\n{}\n\n", section.section, section.summary));
+        out.push_str(&format!(
+            "## {}\n\n{}\n\n",
+            section.section, section.summary
+        ));
         for c in &section.entries {
             out.push_str(&render_entry(c));
         }
@@ -257,9 +288,17 @@ pub fn render_entry(c: &Contract) -> String {
     if !c.fields.is_empty() {
         out.push_str("| Field | Type | Required | Summary |\n| --- | --- | --- | --- |\n");
         for f in &c.fields {
-            let default = f.default.as_ref().map(|d| format!(" Default: `{d}`.")).unwrap_or_default();
+            let default = f
+                .default
+                .as_ref()
+                .map(|d| format!(" Default: `{d}`."))
+                .unwrap_or_default();
             let summary = escape_cell(&f.summary);
-            let summary = if summary.contains("Default") { summary } else { format!("{summary}{default}") };
+            let summary = if summary.contains("Default") {
+                summary
+            } else {
+                format!("{summary}{default}")
+            };
             out.push_str(&format!(
                 "| `{}` | `{}` | {} | {} |\n",
                 f.name,
@@ -273,7 +312,12 @@ pub fn render_entry(c: &Contract) -> String {
     if !c.members.is_empty() {
         out.push_str("| Member | Kind | Summary |\n| --- | --- | --- |\n");
         for m in &c.members {
-            out.push_str(&format!("| `{}` | {} | {} |\n", m.name, m.kind, escape_cell(&m.summary)));
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                m.name,
+                m.kind,
+                escape_cell(&m.summary)
+            ));
         }
         out.push('\n');
     }
@@ -301,7 +345,11 @@ mod tests {
     #[test]
     fn every_event_has_a_matching_discriminator() {
         for e in &contracts().events.entries {
-            let ty = e.fields.iter().find(|f| f.name == "type").expect("type field");
+            let ty = e
+                .fields
+                .iter()
+                .find(|f| f.name == "type")
+                .expect("type field");
             assert_eq!(ty.value.as_deref(), Some(e.name.as_str()));
             assert!(ty.required);
         }
@@ -313,7 +361,9 @@ mod tests {
             for c in &s.entries {
                 for f in &c.fields {
                     assert!(
-                        f.name.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_'),
+                        f.name
+                            .chars()
+                            .all(|ch| ch.is_ascii_lowercase() || ch == '_'),
                         "{}.{} is not snake_case",
                         c.name,
                         f.name
@@ -328,10 +378,16 @@ mod tests {
         let tool = contracts().register_kind("tool").unwrap();
         let field = |n: &str| tool.fields.iter().find(|f| f.name == n).unwrap();
         assert!(field("name").check(Shape::Nil).is_err());
-        assert!(field("name").check(Shape::Number).unwrap_err().contains("expected string"));
+        assert!(field("name")
+            .check(Shape::Number)
+            .unwrap_err()
+            .contains("expected string"));
         assert!(field("execute").check(Shape::Function).is_ok());
         assert!(field("risk").check(Shape::String("read")).is_ok());
-        assert!(field("risk").check(Shape::String("nuke")).unwrap_err().contains("\"read\""));
+        assert!(field("risk")
+            .check(Shape::String("nuke"))
+            .unwrap_err()
+            .contains("\"read\""));
         assert!(field("label").check(Shape::Nil).is_ok());
     }
 

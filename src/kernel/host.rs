@@ -122,7 +122,11 @@ impl Inner {
     }
 
     pub fn record(&self, name: &str) -> Option<ExtensionRecord> {
-        self.extensions.borrow().iter().find(|r| r.name == name && r.status != Status::Shadowed).cloned()
+        self.extensions
+            .borrow()
+            .iter()
+            .find(|r| r.name == name && r.status != Status::Shadowed)
+            .cloned()
     }
 }
 
@@ -143,7 +147,9 @@ impl BootOptions {
     ) -> BootOptions {
         let paths = Paths::from_env();
         let overlay = overlay.or_else(|| {
-            std::env::var_os("FEN_EXTENSION_ROOT").filter(|v| !v.is_empty()).map(std::path::PathBuf::from)
+            std::env::var_os("FEN_EXTENSION_ROOT")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
         });
         BootOptions {
             discovery: DiscoveryConfig {
@@ -241,7 +247,11 @@ impl Kernel {
     /// `fen list KIND --json`: every contribution of a kind, shadowed ones included.
     pub fn list_json(&self, kind: &str) -> Vec<serde_json::Value> {
         let registry = self.inner.registry.borrow();
-        registry.list(kind).iter().map(|l| convert::contribution_json(&self.lua, l)).collect()
+        registry
+            .list(kind)
+            .iter()
+            .map(|l| convert::contribution_json(&self.lua, l))
+            .collect()
     }
 
     /// Runs a slash command line (`/name args`). Returns the handler's text, if any.
@@ -254,7 +264,11 @@ pub fn assemble_prompt(lua: &Lua, inner: &Inner) -> String {
     let fragments = inner.prompts.borrow().clone();
     let _ = lua;
     prompt::assemble(&fragments, |owner, id, err| {
-        inner.logger.log(Level::Error, owner, &format!("prompt fragment {id} failed: {err}"));
+        inner.logger.log(
+            Level::Error,
+            owner,
+            &format!("prompt fragment {id} failed: {err}"),
+        );
     })
 }
 
@@ -265,12 +279,18 @@ pub fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String
     let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
     let handler: Option<Function> = {
         let registry = inner.registry.borrow();
-        registry.get("command", name).and_then(|c| c.spec.get::<Function>("handler").ok())
+        registry
+            .get("command", name)
+            .and_then(|c| c.spec.get::<Function>("handler").ok())
     };
     let Some(handler) = handler else {
         let names: Vec<String> = {
             let registry = inner.registry.borrow();
-            registry.active("command").iter().filter_map(|c| c.name.clone()).collect()
+            registry
+                .active("command")
+                .iter()
+                .filter_map(|c| c.name.clone())
+                .collect()
         };
         let hint = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
             .map(|s| format!(" (did you mean /{s}?)"))
@@ -300,19 +320,34 @@ pub fn emit(lua: &Lua, inner: &Inner, event: Table, emitter: &str) -> mlua::Resu
     };
     if let Some(contract) = contracts().event(&ty) {
         if let Err((field, msg)) = convert::validate_table(contract, &event) {
-            return Err(mlua::Error::runtime(format!("{emitter} emitted an invalid '{ty}' event: field '{field}' {msg}")));
+            return Err(mlua::Error::runtime(format!(
+                "{emitter} emitted an invalid '{ty}' event: field '{field}' {msg}"
+            )));
         }
     }
-    let targets: Vec<Handler> =
-        inner.handlers.borrow().iter().filter(|h| h.event == ty || h.event == "*").cloned().collect();
+    let targets: Vec<Handler> = inner
+        .handlers
+        .borrow()
+        .iter()
+        .filter(|h| h.event == ty || h.event == "*")
+        .cloned()
+        .collect();
     for h in targets {
         if let Err(err) = h.func.call::<()>(&event) {
             let (message, traceback) = convert::error_parts(&err);
             if ty == "extension-error" {
-                inner.logger.log(Level::Error, &h.owner, &format!("extension-error handler failed: {message}"));
+                inner.logger.log(
+                    Level::Error,
+                    &h.owner,
+                    &format!("extension-error handler failed: {message}"),
+                );
                 continue;
             }
-            inner.logger.log(Level::Error, &h.owner, &format!("handler for {ty} failed: {message}"));
+            inner.logger.log(
+                Level::Error,
+                &h.owner,
+                &format!("handler for {ty} failed: {message}"),
+            );
             let report = lua.create_table()?;
             report.set("type", "extension-error")?;
             report.set("owner", h.owner.as_str())?;
@@ -332,12 +367,23 @@ fn read_manifest(lua: &Lua, c: &Candidate) -> Result<Option<Table>, String> {
     if !c.location.has_manifest() {
         return Ok(None);
     }
-    let src = c.location.read("manifest.lua").map_err(|e| format!("cannot read manifest.lua: {e}"))?;
+    let src = c
+        .location
+        .read("manifest.lua")
+        .map_err(|e| format!("cannot read manifest.lua: {e}"))?;
     let env = lua.create_table().map_err(|e| e.to_string())?;
     let name = format!("@{}", c.location.display_file("manifest.lua"));
-    match lua.load(src).set_name(name).set_environment(env).eval::<Value>() {
+    match lua
+        .load(src)
+        .set_name(name)
+        .set_environment(env)
+        .eval::<Value>()
+    {
         Ok(Value::Table(t)) => Ok(Some(t)),
-        Ok(other) => Err(format!("manifest.lua must return a table, got {}", other.type_name())),
+        Ok(other) => Err(format!(
+            "manifest.lua must return a table, got {}",
+            other.type_name()
+        )),
         Err(e) => Err(format!("manifest.lua: {}", convert::error_parts(&e).0)),
     }
 }
@@ -372,7 +418,11 @@ fn resolve(lua: &Lua, candidates: Vec<Candidate>) -> Vec<ExtensionRecord> {
                 if let Ok(Some(e)) = m.get::<Option<String>>("entry") {
                     rec.entry = e;
                 }
-                enabled = m.get::<Option<bool>>("enabled_by_default").ok().flatten().unwrap_or(true);
+                enabled = m
+                    .get::<Option<bool>>("enabled_by_default")
+                    .ok()
+                    .flatten()
+                    .unwrap_or(true);
                 if let Ok(Some(req)) = m.get::<Option<Table>>("requires") {
                     if let Ok(Some(bins)) = req.get::<Option<Vec<String>>>("bin") {
                         rec.requires_bin = bins;
@@ -396,14 +446,21 @@ fn resolve(lua: &Lua, candidates: Vec<Candidate>) -> Vec<ExtensionRecord> {
         } else {
             winners.insert(rec.name.clone(), rec.path());
             if rec.status == Status::Pending {
-                let missing: Vec<&String> = rec.requires_bin.iter().filter(|b| !loader::binary_on_path(b)).collect();
+                let missing: Vec<&String> = rec
+                    .requires_bin
+                    .iter()
+                    .filter(|b| !loader::binary_on_path(b))
+                    .collect();
                 if !enabled && rec.root_kind != RootKind::Explicit {
                     rec.status = Status::Disabled;
                     rec.message = Some("enabled_by_default = false in its manifest".into());
                 } else if !missing.is_empty() {
                     rec.status = Status::MissingDeps;
                     let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-                    rec.message = Some(format!("missing binary: {} (install it and /reload)", names.join(", ")));
+                    rec.message = Some(format!(
+                        "missing binary: {} (install it and /reload)",
+                        names.join(", ")
+                    ));
                 }
             }
         }
@@ -414,14 +471,20 @@ fn resolve(lua: &Lua, candidates: Vec<Candidate>) -> Vec<ExtensionRecord> {
 
 /// Runs one extension's entry inside a load transaction and commits its contributions.
 fn load_extension(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> Result<(), String> {
-    *inner.txn.borrow_mut() = Some(LoadTxn { owner: rec.name.clone(), ..LoadTxn::default() });
+    *inner.txn.borrow_mut() = Some(LoadTxn {
+        owner: rec.name.clone(),
+        ..LoadTxn::default()
+    });
     let result = (|| -> mlua::Result<()> {
         let env = vm::extension_env(lua, rec)?;
         let api_table = api::build(lua, inner, rec)?;
         let src = rec.location.read(&rec.entry).map_err(|e| {
             mlua::Error::runtime(format!("cannot read entry {}: {e}", rec.entry_file()))
         })?;
-        let chunk = lua.load(src).set_name(format!("@{}", rec.entry_file())).set_environment(env);
+        let chunk = lua
+            .load(src)
+            .set_name(format!("@{}", rec.entry_file()))
+            .set_environment(env);
         match chunk.call::<Value>(())? {
             Value::Function(f) => f.call::<()>(api_table),
             other => Err(mlua::Error::runtime(format!(
@@ -489,9 +552,13 @@ pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
                 loaded_events.push((rec.name.clone(), rec.first_party));
             }
             Err(msg) => {
-                inner.logger.log(Level::Error, &rec.name, &format!("failed to load: {msg}"));
+                inner
+                    .logger
+                    .log(Level::Error, &rec.name, &format!("failed to load: {msg}"));
                 rec.status = Status::Error;
-                if before.contains(&rec.name) && !inner.registry.borrow().owned_by(&rec.name).is_empty() {
+                if before.contains(&rec.name)
+                    && !inner.registry.borrow().owned_by(&rec.name).is_empty()
+                {
                     rec.message = Some(format!("{msg} (kept its previous contributions)"));
                     kept.insert(rec.name.clone());
                 } else {

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 /// The first-party extension sources, embedded at build time from `extensions/`:
 /// `(path relative to extensions/, contents)`.
-pub static EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_extensions.rs"));
+pub static EMBEDDED: &[(&str, &str)] =
+    include!(concat!(env!("OUT_DIR"), "/embedded_extensions.rs"));
 
 /// Which kind of root a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +91,12 @@ impl Location {
                     .iter()
                     .find(|(p, _)| *p == key)
                     .map(|(_, src)| src.to_string())
-                    .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("no embedded file {key}")))
+                    .ok_or_else(|| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            format!("no embedded file {key}"),
+                        )
+                    })
             }
         }
     }
@@ -112,7 +118,11 @@ impl Location {
     /// The entry file when no manifest names one.
     pub fn default_entry(&self) -> String {
         match self {
-            Location::File(f) => f.file_name().and_then(|n| n.to_str()).unwrap_or("init.lua").to_string(),
+            Location::File(f) => f
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("init.lua")
+                .to_string(),
             _ => "init.lua".to_string(),
         }
     }
@@ -232,8 +242,17 @@ pub fn discover(cfg: &DiscoveryConfig) -> Vec<Candidate> {
 
 fn explicit_candidate(path: &Path, root: &Root) -> Option<Candidate> {
     let name = stem(path)?;
-    let location = if path.is_dir() { Location::Dir(path.to_path_buf()) } else { Location::File(path.to_path_buf()) };
-    Some(Candidate { default_name: name, root: root.clone(), location, shadowed_by_dir: false })
+    let location = if path.is_dir() {
+        Location::Dir(path.to_path_buf())
+    } else {
+        Location::File(path.to_path_buf())
+    };
+    Some(Candidate {
+        default_name: name,
+        root: root.clone(),
+        location,
+        shadowed_by_dir: false,
+    })
 }
 
 fn stem(path: &Path) -> Option<String> {
@@ -252,7 +271,9 @@ fn is_extension_dir(dir: &Path) -> bool {
 /// Scans one directory root. `recursive`: descend into folders that are not extensions
 /// (the first-party category layout).
 fn scan_dir(dir: &Path, root: &Root, recursive: bool, out: &mut Vec<Candidate>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut names: Vec<(String, PathBuf)> = entries
         .filter_map(Result::ok)
         .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.path())))
@@ -293,7 +314,10 @@ fn scan_dir(dir: &Path, root: &Root, recursive: bool, out: &mut Vec<Candidate>) 
 fn embedded_candidates(root: &Root, out: &mut Vec<Candidate>) {
     let mut dirs: Vec<&str> = EMBEDDED
         .iter()
-        .filter_map(|(path, _)| path.strip_suffix("/init.lua").or_else(|| path.strip_suffix("/manifest.lua")))
+        .filter_map(|(path, _)| {
+            path.strip_suffix("/init.lua")
+                .or_else(|| path.strip_suffix("/manifest.lua"))
+        })
         .collect();
     dirs.sort();
     dirs.dedup();
@@ -301,7 +325,11 @@ fn embedded_candidates(root: &Root, out: &mut Vec<Candidate>) {
     let dirs: Vec<&str> = dirs
         .iter()
         .copied()
-        .filter(|d| !dirs.iter().any(|outer| d != outer && d.starts_with(&format!("{outer}/"))))
+        .filter(|d| {
+            !dirs
+                .iter()
+                .any(|outer| d != outer && d.starts_with(&format!("{outer}/")))
+        })
         .collect();
     for dir in dirs {
         let name = dir.rsplit('/').next().unwrap_or(dir).to_string();
@@ -322,11 +350,15 @@ pub fn binary_on_path(name: &str) -> bool {
     if name.contains('/') {
         return is_executable(Path::new(name));
     }
-    let Some(path) = std::env::var_os("PATH") else { return false };
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
     std::env::split_paths(&path).any(|dir| is_executable(&dir.join(name)))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }

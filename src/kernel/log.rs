@@ -63,11 +63,16 @@ impl Logger {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
-        let line = serde_json::json!({"ts": ts, "level": level.as_str(), "owner": owner, "msg": msg});
+        let line =
+            serde_json::json!({"ts": ts, "level": level.as_str(), "owner": owner, "msg": msg});
         if let Some(dir) = self.file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&self.file) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.file)
+        {
             // One write per record so concurrent writers never interleave within a line.
             let _ = f.write_all(format!("{line}\n").as_bytes());
         }

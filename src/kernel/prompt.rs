@@ -23,7 +23,10 @@ pub struct PromptFragment {
 /// Orders fragments and renders them, separated by blank lines. A dynamic fragment that raises
 /// is skipped and reported through `on_error(owner, id, message)`: a broken extension must not
 /// take the whole prompt down.
-pub fn assemble(fragments: &[PromptFragment], mut on_error: impl FnMut(&str, &str, String)) -> String {
+pub fn assemble(
+    fragments: &[PromptFragment],
+    mut on_error: impl FnMut(&str, &str, String),
+) -> String {
     let mut sorted: Vec<&PromptFragment> = fragments.iter().collect();
     sorted.sort_by(|a, b| a.order.total_cmp(&b.order).then(a.seq.cmp(&b.seq)));
     let mut parts = Vec::new();

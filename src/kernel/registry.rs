@@ -59,7 +59,12 @@ impl Registry {
 
     /// The contributions of one owner (used to keep them across a failed reload).
     pub fn owned_by(&self, owner: &str) -> Vec<Contribution> {
-        self.by_kind.values().flatten().filter(|c| c.owner == owner).cloned().collect()
+        self.by_kind
+            .values()
+            .flatten()
+            .filter(|c| c.owner == owner)
+            .cloned()
+            .collect()
     }
 
     /// Every contribution of a kind, with `shadowed_by` set for the losers of a name collision.
@@ -74,13 +79,18 @@ impl Registry {
         let mut winner: Option<&Contribution> = None;
         for c in sorted {
             let shadowed_by = match (winner, &c.name) {
-                (Some(w), Some(name)) if w.name.as_deref() == Some(name.as_str()) => Some(w.owner.as_str()),
+                (Some(w), Some(name)) if w.name.as_deref() == Some(name.as_str()) => {
+                    Some(w.owner.as_str())
+                }
                 _ => None,
             };
             if shadowed_by.is_none() {
                 winner = Some(c);
             }
-            out.push(Listed { contribution: c, shadowed_by });
+            out.push(Listed {
+                contribution: c,
+                shadowed_by,
+            });
         }
         if out.iter().all(|l| l.contribution.name.is_none()) {
             // Unnamed kinds (hooks) keep registration order: it is their run order.
@@ -91,12 +101,18 @@ impl Registry {
 
     /// The active contributions of a kind (shadowed ones left out).
     pub fn active(&self, kind: &str) -> Vec<&Contribution> {
-        self.list(kind).into_iter().filter(|l| l.shadowed_by.is_none()).map(|l| l.contribution).collect()
+        self.list(kind)
+            .into_iter()
+            .filter(|l| l.shadowed_by.is_none())
+            .map(|l| l.contribution)
+            .collect()
     }
 
     /// The active contribution of a kind with this name.
     pub fn get(&self, kind: &str, name: &str) -> Option<&Contribution> {
-        self.active(kind).into_iter().find(|c| c.name.as_deref() == Some(name))
+        self.active(kind)
+            .into_iter()
+            .find(|c| c.name.as_deref() == Some(name))
     }
 
     pub fn kinds(&self) -> impl Iterator<Item = &str> {

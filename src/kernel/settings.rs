@@ -13,7 +13,9 @@ pub struct Paths {
 
 impl Paths {
     pub fn from_env() -> Paths {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
         let xdg = |var: &str, fallback: &str| {
             std::env::var_os(var)
                 .filter(|v| !v.is_empty())
@@ -30,6 +32,10 @@ impl Paths {
 /// `FEN_EXTENSIONS_PATH`, colon-separated, empty entries ignored.
 pub fn extensions_path_from_env() -> Vec<PathBuf> {
     std::env::var_os("FEN_EXTENSIONS_PATH")
-        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
         .unwrap_or_default()
 }

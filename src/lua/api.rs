@@ -36,8 +36,14 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
     api.set(
         "on",
         lua.create_function(move |_, (event, func): (String, Function)| {
-            let handler = Handler { owner: o.clone(), event, func };
-            if i.with_txn(&o, |t| t.handlers.push(handler.clone())).is_none() {
+            let handler = Handler {
+                owner: o.clone(),
+                event,
+                func,
+            };
+            if i.with_txn(&o, |t| t.handlers.push(handler.clone()))
+                .is_none()
+            {
                 i.handlers.borrow_mut().push(handler);
             }
             Ok(())
@@ -61,7 +67,9 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
         "log",
         lua.create_function(move |_, (level, msg): (String, Value)| {
             let lvl = Level::parse(&level).ok_or_else(|| {
-                mlua::Error::runtime(format!("api.log: unknown level {level:?} (use debug, info, warn or error)"))
+                mlua::Error::runtime(format!(
+                    "api.log: unknown level {level:?} (use debug, info, warn or error)"
+                ))
             })?;
             let text = match msg {
                 Value::String(s) => s.to_string_lossy(),
@@ -75,7 +83,10 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
     api.set("prompt", prompt_fn(lua, inner, &owner)?)?;
 
     let i = inner.clone();
-    api.set("list", lua.create_function(move |lua, kind: String| list(lua, &i, &kind))?)?;
+    api.set(
+        "list",
+        lua.create_function(move |lua, kind: String| list(lua, &i, &kind))?,
+    )?;
 
     let (i, o) = (inner.clone(), owner.clone());
     api.set(
@@ -144,15 +155,25 @@ fn register_fn(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Res
             }
         }
         if let Err((field, msg)) = convert::validate_table(contract, &spec) {
-            return Err(mlua::Error::runtime(format!("{whose}: invalid {kind} spec: field '{field}' {msg}")));
+            return Err(mlua::Error::runtime(format!(
+                "{whose}: invalid {kind} spec: field '{field}' {msg}"
+            )));
         }
         let name = match &contract.unique_by {
             Some(key) => spec.get::<Option<String>>(key.as_str())?,
             None => spec.get::<Option<String>>("name").ok().flatten(),
         };
-        let contribution =
-            Contribution { kind: kind.clone(), name, owner: owner.clone(), rank, seq: 0, spec: spec.clone() };
-        if i.with_txn(&owner, |t| t.contributions.push(contribution.clone())).is_none() {
+        let contribution = Contribution {
+            kind: kind.clone(),
+            name,
+            owner: owner.clone(),
+            rank,
+            seq: 0,
+            spec: spec.clone(),
+        };
+        if i.with_txn(&owner, |t| t.contributions.push(contribution.clone()))
+            .is_none()
+        {
             i.registry.borrow_mut().add(contribution);
         }
         Ok(())
@@ -174,12 +195,18 @@ fn prompt_fn(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Function
             }
         };
         let seq = i.next_seq();
-        let get_str = |k: &str| opts.as_ref().and_then(|t| t.get::<Option<String>>(k).ok().flatten());
+        let get_str = |k: &str| {
+            opts.as_ref()
+                .and_then(|t| t.get::<Option<String>>(k).ok().flatten())
+        };
         let fragment = PromptFragment {
             owner: o.clone(),
             id: get_str("id").unwrap_or_else(|| format!("{o}#{seq}")),
             title: get_str("title"),
-            order: opts.as_ref().and_then(|t| t.get::<Option<f64>>("order").ok().flatten()).unwrap_or(100.0),
+            order: opts
+                .as_ref()
+                .and_then(|t| t.get::<Option<f64>>("order").ok().flatten())
+                .unwrap_or(100.0),
             seq,
             content,
         };
@@ -199,7 +226,11 @@ fn prompt_fn(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Function
 fn list(lua: &Lua, inner: &Inner, kind: &str) -> mlua::Result<Table> {
     let entries: Vec<serde_json::Value> = {
         let registry = inner.registry.borrow();
-        registry.list(kind).iter().map(|l| convert::contribution_json(lua, l)).collect()
+        registry
+            .list(kind)
+            .iter()
+            .map(|l| convert::contribution_json(lua, l))
+            .collect()
     };
     let readonly: Function = readonly_fn(lua)?;
     let out = lua.create_table()?;
@@ -261,10 +292,12 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let i = inner.clone();
     t.set(
         "run_command",
-        lua.create_function(move |lua, line: String| match host::run_command(lua, &i, &line) {
-            Ok(text) => Ok((text, None::<String>)),
-            Err(e) => Ok((None, Some(e))),
-        })?,
+        lua.create_function(
+            move |lua, line: String| match host::run_command(lua, &i, &line) {
+                Ok(text) => Ok((text, None::<String>)),
+                Err(e) => Ok((None, Some(e))),
+            },
+        )?,
     )?;
     let i = inner.clone();
     t.set(
@@ -273,7 +306,10 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             let records = i.extensions.borrow().clone();
             let out = lua.create_table()?;
             for r in records {
-                out.push(convert::json_to_lua(lua, &crate::kernel::extension_json(&r))?)?;
+                out.push(convert::json_to_lua(
+                    lua,
+                    &crate::kernel::extension_json(&r),
+                )?)?;
             }
             Ok(out)
         })?,

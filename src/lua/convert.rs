@@ -35,17 +35,26 @@ fn shape_of_non_string(v: &Value) -> Shape<'static> {
 }
 
 fn serde_options() -> mlua::serde::DeserializeOptions {
-    mlua::serde::DeserializeOptions::new().deny_unsupported_types(false).deny_recursive_tables(false).sort_keys(true)
+    mlua::serde::DeserializeOptions::new()
+        .deny_unsupported_types(false)
+        .deny_recursive_tables(false)
+        .sort_keys(true)
 }
 
 /// A Lua value as JSON, functions and other non-data values left out, keys sorted.
 pub fn lua_to_json(lua: &Lua, value: Value) -> serde_json::Value {
-    lua.from_value_with::<serde_json::Value>(value, serde_options()).unwrap_or(serde_json::Value::Null)
+    lua.from_value_with::<serde_json::Value>(value, serde_options())
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// JSON as a Lua value (null becomes nil inside tables, arrays keep the array marker).
 pub fn json_to_lua(lua: &Lua, value: &serde_json::Value) -> mlua::Result<Value> {
-    lua.to_value_with(value, mlua::serde::SerializeOptions::new().serialize_none_to_null(false).serialize_unit_to_null(false))
+    lua.to_value_with(
+        value,
+        mlua::serde::SerializeOptions::new()
+            .serialize_none_to_null(false)
+            .serialize_unit_to_null(false),
+    )
 }
 
 /// A registry entry for `fen list KIND --json` and `api.list`: the spec's data fields plus
@@ -63,7 +72,10 @@ pub fn contribution_json(lua: &Lua, listed: &Listed<'_>) -> serde_json::Value {
     }
     obj.insert(
         "shadowed_by".into(),
-        listed.shadowed_by.map(|s| serde_json::Value::String(s.to_string())).unwrap_or(serde_json::Value::Null),
+        listed
+            .shadowed_by
+            .map(|s| serde_json::Value::String(s.to_string()))
+            .unwrap_or(serde_json::Value::Null),
     );
     serde_json::Value::Object(obj)
 }

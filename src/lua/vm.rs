@@ -8,7 +8,10 @@ use mlua::{Function, Lua, Table, Value};
 pub fn new_state() -> mlua::Result<Lua> {
     let lua = Lua::new();
     let preload: Table = lua.globals().get::<Table>("package")?.get("preload")?;
-    preload.set("fen.native", lua.create_function(|lua, ()| super::native::module(lua))?)?;
+    preload.set(
+        "fen.native",
+        lua.create_function(|lua, ()| super::native::module(lua))?,
+    )?;
     Ok(lua)
 }
 
@@ -39,7 +42,10 @@ pub fn sibling_require(lua: &Lua, rec: &ExtensionRecord, env: &Table) -> mlua::R
         let rel = name.replace('.', "/");
         for file in [format!("{rel}.lua"), format!("{rel}/init.lua")] {
             if let Ok(src) = location.read(&file) {
-                let chunk = lua.load(src).set_name(format!("@{}", location.display_file(&file))).set_environment(env.clone());
+                let chunk = lua
+                    .load(src)
+                    .set_name(format!("@{}", location.display_file(&file)))
+                    .set_environment(env.clone());
                 let value = match chunk.call::<Value>(name.as_str())? {
                     Value::Nil => Value::Boolean(true),
                     v => v,

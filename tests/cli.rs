@@ -1,0 +1,166 @@
+//! The command line as a user types it: version, help, usage errors, listings, contracts, docs.
+
+mod common;
+use common::Sandbox;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn version_and_help() {
+    let s = Sandbox::new();
+    let out = s.fen(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("fen {}", env!("CARGO_PKG_VERSION"))
+    );
+    let out = s.fen(&["--help"]);
+    assert!(out.status.success());
+    for word in ["list", "show", "docs", "--extension"] {
+        assert!(text(&out.stdout).contains(word), "help lacks {word}");
+    }
+}
+
+#[test]
+fn unknown_flags_and_subcommands_exit_2_with_a_suggestion() {
+    let s = Sandbox::new();
+    let out = s.fen(&["lsit"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("similar subcommand exists: 'list'"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = s.fen(&["list", "--jsn"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--json"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = s.fen(&["list", "toolz"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("'tools'"));
+}
+
+#[test]
+fn list_events_and_kinds_come_from_contracts() {
+    let s = Sandbox::new();
+    let events = s.fen_json(&["list", "events", "--json"]);
+    let names: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    for e in [
+        "agent-started",
+        "tool-result",
+        "extension-error",
+        "provider-retry",
+    ] {
+        assert!(names.contains(&e), "{e} missing");
+    }
+    let kinds = s.fen_json(&["list", "kinds", "--json"]);
+    let names: Vec<&str> = kinds
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "auth-backend",
+            "command",
+            "control",
+            "hook",
+            "introspect",
+            "panel",
+            "presenter",
+            "provider",
+            "session-backend",
+            "status",
+            "tool"
+        ]
+    );
+    let human = text(&s.fen(&["list", "commands"]).stdout);
+    assert!(
+        human
+            .lines()
+            .any(|l| l.starts_with("help") && l.contains("essentials")),
+        "{human}"
+    );
+}
+
+#[test]
+fn show_contract_prints_one_entry_or_suggests() {
+    let s = Sandbox::new();
+    let out = s.fen(&["show", "contract", "tool-result"]);
+    assert!(out.status.success());
+    let md = text(&out.stdout);
+    assert!(
+        md.contains("### tool-result") && md.contains("| `result` | `ToolResultMessage` | yes |"),
+        "{md}"
+    );
+    let json = s.fen_json(&["show", "contract", "register-kinds/tool", "--json"]);
+    assert_eq!(json[0]["section"], "register-kinds");
+    assert!(json[0]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["name"] == "concurrency"));
+    let out = s.fen(&["show", "contract", "tool-reslt"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("did you mean 'tool-result'"));
+}
+
+#[test]
+fn docs_writes_and_checks_the_contract_page() {
+    let s = Sandbox::new();
+    let out = s.fen(&["docs", "--check"]);
+    assert_eq!(out.status.code(), Some(1), "missing page must be stale");
+    assert!(s.fen(&["docs"]).status.success());
+    let page = std::fs::read_to_string(s.cwd().join("docs/contracts.md")).unwrap();
+    for heading in [
+        "## events",
+        "## types",
+        "## register-kinds",
+        "## interfaces",
+        "| Field | Type | Required | Summary |",
+    ] {
+        assert!(page.contains(heading), "{heading} missing");
+    }
+    assert!(s.fen(&["docs", "--check"]).status.success());
+    std::fs::write(
+        s.cwd().join("docs/contracts.md"),
+        page.replace("Event-bus shapes.", "edited"),
+    )
+    .unwrap();
+    let out = s.fen(&["docs", "--check"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("stale"));
+    let other = s.root().join("other.md");
+    assert!(s
+        .fen(&["docs", "--out", other.to_str().unwrap()])
+        .status
+        .success());
+    assert_eq!(std::fs::read_to_string(other).unwrap(), page);
+}
+
+/// The committed docs/contracts.md must match contracts/ (run `fen docs` after editing them).
+#[test]
+fn committed_contract_docs_are_fresh() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args(["docs", "--check"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "docs/contracts.md is stale: run `cargo run -- docs` ({})",
+        text(&out.stderr)
+    );
+}

@@ -1,0 +1,111 @@
+//! Shared test helpers: an isolated home (config, state, cwd) in a temp dir, and running the
+//! real `fen` binary against it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let s = Sandbox { dir };
+        std::fs::create_dir_all(s.cwd()).unwrap();
+        std::fs::create_dir_all(s.config().join("fen/extensions")).unwrap();
+        s
+    }
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn cwd(&self) -> PathBuf {
+        self.root().join("work")
+    }
+    pub fn config(&self) -> PathBuf {
+        self.root().join("config")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.root().join("state")
+    }
+    pub fn user_extensions(&self) -> PathBuf {
+        self.config().join("fen/extensions")
+    }
+    /// Writes a file (creating parents) under the sandbox root.
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.root().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+    /// `fen ARGS` with HOME/XDG pointed into the sandbox, run in `cwd()`.
+    pub fn fen(&self, args: &[&str]) -> Output {
+        self.fen_env(args, &[])
+    }
+    pub fn fen_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
+        cmd.args(args)
+            .current_dir(self.cwd())
+            .env("HOME", self.root())
+            .env("XDG_CONFIG_HOME", self.config())
+            .env("XDG_STATE_HOME", self.state())
+            .env_remove("FEN_EXTENSIONS_PATH")
+            .env_remove("FEN_EXTENSION_ROOT")
+            .env_remove("FEN_LOG");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run fen")
+    }
+    /// `fen ARGS --json`, parsed; panics with stderr when fen fails.
+    pub fn fen_json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.fen(args);
+        assert!(
+            out.status.success(),
+            "fen {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("fen printed JSON")
+    }
+    /// Library boot options equivalent to what `fen` would use in this sandbox.
+    pub fn boot_options(&self) -> fen::kernel::BootOptions {
+        fen::kernel::BootOptions {
+            discovery: fen::kernel::loader::DiscoveryConfig {
+                explicit: Vec::new(),
+                overlay: None,
+                cwd: self.cwd(),
+                extensions_path: Vec::new(),
+                config_dir: self.config().join("fen"),
+                embedded: true,
+            },
+            paths: fen::kernel::settings::Paths {
+                config_dir: self.config().join("fen"),
+                state_dir: self.state().join("fen"),
+            },
+        }
+    }
+}
+
+/// A one-tool extension source whose tool description says where it came from.
+pub fn tool_extension(tool: &str, marker: &str) -> String {
+    format!(
+        r#"return function(api)
+  api.register("tool", {{
+    name = "{tool}", description = "{marker}",
+    parameters = {{ type = "object", properties = {{}} }},
+    execute = function() return {{ content = {{}}, is_error = false }} end,
+  }})
+end
+"#
+    )
+}
+
+/// Finds the entry of `name` in a JSON array of listings.
+pub fn find<'a>(rows: &'a serde_json::Value, key: &str, name: &str) -> Vec<&'a serde_json::Value> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[key] == name)
+        .collect()
+}

@@ -1,0 +1,293 @@
+//! The kernel through its library API, on real files: reload semantics, api.state, the event
+//! bus (validation, handler isolation), prompt assembly and command dispatch.
+
+mod common;
+use common::{tool_extension, Sandbox};
+use fen::kernel::{Kernel, Status};
+
+fn tool_description(k: &Kernel, tool: &str) -> Option<String> {
+    k.list_json("tool")
+        .into_iter()
+        .find(|t| t["name"] == tool && t["shadowed_by"].is_null())
+        .and_then(|t| t["description"].as_str().map(str::to_string))
+}
+
+fn status(k: &Kernel, name: &str) -> (Status, Option<String>) {
+    let r = k
+        .extensions()
+        .into_iter()
+        .find(|r| r.name == name)
+        .expect("extension listed");
+    (r.status, r.message)
+}
+
+#[test]
+fn reload_replaces_contributions_and_keeps_state() {
+    let s = Sandbox::new();
+    let counter = r#"return function(api)
+  local st = api.state()
+  st.loads = (st.loads or 0) + 1
+  api.register("tool", { name = "counter", description = "VERSION loads=" .. st.loads,
+    parameters = {}, execute = function() end })
+end"#;
+    let path = s.write(
+        "config/fen/extensions/counter.lua",
+        &counter.replace("VERSION", "v1"),
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    assert_eq!(
+        tool_description(&k, "counter").as_deref(),
+        Some("v1 loads=1")
+    );
+
+    std::fs::write(&path, counter.replace("VERSION", "v2")).unwrap();
+    let report = k.reload();
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(
+        tool_description(&k, "counter").as_deref(),
+        Some("v2 loads=2")
+    );
+    // Exactly one tool of that name: the old contribution was removed, not duplicated.
+    assert_eq!(
+        k.list_json("tool")
+            .iter()
+            .filter(|t| t["name"] == "counter")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn an_extension_that_breaks_on_reload_keeps_its_previous_contributions() {
+    let s = Sandbox::new();
+    let path = s.write(
+        "config/fen/extensions/fragile.lua",
+        &tool_extension("fragile_tool", "working"),
+    );
+    s.write(
+        "config/fen/extensions/steady.lua",
+        &tool_extension("steady_tool", "steady v1"),
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    assert_eq!(
+        tool_description(&k, "fragile_tool").as_deref(),
+        Some("working")
+    );
+
+    std::fs::write(&path, "return function(api) error('now broken') end").unwrap();
+    s.write(
+        "config/fen/extensions/steady.lua",
+        &tool_extension("steady_tool", "steady v2"),
+    );
+    let report = k.reload();
+    assert_eq!(report.errors.len(), 1);
+    assert!(report.errors[0].1.contains("now broken"));
+    assert_eq!(
+        tool_description(&k, "fragile_tool").as_deref(),
+        Some("working"),
+        "old contribution kept"
+    );
+    assert_eq!(
+        tool_description(&k, "steady_tool").as_deref(),
+        Some("steady v2"),
+        "others reload"
+    );
+    let (st, msg) = status(&k, "fragile");
+    assert_eq!(st, Status::Error);
+    assert!(msg.unwrap().contains("kept its previous contributions"));
+
+    // Fixed again: the new version replaces the kept one.
+    std::fs::write(&path, tool_extension("fragile_tool", "fixed")).unwrap();
+    assert!(k.reload().errors.is_empty());
+    assert_eq!(
+        tool_description(&k, "fragile_tool").as_deref(),
+        Some("fixed")
+    );
+    assert_eq!(status(&k, "fragile").0, Status::Loaded);
+}
+
+#[test]
+fn a_removed_extension_loses_its_contributions_on_reload() {
+    let s = Sandbox::new();
+    let path = s.write(
+        "config/fen/extensions/gone.lua",
+        &tool_extension("gone_tool", "here"),
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    assert!(tool_description(&k, "gone_tool").is_some());
+    std::fs::remove_file(path).unwrap();
+    let report = k.reload();
+    assert_eq!(report.removed, vec!["gone".to_string()]);
+    assert!(tool_description(&k, "gone_tool").is_none());
+}
+
+#[test]
+fn the_reload_command_runs_through_the_essentials_extension() {
+    let s = Sandbox::new();
+    let path = s.write(
+        "config/fen/extensions/late.lua",
+        &tool_extension("late_tool", "before"),
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    std::fs::write(&path, tool_extension("late_tool", "after")).unwrap();
+    let text = k.run_command("/reload").unwrap().unwrap();
+    assert!(text.starts_with("reloaded "), "{text}");
+    assert_eq!(tool_description(&k, "late_tool").as_deref(), Some("after"));
+
+    let help = k.run_command("/help").unwrap().unwrap();
+    assert!(help.contains("/help") && help.contains("/reload"), "{help}");
+    let err = k.run_command("/relaod").unwrap_err();
+    assert!(
+        err.contains("unknown command: /relaod") && err.contains("did you mean /reload"),
+        "{err}"
+    );
+}
+
+#[test]
+fn handler_errors_become_extension_error_and_delivery_goes_on() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/a_thrower.lua",
+        r#"return function(api)
+  api.on("info", function(ev) error("handler exploded") end)
+  -- A broken extension-error handler must not loop.
+  api.on("extension-error", function(ev) error("and again") end)
+end"#,
+    );
+    s.write(
+        "config/fen/extensions/b_listener.lua",
+        r#"return function(api)
+  local st = api.state()
+  st.seen = {}
+  st.errors = {}
+  api.on("info", function(ev) table.insert(st.seen, ev.info) end)
+  api.on("extension-error", function(ev) table.insert(st.errors, ev) end)
+  api.on("*", function(ev) st.all = (st.all or 0) + 1 end)
+  api.register("command", { name = "probe", handler = function()
+    local e = st.errors[1] or {}
+    return string.format("seen=%s errors=%d owner=%s event=%s error=%s tb=%s all=%d",
+      table.concat(st.seen, ","), #st.errors, tostring(e.owner), tostring(e.event),
+      tostring(e.error), tostring(e.traceback ~= nil), st.all or 0)
+  end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    k.emit_json(&serde_json::json!({"type": "info", "info": "hello"}))
+        .unwrap();
+    let probe = k.run_command("/probe").unwrap().unwrap();
+    assert!(probe.contains("seen=hello"), "{probe}");
+    assert!(probe.contains("errors=1"), "{probe}");
+    assert!(
+        probe.contains("owner=a_thrower") && probe.contains("event=info"),
+        "{probe}"
+    );
+    assert!(
+        probe.contains("handler exploded") && probe.contains("tb=true"),
+        "{probe}"
+    );
+}
+
+#[test]
+fn events_with_a_contract_are_validated() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/emitter.lua",
+        r#"return function(api)
+  api.register("command", { name = "emit_bad", handler = function()
+    local ok, err = pcall(api.emit, { type = "tool-result" })
+    return tostring(err)
+  end })
+  api.register("command", { name = "emit_custom", handler = function()
+    local ok = pcall(api.emit, { type = "my-own-event", anything = 1 })
+    return tostring(ok)
+  end })
+  api.register("command", { name = "emit_wrong_type", handler = function()
+    local ok, err = pcall(api.emit, { type = "queued", line = 42 })
+    return tostring(err)
+  end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let bad = k.run_command("/emit_bad").unwrap().unwrap();
+    assert!(
+        bad.contains("extension 'emitter'")
+            && bad.contains("'tool-result'")
+            && bad.contains("field 'result'"),
+        "{bad}"
+    );
+    assert_eq!(k.run_command("/emit_custom").unwrap().unwrap(), "true");
+    let wrong = k.run_command("/emit_wrong_type").unwrap().unwrap();
+    assert!(
+        wrong.contains("field 'line' expected string, got a number"),
+        "{wrong}"
+    );
+    // From Rust too.
+    let err = k
+        .emit_json(&serde_json::json!({"type": "llm-end"}))
+        .unwrap_err();
+    assert!(err.to_string().contains("field 'message'"), "{err}");
+}
+
+#[test]
+fn prompt_fragments_assemble_in_order_and_a_failing_one_is_skipped() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/prompts.lua",
+        r#"return function(api)
+  api.prompt("third", { id = "c", order = 30 })
+  api.prompt(function() return "first (dynamic)" end, { id = "a", order = 10 })
+  api.prompt(function() error("broken fragment") end, { id = "x", order = 15 })
+  api.prompt("second", { id = "b", order = 20 })
+  api.prompt("second, replaced", { id = "b", order = 20 })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    assert_eq!(
+        k.assemble_prompt(),
+        "first (dynamic)\n\nsecond, replaced\n\nthird"
+    );
+}
+
+#[test]
+fn api_list_returns_read_only_snapshots() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/lister.lua",
+        r#"return function(api)
+  api.register("command", { name = "try_write", description = "orig", handler = function()
+    local cmds = api.list("command")
+    local mine
+    for _, c in ipairs(cmds) do if c.name == "try_write" then mine = c end end
+    local ok, err = pcall(function() mine.description = "changed" end)
+    return tostring(ok) .. "|" .. tostring(err) .. "|" .. api.list("command")[1].owner
+  end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let out = k.run_command("/try_write").unwrap().unwrap();
+    assert!(
+        out.starts_with("false|") && out.contains("read-only"),
+        "{out}"
+    );
+    let desc = k
+        .list_json("command")
+        .into_iter()
+        .find(|c| c["name"] == "try_write")
+        .unwrap();
+    assert_eq!(desc["description"], "orig");
+}
+
+#[test]
+fn api_log_writes_json_lines_to_the_state_dir() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/logger.lua",
+        r#"return function(api) api.log("warn", "careful now") end"#,
+    );
+    let _k = Kernel::boot(s.boot_options()).unwrap();
+    let log = std::fs::read_to_string(s.state().join("fen/logs.jsonl")).unwrap();
+    let line: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(line["level"], "warn");
+    assert_eq!(line["owner"], "logger");
+    assert_eq!(line["msg"], "careful now");
+}
