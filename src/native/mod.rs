@@ -1,2 +1,9 @@
 //! Native modules: pure Rust cores (no Lua) that the Lua extensions call through the bindings
 //! in `crate::lua::native`.
+
+pub mod edit;
+pub mod filetype;
+pub mod fs;
+pub mod sanitize;
+pub mod search;
+pub mod truncate;
