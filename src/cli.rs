@@ -36,6 +36,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run one tool headlessly and print its result as one JSON object.
+    Tool {
+        /// Tool name (see `fen list tools`).
+        name: String,
+        /// Arguments as a JSON object, e.g. '{"path": "README.md"}' (default {}).
+        #[arg(default_value = "{}")]
+        args: String,
+    },
     /// Show one entry of the reference.
     Show {
         #[command(subcommand)]

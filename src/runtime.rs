@@ -11,13 +11,53 @@ use std::process::ExitCode;
 /// The process entry point.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("fen: {err:#}");
             ExitCode::from(1)
         }
+    };
+    // No process group fen started outlives it.
+    crate::native::process::terminate_all_groups();
+    code
+}
+
+/// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.
+pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    Ok(local.block_on(&rt, fut))
+}
+
+/// `fen tool NAME ARGS`: exit 0 when the tool ran (even if its result is an error), 2 when it
+/// could not run (unknown tool, arguments that are not JSON or do not fit the schema).
+fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode> {
+    let args: serde_json::Value = match serde_json::from_str(args) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fen: tool arguments are not valid JSON ({e}); pass one JSON object, e.g. '{{\"path\": \"README.md\"}}'");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let kernel = boot(cli)?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let outcome = block_on(async {
+        let watcher = cancel.clone();
+        tokio::task::spawn_local(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                watcher.cancel();
+            }
+        });
+        let ctx = crate::kernel::tools::ToolCallContext { tool_call_id: None, cancel: cancel.clone() };
+        crate::kernel::tools::run_tool(&kernel.lua, &kernel.inner, name, args, ctx).await
+    })?;
+    stdout(&format!("{}\n", serde_json::to_string(&outcome.to_json())?))?;
+    if !outcome.ran {
+        eprintln!("fen: {}", outcome.content.first().map(String::as_str).unwrap_or("the tool did not run"));
+        return Ok(ExitCode::from(2));
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
@@ -48,6 +88,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             what: ShowWhat::Contract { name, json },
         }) => show_contract(name, *json),
         Some(Command::Docs { check, out }) => docs(*check, out.clone()),
+        Some(Command::Tool { name, args }) => tool(&cli, name, args),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod log;
 pub mod prompt;
 pub mod registry;
 pub mod settings;
+pub mod tools;
 
 pub use host::{BootOptions, ExtensionRecord, Kernel, ReloadReport, Status};
 

@@ -4,6 +4,8 @@
 pub mod edit;
 pub mod filetype;
 pub mod fs;
+pub mod process;
+pub mod read;
 pub mod sanitize;
 pub mod search;
 pub mod truncate;

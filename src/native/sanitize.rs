@@ -125,6 +125,18 @@ impl Sanitized<'_> {
     }
 }
 
+/// Escapes what [`sanitize`] escapes, with no cap and no marker: for callers that report the
+/// count themselves (the `read` tool escapes line by line). Returns the text and the number of
+/// input bytes escaped; clean input is borrowed.
+pub fn escape(input: &[u8]) -> (Cow<'_, str>, usize) {
+    if let Some(clean) = as_clean_str(input) {
+        return (Cow::Borrowed(clean), 0);
+    }
+    let mut out = String::new();
+    let body = escape_prefix(input, usize::MAX, &mut out);
+    (Cow::Owned(out), body.escaped)
+}
+
 /// Report for input passed through unchanged.
 fn untouched(len: usize) -> SanitizeReport {
     SanitizeReport {

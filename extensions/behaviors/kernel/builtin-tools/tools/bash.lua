@@ -1,0 +1,65 @@
+-- bash: one shell command under the native process supervisor.
+local native = require("fen.native")
+local util = require("util")
+
+local DEFAULT_TIMEOUT, MAX_TIMEOUT = 120, 600
+
+return function(api)
+  return {
+    name = "bash",
+    label = "bash",
+    description = [[Run a shell command (bash -c, or sh -c without bash) in its own process group, with stdin from /dev/null and no terminal (interactive prompts fail instead of hanging; GIT_EDITOR, EDITOR and PAGER are disabled). stderr is merged into stdout in order. timeout is in seconds (default 120, max 600); on timeout the whole process group is killed. Output keeps the first and last parts (about 32 KB each) when long, with the full output saved to a file whose path is given. ANSI colours and progress redraws are cleaned. The last line states [exit N], [signal N] or [timed out after Ns]; a non-zero exit is an error. The call returns when the shell exits; background processes (cmd &) keep running and are listed.]],
+    risk = "shell",
+    concurrency = "exclusive",
+    parameters = {
+      type = "object",
+      properties = {
+        command = { type = "string", description = "The command line." },
+        timeout = { type = "integer", minimum = 1, maximum = MAX_TIMEOUT, description = "Seconds (default 120)." },
+        cwd = { type = "string", description = "Working directory (default: the session's)." },
+        description = { type = "string", description = "Five words on what this does, for the user." },
+      },
+      required = { "command" },
+    },
+    execute = function(args, _yield, ctx)
+      if args.cwd and not native.fs.is_dir(args.cwd) then
+        return util.fail(string.format("error: cwd %s is not an existing directory", args.cwd))
+      end
+      local timeout = args.timeout or DEFAULT_TIMEOUT
+      local on_output = function(text)
+        api.emit({ type = "tool-update", tool_name = "bash", tool_call_id = ctx and ctx.tool_call_id, text = text })
+      end
+      local r, err = native.process.run({ command = args.command, cwd = args.cwd, timeout_ms = timeout * 1000 }, on_output)
+      if not r then return util.fail("error: " .. err) end
+      local parts = {}
+      if r.text ~= "" then parts[#parts + 1] = (r.text:gsub("\n$", "")) end
+      if r.spill_path and not r.text:find(r.spill_path, 1, true) then
+        parts[#parts + 1] = string.format("[fen: full output (%s) saved to %s]", native.truncate.human_bytes(r.total_bytes), r.spill_path)
+      end
+      if #r.background_pids > 0 then
+        local pids = {}
+        for _, p in ipairs(r.background_pids) do pids[#pids + 1] = tostring(p) end
+        parts[#parts + 1] = "[fen: still running in the background: pids " .. table.concat(pids, " ") .. "]"
+      end
+      local status, failed
+      if r.timed_out then
+        status, failed = string.format("[timed out after %ds]", timeout), true
+      elseif r.cancelled then
+        status, failed = "[cancelled]", true
+      elseif r.signal then
+        status, failed = string.format("[signal %d]", r.signal), true
+      else
+        status, failed = string.format("[exit %d]", r.exit_code or -1), (r.exit_code or -1) ~= 0
+      end
+      parts[#parts + 1] = status
+      local details = {
+        command = args.command, exit_code = r.exit_code, signal = r.signal, timed_out = r.timed_out,
+        cancelled = r.cancelled, duration_ms = r.duration_ms, bytes = r.total_bytes,
+        truncated = r.truncated, spill_path = r.spill_path, background_pids = r.background_pids,
+      }
+      local text = table.concat(parts, "\n")
+      if failed then return util.fail(text, details) end
+      return util.ok(text, details)
+    end,
+  }
+end

@@ -1,0 +1,117 @@
+-- read: a window of a text file with line numbers, honest truncation and a continuation hint.
+local native = require("fen.native")
+local util = require("util")
+
+local DESCRIPTION = [[Read files. Returns numbered lines (`cat -n` style).
+Shapes: {path, offset?, limit?} for one file, or {paths: [...]} for several at once, each entry a path string or {path, offset, limit}.
+offset is the 1-based first line (default 1); limit the number of lines (default 2000). Output is capped at 2000 lines and 50 KB per file; a truncated read ends with the exact offset to continue from. Lines longer than 2000 characters are clipped. A directory lists its entries; binary files are reported (type and size), not dumped. Prefer one call with `paths` over several calls.]]
+
+local function read_one(req)
+  local r, err = native.fs.read(req.path, { offset = req.offset, limit = req.limit })
+  if not r then
+    return nil, err
+  end
+  if r.kind == "directory" then
+    local l, lerr = native.fs.list(req.path, { depth = 1 })
+    if not l then return nil, lerr end
+    return string.format("%s is a directory; its entries:\n%s", req.path, l.text),
+      { path = req.path, kind = "directory", entries = l.total }
+  end
+  if r.kind == "binary" then
+    return string.format("binary file, %d bytes, %s: %s (not shown as text)", r.size, r.binary_kind, req.path),
+      { path = req.path, kind = "binary", bytes = r.size, binary_kind = r.binary_kind }
+  end
+  local details = {
+    path = req.path, kind = "text", first_line = r.first_line, last_line = r.last_line,
+    total_lines = r.total_lines, bytes = r.total_bytes, truncated = r.next_offset ~= nil,
+  }
+  if r.total_lines == 0 then
+    return string.format("(empty file: %s, %d bytes)", req.path, r.total_bytes), details
+  end
+  local parts = { util.number_lines(r.text, r.first_line) }
+  if r.next_offset then
+    local why = r.truncated_by == "bytes" and " (50 KB limit)" or ""
+    parts[#parts + 1] = string.format("[fen: showing lines %d-%d of %d%s. Continue with offset=%d.]",
+      r.first_line, r.last_line, r.total_lines, why, r.next_offset)
+  end
+  if r.clipped_lines > 0 then
+    parts[#parts + 1] = string.format(
+      "[fen: %s longer than 2000 characters clipped; to see one whole, use bash, e.g. sed -n '%dp' %s | cut -c 2001-12000]",
+      util.plural(r.clipped_lines, "line"), r.first_line, req.path)
+  end
+  if r.escaped_bytes > 0 then
+    parts[#parts + 1] = string.format("[fen: %d bytes that are not valid UTF-8 text are shown as \\xNN]", r.escaped_bytes)
+  end
+  if r.crlf then
+    parts[#parts + 1] = "[fen: this file uses CRLF line endings (shown without \\r); edit keeps them]"
+  end
+  return table.concat(parts, "\n"), details
+end
+
+return function()
+  return {
+    name = "read",
+    label = "read",
+    description = DESCRIPTION,
+    risk = "read",
+    concurrency = "parallel_safe",
+    parameters = {
+      type = "object",
+      properties = {
+        path = { type = "string", description = "File to read (relative to the working directory; ~ expands)." },
+        offset = { type = "integer", minimum = 1, description = "1-based first line (default 1)." },
+        limit = { type = "integer", minimum = 1, description = "Number of lines (default 2000)." },
+        paths = {
+          type = "array",
+          description = "Several files at once: path strings or {path, offset, limit} objects.",
+          items = {
+            anyOf = {
+              { type = "string" },
+              {
+                type = "object",
+                properties = {
+                  path = { type = "string" },
+                  offset = { type = "integer", minimum = 1 },
+                  limit = { type = "integer", minimum = 1 },
+                },
+                required = { "path" },
+              },
+            },
+          },
+        },
+      },
+    },
+    execute = function(args)
+      if args.paths and args.path then
+        return util.fail("error: pass either path or paths, not both")
+      end
+      if not args.paths then
+        if not args.path then
+          return util.fail("error: read needs a path (or paths for several files)")
+        end
+        local text, details = read_one(args)
+        if not text then return util.fail("error: " .. details) end
+        return util.ok(text, details)
+      end
+      if #args.paths == 0 then
+        return util.fail("error: paths is empty; list at least one file")
+      end
+      local sections, files, failed = {}, {}, 0
+      for _, entry in ipairs(args.paths) do
+        local req = type(entry) == "string" and { path = entry } or entry
+        local text, details = read_one(req)
+        if not text then
+          failed = failed + 1
+          text = "error: " .. details
+          details = { path = req.path, error = true }
+        end
+        sections[#sections + 1] = string.format("==> %s <==\n%s", req.path, text)
+        files[#files + 1] = details
+      end
+      local result = table.concat(sections, "\n\n")
+      local details = { files = files, failed = failed }
+      if failed == #args.paths then return util.fail(result, details) end
+      return util.ok(result, details)
+    end,
+  }
+end

@@ -1,0 +1,31 @@
+-- write: create or replace a whole file, atomically.
+local native = require("fen.native")
+local util = require("util")
+
+return function()
+  return {
+    name = "write",
+    label = "write",
+    description = [[Write a whole file: creates it (and missing parent directories) or replaces it. Atomic: readers never see a half-written file; an existing file keeps its permissions. Content is written exactly as given (line endings included). To change part of a file use edit instead. In a session, replacing an existing file requires having read it first, and is refused if it changed on disk since.]],
+    risk = "write",
+    concurrency = "exclusive",
+    parameters = {
+      type = "object",
+      properties = {
+        path = { type = "string", description = "File to write (relative to the working directory; ~ expands)." },
+        content = { type = "string", description = "The complete new content." },
+      },
+      required = { "path", "content" },
+    },
+    execute = function(args)
+      local r, err = native.fs.write(args.path, args.content)
+      if not r then return util.fail("error: " .. err) end
+      local what = r.created and "new file"
+        or string.format("replaced %s", util.plural(r.lines_before, "line"))
+      return util.ok(
+        string.format("wrote %d bytes (%s) to %s (%s)", r.bytes, util.plural(r.lines_after, "line"), args.path, what),
+        { path = args.path, bytes = r.bytes, lines_before = r.lines_before, lines_after = r.lines_after, created = r.created }
+      )
+    end,
+  }
+end

@@ -1,0 +1,170 @@
+//! The tool pipeline shared by `fen tool` and the agent loop: look the tool up, validate the
+//! arguments against its JSON schema, execute it (async, cancellable), turn anything it returns
+//! or raises into a canonical result, and sanitize every text block. Whatever happens, the
+//! caller gets exactly one result.
+
+use super::host::Inner;
+use crate::lua::convert;
+use crate::native::sanitize;
+use mlua::{Function, Lua, Table, Value};
+use tokio_util::sync::CancellationToken;
+
+/// A tool's result: text blocks for the model, `details` for presenters only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    pub content: Vec<String>,
+    pub is_error: bool,
+    pub details: serde_json::Value,
+    /// False when the tool never ran (unknown tool, invalid arguments).
+    pub ran: bool,
+}
+
+impl ToolOutcome {
+    pub fn error(message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { content: vec![message.into()], is_error: true, details: serde_json::Value::Null, ran: false }
+    }
+
+    /// `{"content": [{"type": "text", "text": ...}], "is_error": bool, "details": {...}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "content": self.content.iter().map(|t| serde_json::json!({"type": "text", "text": t})).collect::<Vec<_>>(),
+            "is_error": self.is_error,
+            "details": self.details,
+        })
+    }
+
+    /// Sanitizes every text block (the one sanitizer pass before results are stored or sent).
+    fn sanitized(mut self) -> ToolOutcome {
+        let cap = sanitize::default_max_bytes();
+        for block in &mut self.content {
+            let clean = sanitize::sanitize(block.as_bytes(), cap);
+            if clean.report.escaped > 0 || clean.report.truncated {
+                *block = clean.text.into_owned();
+            }
+        }
+        self
+    }
+}
+
+/// Context handed to `execute` as its third argument.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCallContext {
+    pub tool_call_id: Option<String>,
+    pub cancel: CancellationToken,
+}
+
+/// Validates `args` against the tool's schema; `Err` names the field and what is wrong.
+pub fn validate_args(tool: &str, schema: &serde_json::Value, args: &serde_json::Value) -> Result<(), String> {
+    if !args.is_object() {
+        return Err(format!("error: invalid arguments for {tool}: expected a JSON object, got {args}"));
+    }
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        // A broken schema is the tool author's bug; do not block the call on it.
+        Err(_) => return Ok(()),
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(args)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{}: {e}", at.trim_start_matches('/'))
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("error: invalid arguments for {tool}: {}", errors.join("; ")))
+    }
+}
+
+/// Runs one tool through the whole pipeline.
+pub async fn run_tool(lua: &Lua, inner: &Inner, name: &str, args: serde_json::Value, ctx: ToolCallContext) -> ToolOutcome {
+    let spec: Option<Table> = inner.registry.borrow().get("tool", name).map(|c| c.spec.clone());
+    let Some(spec) = spec else {
+        let names: Vec<String> =
+            inner.registry.borrow().active("tool").iter().filter_map(|c| c.name.clone()).collect();
+        let hint = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
+            .map(|s| format!(" (did you mean {s}?)"))
+            .unwrap_or_default();
+        return ToolOutcome::error(format!("error: unknown tool: {name}{hint}; available: {}", names.join(", ")));
+    };
+    let schema = spec.get::<Value>("parameters").map(|v| convert::lua_to_json(lua, v)).unwrap_or_default();
+    if let Err(msg) = validate_args(name, &schema, &args) {
+        return ToolOutcome::error(msg);
+    }
+    let outcome = match execute(lua, &spec, name, &args, &ctx).await {
+        Ok(o) => o,
+        Err(e) if ctx.cancel.is_cancelled() => {
+            let _ = e;
+            ToolOutcome { ran: true, ..ToolOutcome::error(format!("[cancelled] {name} was cancelled before completion")) }
+        }
+        Err(e) => ToolOutcome { ran: true, ..ToolOutcome::error(format!("error: tool {name} failed: {}", convert::error_parts(&e).0)) },
+    };
+    outcome.sanitized()
+}
+
+async fn execute(lua: &Lua, spec: &Table, name: &str, args: &serde_json::Value, ctx: &ToolCallContext) -> mlua::Result<ToolOutcome> {
+    let execute: Function = spec.get("execute")?;
+    let lua_args = convert::json_to_lua(lua, args)?;
+    let cancel = ctx.cancel.clone();
+    let yield_fn = lua.create_async_function(move |_, ()| {
+        let cancel = cancel.clone();
+        async move {
+            tokio::task::yield_now().await;
+            if cancel.is_cancelled() {
+                return Err(mlua::Error::runtime("cancelled"));
+            }
+            Ok(())
+        }
+    })?;
+    let ctx_table = lua.create_table()?;
+    ctx_table.set("tool_call_id", ctx.tool_call_id.clone())?;
+    ctx_table.set("tool_name", name)?;
+    // Natives that wait (processes, search) observe the running call's token.
+    lua.set_app_data(ctx.cancel.clone());
+    let value = execute.call_async::<Value>((lua_args, yield_fn, ctx_table)).await;
+    lua.remove_app_data::<CancellationToken>();
+    let value = value?;
+    Ok(shape_result(lua, name, value))
+}
+
+/// Accepts what a tool returned: a result table, or a bare string (one text block).
+fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
+    let mut out = ToolOutcome { content: Vec::new(), is_error: false, details: serde_json::Value::Null, ran: true };
+    match value {
+        Value::String(s) => out.content.push(s.to_string_lossy()),
+        Value::Table(t) => {
+            out.is_error = t.get::<Option<bool>>("is_error").ok().flatten().unwrap_or(false);
+            match t.get::<Value>("content") {
+                Ok(Value::String(s)) => out.content.push(s.to_string_lossy()),
+                Ok(Value::Table(blocks)) => {
+                    for block in blocks.sequence_values::<Value>().flatten() {
+                        match block {
+                            Value::String(s) => out.content.push(s.to_string_lossy()),
+                            Value::Table(b) => {
+                                if let Ok(Some(text)) = b.get::<Option<mlua::LuaString>>("text") {
+                                    out.content.push(text.to_string_lossy());
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if let Ok(details) = t.get::<Value>("details") {
+                if !details.is_nil() {
+                    out.details = convert::lua_to_json(lua, details);
+                }
+            }
+        }
+        Value::Nil => out.content.push(format!("{name} returned nothing")),
+        other => out.content.push(format!("{name} returned a {} instead of a result table", other.type_name())),
+    }
+    out
+}

@@ -1,0 +1,54 @@
+//! Binding of the edit-apply engine: `native.edit.apply`.
+
+use super::{blocking, expand_path, failure, ledger, success};
+use crate::native::edit::{self, Edit, FileEdits};
+use mlua::{Lua, Table, Value};
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set("apply", lua.create_async_function(apply_fn)?)?;
+    Ok(m)
+}
+
+/// `edit.apply({{path, edits = {{old_string, new_string, replace_all}}}, ...})` ->
+/// `{files = {{path, diff, replacements, first_changed_line, strategies}}}` or `nil, message`.
+/// All files are validated before any is written; nothing is written when one fails. A file
+/// this session read is checked against what was read (stale-read protection).
+async fn apply_fn(lua: Lua, files: Table) -> mlua::Result<(Value, Value)> {
+    let mut batch = Vec::new();
+    for f in files.sequence_values::<Table>() {
+        let f = f?;
+        let path = expand_path(&f.get::<String>("path")?);
+        let mut edits = Vec::new();
+        for e in f.get::<Table>("edits")?.sequence_values::<Table>() {
+            let e = e?;
+            edits.push(Edit {
+                old_string: e.get::<String>("old_string")?,
+                new_string: e.get::<String>("new_string")?,
+                replace_all: e.get::<Option<bool>>("replace_all")?.unwrap_or(false),
+            });
+        }
+        let expected = ledger::with(&lua, |l| l.get(&path));
+        batch.push(FileEdits { path, edits, expected });
+    }
+    match blocking(move || edit::apply_batch(&batch)).await? {
+        Ok(outcomes) => {
+            let out = lua.create_table()?;
+            let list = lua.create_table()?;
+            for o in outcomes {
+                ledger::with(&lua, |l| l.record(&o.path, o.stamp.clone()));
+                let t = lua.create_table()?;
+                t.set("path", o.path.to_string_lossy().as_ref())?;
+                t.set("diff", o.outcome.diff.as_str())?;
+                t.set("replacements", o.outcome.replacements)?;
+                t.set("first_changed_line", o.outcome.first_changed_line)?;
+                let strategies: Vec<&str> = o.outcome.strategies.iter().map(|s| s.as_str()).collect();
+                t.set("strategies", super::array(&lua, &strategies)?)?;
+                list.push(t)?;
+            }
+            out.set("files", list)?;
+            success(out)
+        }
+        Err(e) => failure(&lua, e.to_string()),
+    }
+}

@@ -1,0 +1,148 @@
+//! Bindings of file reading, writing and listing: `native.fs`.
+
+use super::{blocking, expand_path, failure, ledger, success};
+use crate::native::fs::{self as nfs, FileStamp};
+use crate::native::read::{self, ReadOptions, ReadOutcome};
+use crate::native::search;
+use mlua::{Lua, Table, Value};
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set("read", lua.create_async_function(read_fn)?)?;
+    m.set("write", lua.create_async_function(write_fn)?)?;
+    m.set("list", lua.create_async_function(list_fn)?)?;
+    m.set(
+        "expand",
+        lua.create_function(|_, path: String| Ok(expand_path(&path).to_string_lossy().into_owned()))?,
+    )?;
+    m.set(
+        "set_strict",
+        lua.create_function(|lua, strict: bool| {
+            ledger::with(lua, |l| l.strict = strict);
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "is_dir",
+        lua.create_function(|_, path: String| Ok(expand_path(&path).is_dir()))?,
+    )?;
+    Ok(m)
+}
+
+/// `fs.read(path, {offset, limit, max_bytes, max_columns})` -> `{kind = "text" | "binary" |
+/// "directory", ...}` or `nil, message`. Text: `text, first_line, last_line, total_lines,
+/// total_bytes, next_offset, truncated_by, clipped_lines, escaped_bytes, crlf, bom`.
+async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+    let mut o = ReadOptions::default();
+    if let Some(t) = &opts {
+        o.offset = t.get::<Option<usize>>("offset")?.unwrap_or(1);
+        o.limit = t.get::<Option<usize>>("limit")?.unwrap_or(o.limit);
+        o.max_bytes = t.get::<Option<usize>>("max_bytes")?.unwrap_or(o.max_bytes);
+        o.max_columns = t.get::<Option<usize>>("max_columns")?.unwrap_or(o.max_columns);
+    }
+    let full = expand_path(&path);
+    let target = full.clone();
+    let outcome = match blocking(move || read::read(&target, &o)).await? {
+        Ok(o) => o,
+        Err(e) => return failure(&lua, e.to_string()),
+    };
+    let t = lua.create_table()?;
+    match outcome {
+        ReadOutcome::Directory => t.set("kind", "directory")?,
+        ReadOutcome::Binary { kind, size, mime, stamp } => {
+            ledger::with(&lua, |l| l.record(&full, stamp));
+            t.set("kind", "binary")?;
+            t.set("binary_kind", kind)?;
+            t.set("size", size)?;
+            t.set("mime", mime)?;
+        }
+        ReadOutcome::Text(w) => {
+            ledger::with(&lua, |l| l.record(&full, w.stamp.clone()));
+            t.set("kind", "text")?;
+            t.set("text", w.text)?;
+            t.set("first_line", w.first_line)?;
+            t.set("last_line", w.last_line)?;
+            t.set("total_lines", w.total_lines)?;
+            t.set("total_bytes", w.total_bytes)?;
+            t.set("next_offset", w.next_offset)?;
+            t.set("truncated_by", w.truncated_by)?;
+            t.set("clipped_lines", w.clipped_lines)?;
+            t.set("escaped_bytes", w.escaped_bytes)?;
+            t.set("crlf", w.crlf)?;
+            t.set("bom", w.bom)?;
+        }
+    }
+    success(t)
+}
+
+/// `fs.write(path, content)` -> `{path, bytes, lines_before, lines_after, created}` or
+/// `nil, message`. Atomic, parents created, an existing file's mode kept. In a strict (agent)
+/// session an existing file must have been read, and not changed since.
+async fn write_fn(lua: Lua, (path, content): (String, mlua::LuaString)) -> mlua::Result<(Value, Value)> {
+    let full = expand_path(&path);
+    let (strict, expected) = ledger::with(&lua, |l| (l.strict, l.get(&full)));
+    let bytes = content.as_bytes().to_vec();
+    let target = full.clone();
+    let result = blocking(move || -> Result<(usize, bool, FileStamp), String> {
+        let before = match std::fs::read(&target) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read {}: {e}", target.display())),
+        };
+        if let Some(old) = &before {
+            if strict {
+                match &expected {
+                    None => {
+                        return Err(format!(
+                            "refusing to overwrite {}: this session has not read it. Read it first, or change it with edit.",
+                            target.display()
+                        ))
+                    }
+                    Some(stamp) => nfs::check_fresh(&target, stamp).map_err(|e| format!("{e}; read it again before writing"))?,
+                }
+            }
+            let _ = old;
+        }
+        nfs::write_atomic_create_dirs(&target, &bytes, None).map_err(|e| e.to_string())?;
+        let meta = std::fs::metadata(&target).map_err(|e| e.to_string())?;
+        let lines_before = before.as_deref().map_or(0, read::count_lines);
+        Ok((lines_before, before.is_none(), FileStamp::of_bytes(&meta, &bytes)))
+    })
+    .await?;
+    match result {
+        Ok((lines_before, created, stamp)) => {
+            ledger::with(&lua, |l| l.record(&full, stamp));
+            let t = lua.create_table()?;
+            t.set("path", full.to_string_lossy().as_ref())?;
+            t.set("bytes", content.as_bytes().len())?;
+            t.set("lines_before", lines_before)?;
+            t.set("lines_after", read::count_lines(&content.as_bytes()))?;
+            t.set("created", created)?;
+            success(t)
+        }
+        Err(msg) => failure(&lua, msg),
+    }
+}
+
+/// `fs.list(path, {depth, limit})` -> `{text, total, truncated}` or `nil, message`.
+async fn list_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+    let depth = opts.as_ref().and_then(|t| t.get::<Option<usize>>("depth").ok().flatten()).unwrap_or(1);
+    let limit = opts.as_ref().and_then(|t| t.get::<Option<usize>>("limit").ok().flatten()).unwrap_or(500);
+    let full = expand_path(&path);
+    match blocking(move || search::list_dir(&full, depth, limit)).await? {
+        Ok(r) => {
+            let t = lua.create_table()?;
+            t.set("text", search::render_list(&r))?;
+            t.set("total", r.total)?;
+            t.set("truncated", r.truncated)?;
+            let entries = lua.create_table()?;
+            for e in &r.entries {
+                entries.push(e.display())?;
+            }
+            t.set("entries", entries)?;
+            t.set("issues", super::array(&lua, &r.issues.messages)?)?;
+            success(t)
+        }
+        Err(e) => failure(&lua, e.to_string()),
+    }
+}

@@ -1,0 +1,53 @@
+//! Binding of the process supervisor: `native.process.run`.
+
+use super::{expand_path, failure, success};
+use crate::native::process::{self, ProcessSpec};
+use mlua::{Function, Lua, Table, Value};
+use std::time::Duration;
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set("run", lua.create_async_function(run_fn)?)?;
+    Ok(m)
+}
+
+/// `process.run({command, cwd, timeout_ms, env = {K = V}}, on_output?)` -> `{exit_code, signal,
+/// timed_out, cancelled, duration_ms, total_bytes, text, truncated, spill_path, background_pids}`
+/// or `nil, message` (bad cwd, spawn failure). `on_output(text)` receives throttled live chunks.
+/// The turn's cancellation (Ctrl-C, `/cancel`) kills the process group.
+async fn run_fn(lua: Lua, (opts, on_output): (Table, Option<Function>)) -> mlua::Result<(Value, Value)> {
+    let mut spec = ProcessSpec::new(opts.get::<String>("command")?);
+    spec.cwd = opts.get::<Option<String>>("cwd")?.map(|c| expand_path(&c));
+    spec.timeout = opts.get::<Option<f64>>("timeout_ms")?.map(|ms| Duration::from_millis(ms.max(0.0) as u64));
+    if let Some(env) = opts.get::<Option<Table>>("env")? {
+        for pair in env.pairs::<String, String>() {
+            spec.env.push(pair?);
+        }
+    }
+    spec.spill_dir = Some(crate::kernel::settings::Paths::from_env().state_dir.join("tool-output"));
+    let cancel = super::cancel_token(&lua);
+    let mut forward = |chunk: &str| {
+        if let Some(f) = &on_output {
+            // A failing progress callback must not kill the command it reports on.
+            let _ = f.call::<()>(chunk);
+        }
+    };
+    let sink: Option<&mut (dyn FnMut(&str) + '_)> = if on_output.is_some() { Some(&mut forward) } else { None };
+    let r = match process::run(spec, cancel, sink).await {
+        Ok(r) => r,
+        Err(e) => return failure(&lua, e.to_string()),
+    };
+    let t = lua.create_table()?;
+    t.set("exit_code", r.exit_code)?;
+    t.set("signal", r.signal)?;
+    t.set("timed_out", r.timed_out)?;
+    t.set("cancelled", r.cancelled)?;
+    t.set("duration_ms", r.duration.as_millis() as u64)?;
+    t.set("total_bytes", r.total_bytes)?;
+    t.set("text", r.text)?;
+    t.set("truncated", r.truncated)?;
+    t.set("spill_path", r.spill_path.map(|p| p.to_string_lossy().into_owned()))?;
+    t.set("spill_error", r.spill_error)?;
+    t.set("background_pids", super::array(&lua, &r.background_pids)?)?;
+    success(t)
+}
