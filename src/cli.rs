@@ -21,8 +21,59 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", global = true)]
     pub extension_root: Option<PathBuf>,
 
+    /// Headless: run PROMPT (or stdin when PROMPT is absent or `-`), print the final answer to
+    /// stdout and progress to stderr.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Output mode for headless runs: `text` (the answer) or `json` (every event as a line).
+    #[arg(long, value_enum, default_value_t = Mode::Text)]
+    pub mode: Mode,
+
+    /// Provider to use (see `fen list providers`).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// Model id, or `provider/model`.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+
+    /// API root including its version prefix, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Most model steps in one turn.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_turns: usize,
+
+    /// Output token budget of one model call.
+    #[arg(long, value_name = "N", default_value_t = 16384)]
+    pub max_tokens: u64,
+
+    /// Replace the base system prompt with TEXT.
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
+    pub system: Option<String>,
+
+    /// Replace the base system prompt with the contents of FILE.
+    #[arg(long, value_name = "FILE")]
+    pub system_file: Option<PathBuf>,
+
+    /// Script of the mock provider (also FEN_MOCK_SCRIPT): a JSON list of turns.
+    #[arg(long, value_name = "FILE")]
+    pub mock_script: Option<PathBuf>,
+
+    /// The task, for --print and --mode json.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

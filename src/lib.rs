@@ -7,4 +7,5 @@ pub mod kernel;
 pub mod lua;
 pub mod native;
 pub mod runtime;
+pub mod session;
 pub mod suggest;

@@ -25,7 +25,9 @@ pub fn main() -> ExitCode {
 
 /// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.
 pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let local = tokio::task::LocalSet::new();
     Ok(local.block_on(&rt, fut))
 }
@@ -49,18 +51,28 @@ fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode> {
                 watcher.cancel();
             }
         });
-        let ctx = crate::kernel::tools::ToolCallContext { tool_call_id: None, cancel: cancel.clone() };
+        let ctx = crate::kernel::tools::ToolCallContext {
+            tool_call_id: None,
+            cancel: cancel.clone(),
+        };
         crate::kernel::tools::run_tool(&kernel.lua, &kernel.inner, name, args, ctx).await
     })?;
     stdout(&format!("{}\n", serde_json::to_string(&outcome.to_json())?))?;
     if !outcome.ran {
-        eprintln!("fen: {}", outcome.content.first().map(String::as_str).unwrap_or("the tool did not run"));
+        eprintln!(
+            "fen: {}",
+            outcome
+                .content
+                .first()
+                .map(String::as_str)
+                .unwrap_or("the tool did not run")
+        );
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
+pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
     let cwd = std::env::current_dir()?;
     let opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
     let kernel =
@@ -79,10 +91,7 @@ fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        None => {
-            eprintln!("fen: no interactive presenter is built in yet; see `fen --help` for what works today.");
-            Ok(ExitCode::from(2))
-        }
+        None => crate::session::run(&cli),
         Some(Command::List { what, json }) => list(&cli, *what, *json),
         Some(Command::Show {
             what: ShowWhat::Contract { name, json },
@@ -93,7 +102,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes to stdout; a reader that went away (`fen list | head`) is not an error.
-fn stdout(text: &str) -> anyhow::Result<()> {
+pub(crate) fn stdout(text: &str) -> anyhow::Result<()> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),

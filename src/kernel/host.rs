@@ -102,6 +102,8 @@ pub struct Inner {
     pub discovery: DiscoveryConfig,
     pub paths: Paths,
     pub logger: Logger,
+    /// The agent of this run, once a presenter runs one (`api.turn.*` act on it).
+    pub agent: RefCell<Option<Rc<super::agent::Agent>>>,
     seq: Cell<u64>,
 }
 
@@ -208,6 +210,7 @@ impl Kernel {
             logger: Logger::new(&opts.paths.state_dir),
             discovery: opts.discovery,
             paths: opts.paths,
+            agent: RefCell::new(None),
             seq: Cell::new(0),
         });
         let kernel = Kernel { lua, inner };
@@ -261,7 +264,18 @@ impl Kernel {
 }
 
 pub fn assemble_prompt(lua: &Lua, inner: &Inner) -> String {
-    let fragments = inner.prompts.borrow().clone();
+    assemble_prompt_without(lua, inner, "")
+}
+
+/// The prompt without the fragment whose id is `skip` (`--system` replaces the `base` one).
+pub fn assemble_prompt_without(lua: &Lua, inner: &Inner, skip: &str) -> String {
+    let fragments: Vec<PromptFragment> = inner
+        .prompts
+        .borrow()
+        .iter()
+        .filter(|f| f.id != skip)
+        .cloned()
+        .collect();
     let _ = lua;
     prompt::assemble(&fragments, |owner, id, err| {
         inner.logger.log(

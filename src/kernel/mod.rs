@@ -1,6 +1,7 @@
 //! The kernel: contracts, registry, event bus, extension loader and reload, prompt assembly,
 //! settings. Everything a user might change lives in Lua extensions on top of it.
 
+pub mod agent;
 pub mod contracts;
 pub mod host;
 pub mod loader;

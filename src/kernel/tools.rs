@@ -21,7 +21,12 @@ pub struct ToolOutcome {
 
 impl ToolOutcome {
     pub fn error(message: impl Into<String>) -> ToolOutcome {
-        ToolOutcome { content: vec![message.into()], is_error: true, details: serde_json::Value::Null, ran: false }
+        ToolOutcome {
+            content: vec![message.into()],
+            is_error: true,
+            details: serde_json::Value::Null,
+            ran: false,
+        }
     }
 
     /// `{"content": [{"type": "text", "text": ...}], "is_error": bool, "details": {...}}`.
@@ -54,9 +59,15 @@ pub struct ToolCallContext {
 }
 
 /// Validates `args` against the tool's schema; `Err` names the field and what is wrong.
-pub fn validate_args(tool: &str, schema: &serde_json::Value, args: &serde_json::Value) -> Result<(), String> {
+pub fn validate_args(
+    tool: &str,
+    schema: &serde_json::Value,
+    args: &serde_json::Value,
+) -> Result<(), String> {
     if !args.is_object() {
-        return Err(format!("error: invalid arguments for {tool}: expected a JSON object, got {args}"));
+        return Err(format!(
+            "error: invalid arguments for {tool}: expected a JSON object, got {args}"
+        ));
     }
     let validator = match jsonschema::validator_for(schema) {
         Ok(v) => v,
@@ -78,22 +89,46 @@ pub fn validate_args(tool: &str, schema: &serde_json::Value, args: &serde_json::
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(format!("error: invalid arguments for {tool}: {}", errors.join("; ")))
+        Err(format!(
+            "error: invalid arguments for {tool}: {}",
+            errors.join("; ")
+        ))
     }
 }
 
 /// Runs one tool through the whole pipeline.
-pub async fn run_tool(lua: &Lua, inner: &Inner, name: &str, args: serde_json::Value, ctx: ToolCallContext) -> ToolOutcome {
-    let spec: Option<Table> = inner.registry.borrow().get("tool", name).map(|c| c.spec.clone());
+pub async fn run_tool(
+    lua: &Lua,
+    inner: &Inner,
+    name: &str,
+    args: serde_json::Value,
+    ctx: ToolCallContext,
+) -> ToolOutcome {
+    let spec: Option<Table> = inner
+        .registry
+        .borrow()
+        .get("tool", name)
+        .map(|c| c.spec.clone());
     let Some(spec) = spec else {
-        let names: Vec<String> =
-            inner.registry.borrow().active("tool").iter().filter_map(|c| c.name.clone()).collect();
+        let names: Vec<String> = inner
+            .registry
+            .borrow()
+            .active("tool")
+            .iter()
+            .filter_map(|c| c.name.clone())
+            .collect();
         let hint = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
             .map(|s| format!(" (did you mean {s}?)"))
             .unwrap_or_default();
-        return ToolOutcome::error(format!("error: unknown tool: {name}{hint}; available: {}", names.join(", ")));
+        return ToolOutcome::error(format!(
+            "error: unknown tool: {name}{hint}; available: {}",
+            names.join(", ")
+        ));
     };
-    let schema = spec.get::<Value>("parameters").map(|v| convert::lua_to_json(lua, v)).unwrap_or_default();
+    let schema = spec
+        .get::<Value>("parameters")
+        .map(|v| convert::lua_to_json(lua, v))
+        .unwrap_or_default();
     if let Err(msg) = validate_args(name, &schema, &args) {
         return ToolOutcome::error(msg);
     }
@@ -101,14 +136,31 @@ pub async fn run_tool(lua: &Lua, inner: &Inner, name: &str, args: serde_json::Va
         Ok(o) => o,
         Err(e) if ctx.cancel.is_cancelled() => {
             let _ = e;
-            ToolOutcome { ran: true, ..ToolOutcome::error(format!("[cancelled] {name} was cancelled before completion")) }
+            ToolOutcome {
+                ran: true,
+                ..ToolOutcome::error(format!(
+                    "[cancelled] {name} was cancelled before completion"
+                ))
+            }
         }
-        Err(e) => ToolOutcome { ran: true, ..ToolOutcome::error(format!("error: tool {name} failed: {}", convert::error_parts(&e).0)) },
+        Err(e) => ToolOutcome {
+            ran: true,
+            ..ToolOutcome::error(format!(
+                "error: tool {name} failed: {}",
+                convert::error_parts(&e).0
+            ))
+        },
     };
     outcome.sanitized()
 }
 
-async fn execute(lua: &Lua, spec: &Table, name: &str, args: &serde_json::Value, ctx: &ToolCallContext) -> mlua::Result<ToolOutcome> {
+async fn execute(
+    lua: &Lua,
+    spec: &Table,
+    name: &str,
+    args: &serde_json::Value,
+    ctx: &ToolCallContext,
+) -> mlua::Result<ToolOutcome> {
     let execute: Function = spec.get("execute")?;
     let lua_args = convert::json_to_lua(lua, args)?;
     let cancel = ctx.cancel.clone();
@@ -127,7 +179,9 @@ async fn execute(lua: &Lua, spec: &Table, name: &str, args: &serde_json::Value, 
     ctx_table.set("tool_name", name)?;
     // Natives that wait (processes, search) observe the running call's token.
     lua.set_app_data(ctx.cancel.clone());
-    let value = execute.call_async::<Value>((lua_args, yield_fn, ctx_table)).await;
+    let value = execute
+        .call_async::<Value>((lua_args, yield_fn, ctx_table))
+        .await;
     lua.remove_app_data::<CancellationToken>();
     let value = value?;
     Ok(shape_result(lua, name, value))
@@ -135,11 +189,20 @@ async fn execute(lua: &Lua, spec: &Table, name: &str, args: &serde_json::Value, 
 
 /// Accepts what a tool returned: a result table, or a bare string (one text block).
 fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
-    let mut out = ToolOutcome { content: Vec::new(), is_error: false, details: serde_json::Value::Null, ran: true };
+    let mut out = ToolOutcome {
+        content: Vec::new(),
+        is_error: false,
+        details: serde_json::Value::Null,
+        ran: true,
+    };
     match value {
         Value::String(s) => out.content.push(s.to_string_lossy()),
         Value::Table(t) => {
-            out.is_error = t.get::<Option<bool>>("is_error").ok().flatten().unwrap_or(false);
+            out.is_error = t
+                .get::<Option<bool>>("is_error")
+                .ok()
+                .flatten()
+                .unwrap_or(false);
             match t.get::<Value>("content") {
                 Ok(Value::String(s)) => out.content.push(s.to_string_lossy()),
                 Ok(Value::Table(blocks)) => {
@@ -164,7 +227,10 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
             }
         }
         Value::Nil => out.content.push(format!("{name} returned nothing")),
-        other => out.content.push(format!("{name} returned a {} instead of a result table", other.type_name())),
+        other => out.content.push(format!(
+            "{name} returned a {} instead of a result table",
+            other.type_name()
+        )),
     }
     out
 }

@@ -12,6 +12,8 @@
 //! | `api.list(kind)` | read-only snapshots of the active and shadowed contributions of a kind |
 //! | `api.state()` | a table private to this extension that survives `/reload` |
 //! | `api.load(name)` | load the sibling file `name.lua` (like `require`, cached per load) |
+//! | `api.turn` | `submit(text, {when_busy})` (async), `cancel()`, `busy()`, `messages()` |
+//! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
 //! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()` |
 
 use super::convert;
@@ -118,10 +120,104 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
         })?,
     )?;
 
+    api.set("turn", turn_table(lua, inner)?)?;
+    let i = inner.clone();
+    api.set(
+        "enqueue",
+        lua.create_function(move |lua, (kind, text): (String, String)| {
+            let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+            agent
+                .enqueue(&kind, text.clone())
+                .map_err(mlua::Error::runtime)?;
+            let ev = lua.create_table()?;
+            ev.set("type", "queued")?;
+            ev.set("line", text)?;
+            host::emit(lua, &i, ev, "kernel")
+        })?,
+    )?;
+
     if rec.first_party {
         api.set("kernel", kernel_table(lua, inner)?)?;
     }
     Ok(api)
+}
+
+fn no_agent() -> mlua::Error {
+    mlua::Error::runtime(
+        "no agent is running: api.turn and api.enqueue work while a presenter runs a session",
+    )
+}
+
+/// `api.turn`: `submit(text, {when_busy = "reject" | "steering" | "follow-up"})` runs a user
+/// turn and returns `{status = "ok" | "cancelled" | "error" | "queued" | "rejected", text,
+/// error}`; `cancel()` cancels the running turn; `busy()` tells whether one runs.
+fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let i = inner.clone();
+    t.set(
+        "submit",
+        lua.create_async_function(move |lua, (text, opts): (String, Option<Table>)| {
+            let i = i.clone();
+            async move {
+                let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+                let out = lua.create_table()?;
+                if agent.is_busy() {
+                    let when =
+                        opts.and_then(|o| o.get::<Option<String>>("when_busy").ok().flatten());
+                    match when.as_deref().unwrap_or("reject") {
+                        "reject" => {
+                            out.set("status", "rejected")?;
+                            out.set(
+                                "error",
+                                "the agent is busy; wait for the turn to end or cancel it",
+                            )?;
+                        }
+                        kind => {
+                            agent
+                                .enqueue(kind, text.clone())
+                                .map_err(mlua::Error::runtime)?;
+                            let ev = lua.create_table()?;
+                            ev.set("type", "queued")?;
+                            ev.set("line", text)?;
+                            host::emit(&lua, &i, ev, "kernel")?;
+                            out.set("status", "queued")?;
+                        }
+                    }
+                    return Ok(out);
+                }
+                let r = crate::kernel::agent::run_turn(&lua, &i, &agent, &text).await;
+                out.set("status", r.status)?;
+                out.set("text", r.text)?;
+                out.set("error", r.error)?;
+                Ok(out)
+            }
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "cancel",
+        lua.create_function(move |_, ()| {
+            if let Some(a) = i.agent.borrow().as_ref() {
+                a.cancel();
+            }
+            Ok(())
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "busy",
+        lua.create_function(move |_, ()| {
+            Ok(i.agent.borrow().as_ref().is_some_and(|a| a.is_busy()))
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "messages",
+        lua.create_function(move |_, ()| {
+            Ok(i.agent.borrow().as_ref().map(|a| a.messages.clone()))
+        })?,
+    )?;
+    Ok(t)
 }
 
 fn register_fn(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Result<Function> {

@@ -24,11 +24,20 @@ pub struct ReadOptions {
     pub max_bytes: usize,
     /// Lines longer than this many characters are clipped.
     pub max_columns: usize,
+    /// The caller shows each line behind a `cat -n` style number (`{:>6}\t`): count those
+    /// bytes against `max_bytes` too, so the budget bounds what the model actually receives.
+    pub numbered: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { offset: 1, limit: DEFAULT_LIMIT, max_bytes: DEFAULT_MAX_BYTES, max_columns: DEFAULT_MAX_COLUMNS }
+        ReadOptions {
+            offset: 1,
+            limit: DEFAULT_LIMIT,
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_columns: DEFAULT_MAX_COLUMNS,
+            numbered: false,
+        }
     }
 }
 
@@ -47,6 +56,8 @@ pub struct TextWindow {
     /// `Some("lines")` or `Some("bytes")` when the window was cut by that limit.
     pub truncated_by: Option<&'static str>,
     pub clipped_lines: usize,
+    /// Line number of the first clipped line (the one a slicing hint should name).
+    pub first_clipped_line: Option<usize>,
     pub escaped_bytes: usize,
     pub crlf: bool,
     pub bom: bool,
@@ -56,7 +67,12 @@ pub struct TextWindow {
 #[derive(Debug, Clone)]
 pub enum ReadOutcome {
     Text(TextWindow),
-    Binary { kind: String, size: u64, mime: Option<&'static str>, stamp: FileStamp },
+    Binary {
+        kind: String,
+        size: u64,
+        mime: Option<&'static str>,
+        stamp: FileStamp,
+    },
     Directory,
 }
 
@@ -65,7 +81,11 @@ pub enum ReadError {
     #[error("file not found: {path}{}", suggestion(.similar))]
     NotFound { path: PathBuf, similar: Vec<String> },
     #[error("offset {offset} is past the end of {path} ({total_lines} lines); use an offset between 1 and {total_lines}")]
-    OffsetPastEnd { path: PathBuf, offset: usize, total_lines: usize },
+    OffsetPastEnd {
+        path: PathBuf,
+        offset: usize,
+        total_lines: usize,
+    },
     #[error(transparent)]
     Fs(#[from] FsError),
 }
@@ -85,28 +105,49 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<ReadOutcome, ReadError> {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let similar = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+                // A bare name ("a.tx") has an empty parent: look in the working directory.
+                (Some(dir), Some(name)) if dir.as_os_str().is_empty() => {
+                    filetype::similar_names(Path::new("."), name, 3)
+                }
                 (Some(dir), Some(name)) => filetype::similar_names(dir, name, 3),
                 _ => Vec::new(),
             };
-            return Err(ReadError::NotFound { path: path.to_path_buf(), similar });
+            return Err(ReadError::NotFound {
+                path: path.to_path_buf(),
+                similar,
+            });
         }
         Err(_) => {}
     }
     let (bytes, stamp) = fs::read_with_stamp(path)?;
     let head = &bytes[..bytes.len().min(8192)];
     if let FileKind::Binary { kind } = filetype::detect(path, head) {
-        return Ok(ReadOutcome::Binary { kind, size: bytes.len() as u64, mime: filetype::image_mime(head), stamp });
+        return Ok(ReadOutcome::Binary {
+            kind,
+            size: bytes.len() as u64,
+            mime: filetype::image_mime(head),
+            stamp,
+        });
     }
     window(path, &bytes, stamp, opts).map(ReadOutcome::Text)
 }
 
-fn window(path: &Path, bytes: &[u8], stamp: FileStamp, opts: &ReadOptions) -> Result<TextWindow, ReadError> {
+fn window(
+    path: &Path,
+    bytes: &[u8],
+    stamp: FileStamp,
+    opts: &ReadOptions,
+) -> Result<TextWindow, ReadError> {
     let bom = bytes.starts_with(b"\xEF\xBB\xBF");
     let body = if bom { &bytes[3..] } else { bytes };
     let total_lines = count_lines(body);
     let offset = opts.offset.max(1);
     if offset > total_lines.max(1) {
-        return Err(ReadError::OffsetPastEnd { path: path.to_path_buf(), offset, total_lines });
+        return Err(ReadError::OffsetPastEnd {
+            path: path.to_path_buf(),
+            offset,
+            total_lines,
+        });
     }
     // Byte position of the first shown line.
     let mut start = 0;
@@ -121,6 +162,7 @@ fn window(path: &Path, bytes: &[u8], stamp: FileStamp, opts: &ReadOptions) -> Re
     let mut used = 0;
     let mut truncated_by = None;
     let mut clipped_lines = 0;
+    let mut first_clipped_line = None;
     let mut text = String::new();
     let mut escaped_bytes = 0;
     while end < body.len() {
@@ -132,13 +174,22 @@ fn window(path: &Path, bytes: &[u8], stamp: FileStamp, opts: &ReadOptions) -> Re
         let raw = &body[end..line_end];
         let (clean, escaped) = sanitize::escape(raw);
         let (line, clipped) = truncate::clip_long_lines(&clean, opts.max_columns);
-        if shown > 0 && used + line.len() > opts.max_bytes {
+        let cost = line.len()
+            + if opts.numbered {
+                number_width(offset + shown)
+            } else {
+                0
+            };
+        if shown > 0 && used + cost > opts.max_bytes {
             truncated_by = Some("bytes");
             break;
         }
         escaped_bytes += escaped;
         clipped_lines += clipped;
-        used += line.len();
+        if clipped > 0 && first_clipped_line.is_none() {
+            first_clipped_line = Some(offset + shown);
+        }
+        used += cost;
         text.push_str(&line);
         shown += 1;
         end = line_end;
@@ -152,13 +203,23 @@ fn window(path: &Path, bytes: &[u8], stamp: FileStamp, opts: &ReadOptions) -> Re
         total_lines,
         total_bytes: bytes.len(),
         next_offset,
-        truncated_by: if next_offset.is_some() { truncated_by.or(Some("lines")) } else { None },
+        truncated_by: if next_offset.is_some() {
+            truncated_by.or(Some("lines"))
+        } else {
+            None
+        },
         clipped_lines,
+        first_clipped_line,
         escaped_bytes,
         crlf: memchr::memmem::find(body, b"\r\n").is_some(),
         bom,
         stamp,
     })
+}
+
+/// Bytes of the `{:>6}\t` prefix of line `n`.
+fn number_width(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1).max(6) + 1
 }
 
 /// Lines in a text: a final line without a newline counts; a trailing newline does not start one.
@@ -196,22 +257,71 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         let p = write(dir.path(), "a.txt", body.as_bytes());
-        let w = text(read(&p, &ReadOptions { offset: 3, limit: 4, ..Default::default() }).unwrap());
+        let w = text(
+            read(
+                &p,
+                &ReadOptions {
+                    offset: 3,
+                    limit: 4,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        );
         assert_eq!(w.text, "line 3\nline 4\nline 5\nline 6\n");
-        assert_eq!((w.first_line, w.last_line, w.total_lines, w.next_offset), (3, 6, 10, Some(7)));
+        assert_eq!(
+            (w.first_line, w.last_line, w.total_lines, w.next_offset),
+            (3, 6, 10, Some(7))
+        );
         assert_eq!(w.truncated_by, Some("lines"));
-        let w = text(read(&p, &ReadOptions { offset: 9, ..Default::default() }).unwrap());
-        assert_eq!((w.last_line, w.next_offset, w.truncated_by), (10, None, None));
+        let w = text(
+            read(
+                &p,
+                &ReadOptions {
+                    offset: 9,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            (w.last_line, w.next_offset, w.truncated_by),
+            (10, None, None)
+        );
     }
 
     #[test]
     fn byte_budget_cuts_on_a_line_boundary() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "b.txt", "0123456789\n".repeat(100).as_bytes());
-        let w = text(read(&p, &ReadOptions { max_bytes: 55, ..Default::default() }).unwrap());
+        let w = text(
+            read(
+                &p,
+                &ReadOptions {
+                    max_bytes: 55,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        );
         assert_eq!(w.last_line, 5);
         assert_eq!(w.truncated_by, Some("bytes"));
         assert_eq!(w.next_offset, Some(6));
+    }
+
+    #[test]
+    fn numbered_budget_counts_the_line_number_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "n.txt", "0123456789\n".repeat(100).as_bytes());
+        // 11 bytes a line + 7 for "     1\t": three lines fit 55 bytes, not five.
+        let o = ReadOptions {
+            max_bytes: 55,
+            numbered: true,
+            ..Default::default()
+        };
+        let w = text(read(&p, &o).unwrap());
+        assert_eq!((w.last_line, w.next_offset), (3, Some(4)));
+        assert_eq!((number_width(999_999), number_width(1_000_000)), (7, 8));
     }
 
     #[test]
@@ -230,11 +340,24 @@ mod tests {
         let w = text(read(&empty, &ReadOptions::default()).unwrap());
         assert_eq!((w.total_lines, w.last_line, w.text.as_str()), (0, 0, ""));
         let png = write(dir.path(), "x.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
-        assert!(matches!(read(&png, &ReadOptions::default()).unwrap(), ReadOutcome::Binary { .. }));
-        assert!(matches!(read(dir.path(), &ReadOptions::default()).unwrap(), ReadOutcome::Directory));
+        assert!(matches!(
+            read(&png, &ReadOptions::default()).unwrap(),
+            ReadOutcome::Binary { .. }
+        ));
+        assert!(matches!(
+            read(dir.path(), &ReadOptions::default()).unwrap(),
+            ReadOutcome::Directory
+        ));
         let err = read(&dir.path().join("empty.tx"), &ReadOptions::default()).unwrap_err();
         assert!(err.to_string().contains("did you mean: empty.txt"), "{err}");
-        let err = read(&empty, &ReadOptions { offset: 5, ..Default::default() }).unwrap_err();
+        let err = read(
+            &empty,
+            &ReadOptions {
+                offset: 5,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(matches!(err, ReadError::OffsetPastEnd { .. }));
     }
 
@@ -248,6 +371,7 @@ mod tests {
         assert!(w.bom && w.crlf);
         assert!(w.text.starts_with("a\r\n"));
         assert_eq!(w.clipped_lines, 1);
+        assert_eq!(w.first_clipped_line, Some(2));
         assert!(w.text.contains("[line clipped: 5000 chars]"));
     }
 }

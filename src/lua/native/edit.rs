@@ -29,7 +29,11 @@ async fn apply_fn(lua: Lua, files: Table) -> mlua::Result<(Value, Value)> {
             });
         }
         let expected = ledger::with(&lua, |l| l.get(&path));
-        batch.push(FileEdits { path, edits, expected });
+        batch.push(FileEdits {
+            path,
+            edits,
+            expected,
+        });
     }
     match blocking(move || edit::apply_batch(&batch)).await? {
         Ok(outcomes) => {
@@ -42,7 +46,8 @@ async fn apply_fn(lua: Lua, files: Table) -> mlua::Result<(Value, Value)> {
                 t.set("diff", o.outcome.diff.as_str())?;
                 t.set("replacements", o.outcome.replacements)?;
                 t.set("first_changed_line", o.outcome.first_changed_line)?;
-                let strategies: Vec<&str> = o.outcome.strategies.iter().map(|s| s.as_str()).collect();
+                let strategies: Vec<&str> =
+                    o.outcome.strategies.iter().map(|s| s.as_str()).collect();
                 t.set("strategies", super::array(&lua, &strategies)?)?;
                 list.push(t)?;
             }

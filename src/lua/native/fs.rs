@@ -13,7 +13,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set("list", lua.create_async_function(list_fn)?)?;
     m.set(
         "expand",
-        lua.create_function(|_, path: String| Ok(expand_path(&path).to_string_lossy().into_owned()))?,
+        lua.create_function(|_, path: String| {
+            Ok(expand_path(&path).to_string_lossy().into_owned())
+        })?,
     )?;
     m.set(
         "set_strict",
@@ -29,16 +31,20 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
-/// `fs.read(path, {offset, limit, max_bytes, max_columns})` -> `{kind = "text" | "binary" |
-/// "directory", ...}` or `nil, message`. Text: `text, first_line, last_line, total_lines,
-/// total_bytes, next_offset, truncated_by, clipped_lines, escaped_bytes, crlf, bom`.
+/// `fs.read(path, {offset, limit, max_bytes, max_columns, numbered})` -> `{kind = "text" |
+/// "binary" | "directory", ...}` or `nil, message`. Text: `text, first_line, last_line, total_lines,
+/// total_bytes, next_offset, truncated_by, clipped_lines, first_clipped_line, escaped_bytes,
+/// crlf, bom`.
 async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
     let mut o = ReadOptions::default();
     if let Some(t) = &opts {
         o.offset = t.get::<Option<usize>>("offset")?.unwrap_or(1);
         o.limit = t.get::<Option<usize>>("limit")?.unwrap_or(o.limit);
         o.max_bytes = t.get::<Option<usize>>("max_bytes")?.unwrap_or(o.max_bytes);
-        o.max_columns = t.get::<Option<usize>>("max_columns")?.unwrap_or(o.max_columns);
+        o.max_columns = t
+            .get::<Option<usize>>("max_columns")?
+            .unwrap_or(o.max_columns);
+        o.numbered = t.get::<Option<bool>>("numbered")?.unwrap_or(false);
     }
     let full = expand_path(&path);
     let target = full.clone();
@@ -49,7 +55,12 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
     let t = lua.create_table()?;
     match outcome {
         ReadOutcome::Directory => t.set("kind", "directory")?,
-        ReadOutcome::Binary { kind, size, mime, stamp } => {
+        ReadOutcome::Binary {
+            kind,
+            size,
+            mime,
+            stamp,
+        } => {
             ledger::with(&lua, |l| l.record(&full, stamp));
             t.set("kind", "binary")?;
             t.set("binary_kind", kind)?;
@@ -67,6 +78,7 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
             t.set("next_offset", w.next_offset)?;
             t.set("truncated_by", w.truncated_by)?;
             t.set("clipped_lines", w.clipped_lines)?;
+            t.set("first_clipped_line", w.first_clipped_line)?;
             t.set("escaped_bytes", w.escaped_bytes)?;
             t.set("crlf", w.crlf)?;
             t.set("bom", w.bom)?;
@@ -78,12 +90,18 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
 /// `fs.write(path, content)` -> `{path, bytes, lines_before, lines_after, created}` or
 /// `nil, message`. Atomic, parents created, an existing file's mode kept. In a strict (agent)
 /// session an existing file must have been read, and not changed since.
-async fn write_fn(lua: Lua, (path, content): (String, mlua::LuaString)) -> mlua::Result<(Value, Value)> {
+async fn write_fn(
+    lua: Lua,
+    (path, content): (String, mlua::LuaString),
+) -> mlua::Result<(Value, Value)> {
     let full = expand_path(&path);
     let (strict, expected) = ledger::with(&lua, |l| (l.strict, l.get(&full)));
     let bytes = content.as_bytes().to_vec();
     let target = full.clone();
     let result = blocking(move || -> Result<(usize, bool, FileStamp), String> {
+        if target.is_dir() {
+            return Err(format!("{} is a directory; write needs a file path", target.display()));
+        }
         let before = match std::fs::read(&target) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -126,8 +144,14 @@ async fn write_fn(lua: Lua, (path, content): (String, mlua::LuaString)) -> mlua:
 
 /// `fs.list(path, {depth, limit})` -> `{text, total, truncated}` or `nil, message`.
 async fn list_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
-    let depth = opts.as_ref().and_then(|t| t.get::<Option<usize>>("depth").ok().flatten()).unwrap_or(1);
-    let limit = opts.as_ref().and_then(|t| t.get::<Option<usize>>("limit").ok().flatten()).unwrap_or(500);
+    let depth = opts
+        .as_ref()
+        .and_then(|t| t.get::<Option<usize>>("depth").ok().flatten())
+        .unwrap_or(1);
+    let limit = opts
+        .as_ref()
+        .and_then(|t| t.get::<Option<usize>>("limit").ok().flatten())
+        .unwrap_or(500);
     let full = expand_path(&path);
     match blocking(move || search::list_dir(&full, depth, limit)).await? {
         Ok(r) => {

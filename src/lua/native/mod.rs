@@ -12,11 +12,14 @@
 //! | `edit` | `apply` ([`crate::native::edit`]) |
 //! | `search` | `grep`, `find` ([`crate::native::search`]) |
 //! | `process` | `run` ([`crate::native::process`]) |
+//! | `json` | `decode`, `encode`, `null` |
+//! | `sleep(ms)` | cancellable wait |
 
 mod edit;
-mod process;
 mod fs;
 mod ledger;
+mod misc;
+mod process;
 mod search;
 mod text;
 
@@ -34,23 +37,34 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     native.set("edit", edit::module(lua)?)?;
     native.set("search", search::module(lua)?)?;
     native.set("process", process::module(lua)?)?;
+    native.set("json", misc::json_module(lua)?)?;
+    native.set("sleep", misc::sleep_fn(lua)?)?;
     Ok(native)
 }
 
 /// The cancellation token of the running turn, installed in the Lua state's app data by
 /// whoever runs tools (the agent loop, `fen tool`); a fresh, never-cancelled token otherwise.
 pub fn cancel_token(lua: &Lua) -> tokio_util::sync::CancellationToken {
-    lua.app_data_ref::<tokio_util::sync::CancellationToken>().map(|t| t.clone()).unwrap_or_default()
+    lua.app_data_ref::<tokio_util::sync::CancellationToken>()
+        .map(|t| t.clone())
+        .unwrap_or_default()
 }
 
 /// Runs blocking work on tokio's blocking pool and awaits it.
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> mlua::Result<T> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| mlua::Error::runtime(format!("native task failed: {e}")))
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> mlua::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| mlua::Error::runtime(format!("native task failed: {e}")))
 }
 
 /// `nil, message`: the shape of an expected failure.
 pub(crate) fn failure(lua: &Lua, message: impl Into<String>) -> mlua::Result<(Value, Value)> {
-    Ok((Value::Nil, Value::String(lua.create_string(message.into())?)))
+    Ok((
+        Value::Nil,
+        Value::String(lua.create_string(message.into())?),
+    ))
 }
 
 /// A Lua array that stays an array when empty (it serializes to `[]`, not `{}`).
@@ -69,7 +83,8 @@ pub(crate) fn success(value: Table) -> mlua::Result<(Value, Value)> {
 pub fn expand_path(path: &str) -> std::path::PathBuf {
     if path == "~" || path.starts_with("~/") {
         if let Some(home) = std::env::var_os("HOME") {
-            return std::path::PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/'));
+            return std::path::PathBuf::from(home)
+                .join(path.trim_start_matches('~').trim_start_matches('/'));
         }
     }
     std::path::PathBuf::from(path)

@@ -11,20 +11,39 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
-/// `process.run({command, cwd, timeout_ms, env = {K = V}}, on_output?)` -> `{exit_code, signal,
-/// timed_out, cancelled, duration_ms, total_bytes, text, truncated, spill_path, background_pids}`
-/// or `nil, message` (bad cwd, spawn failure). `on_output(text)` receives throttled live chunks.
+/// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes}, on_output?)`
+/// -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text, truncated,
+/// spill_path, background_pids}` or `nil, message` (bad cwd, spawn failure). Head and tail
+/// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
 /// The turn's cancellation (Ctrl-C, `/cancel`) kills the process group.
-async fn run_fn(lua: Lua, (opts, on_output): (Table, Option<Function>)) -> mlua::Result<(Value, Value)> {
+async fn run_fn(
+    lua: Lua,
+    (opts, on_output): (Table, Option<Function>),
+) -> mlua::Result<(Value, Value)> {
     let mut spec = ProcessSpec::new(opts.get::<String>("command")?);
     spec.cwd = opts.get::<Option<String>>("cwd")?.map(|c| expand_path(&c));
-    spec.timeout = opts.get::<Option<f64>>("timeout_ms")?.map(|ms| Duration::from_millis(ms.max(0.0) as u64));
+    spec.timeout = opts
+        .get::<Option<f64>>("timeout_ms")?
+        .map(|ms| Duration::from_millis(ms.max(0.0) as u64));
     if let Some(env) = opts.get::<Option<Table>>("env")? {
         for pair in env.pairs::<String, String>() {
             spec.env.push(pair?);
         }
     }
-    spec.spill_dir = Some(crate::kernel::settings::Paths::from_env().state_dir.join("tool-output"));
+    // Head + tail must fit the sanitizer's cap with room for the markers and the status line,
+    // or the cap would cut the tail and the exit status the model most needs.
+    let budget = keep_budget(crate::native::sanitize::default_max_bytes());
+    spec.head_bytes = opts
+        .get::<Option<usize>>("head_bytes")?
+        .unwrap_or(spec.head_bytes.min(budget));
+    spec.tail_bytes = opts
+        .get::<Option<usize>>("tail_bytes")?
+        .unwrap_or(spec.tail_bytes.min(budget));
+    spec.spill_dir = Some(
+        crate::kernel::settings::Paths::from_env()
+            .state_dir
+            .join("tool-output"),
+    );
     let cancel = super::cancel_token(&lua);
     let mut forward = |chunk: &str| {
         if let Some(f) = &on_output {
@@ -32,7 +51,11 @@ async fn run_fn(lua: Lua, (opts, on_output): (Table, Option<Function>)) -> mlua:
             let _ = f.call::<()>(chunk);
         }
     };
-    let sink: Option<&mut (dyn FnMut(&str) + '_)> = if on_output.is_some() { Some(&mut forward) } else { None };
+    let sink: Option<&mut (dyn FnMut(&str) + '_)> = if on_output.is_some() {
+        Some(&mut forward)
+    } else {
+        None
+    };
     let r = match process::run(spec, cancel, sink).await {
         Ok(r) => r,
         Err(e) => return failure(&lua, e.to_string()),
@@ -46,8 +69,21 @@ async fn run_fn(lua: Lua, (opts, on_output): (Table, Option<Function>)) -> mlua:
     t.set("total_bytes", r.total_bytes)?;
     t.set("text", r.text)?;
     t.set("truncated", r.truncated)?;
-    t.set("spill_path", r.spill_path.map(|p| p.to_string_lossy().into_owned()))?;
+    t.set(
+        "spill_path",
+        r.spill_path.map(|p| p.to_string_lossy().into_owned()),
+    )?;
     t.set("spill_error", r.spill_error)?;
     t.set("background_pids", super::array(&lua, &r.background_pids)?)?;
     success(t)
+}
+
+/// Bytes of head (and of tail) that fit a result capped at `cap` bytes, leaving room for the
+/// omission marker (with the spill path) and the status lines.
+fn keep_budget(cap: usize) -> usize {
+    if cap > 8192 {
+        (cap - 2048) / 2
+    } else {
+        cap / 4
+    }
 }

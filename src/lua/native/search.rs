@@ -35,7 +35,10 @@ async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
         Some("files_with_matches") => OutputMode::FilesWithMatches,
         Some("count") => OutputMode::Count,
         Some(other) => {
-            return failure(&lua, format!("unknown output_mode {other:?}: use content, files_with_matches or count"))
+            return failure(
+                &lua,
+                format!("unknown output_mode {other:?}: use content, files_with_matches or count"),
+            )
         }
     };
     let mode = o.output_mode;

@@ -36,7 +36,11 @@ fn truncation_table(lua: &Lua, t: &truncate::Truncation<'_>) -> mlua::Result<Tab
 pub fn truncate_module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     type Cut = for<'a> fn(&'a str, usize, usize) -> truncate::Truncation<'a>;
-    let cuts: [(&str, Cut); 3] = [("head", truncate::head), ("tail", truncate::tail), ("head_tail", truncate::head_tail)];
+    let cuts: [(&str, Cut); 3] = [
+        ("head", truncate::head),
+        ("tail", truncate::tail),
+        ("head_tail", truncate::head_tail),
+    ];
     for (name, cut) in cuts {
         m.set(
             name,
@@ -47,14 +51,22 @@ pub fn truncate_module(lua: &Lua) -> mlua::Result<Table> {
     }
     m.set(
         "clip_lines",
-        lua.create_function(|_, (text, cols): (String, usize)| Ok(truncate::clip_long_lines(&text, cols)))?,
+        lua.create_function(|_, (text, cols): (String, usize)| {
+            Ok(truncate::clip_long_lines(&text, cols))
+        })?,
     )?;
-    m.set("human_bytes", lua.create_function(|_, n: usize| Ok(truncate::human_bytes(n)))?)?;
-    m.set("count_lines", lua.create_function(|_, text: Value| {
-        Ok(match text {
-            Value::String(s) => crate::native::read::count_lines(&s.as_bytes()),
-            _ => 0,
-        })
-    })?)?;
+    m.set(
+        "human_bytes",
+        lua.create_function(|_, n: usize| Ok(truncate::human_bytes(n)))?,
+    )?;
+    m.set(
+        "count_lines",
+        lua.create_function(|_, text: Value| {
+            Ok(match text {
+                Value::String(s) => crate::native::read::count_lines(&s.as_bytes()),
+                _ => 0,
+            })
+        })?,
+    )?;
     Ok(m)
 }

@@ -82,7 +82,11 @@ return function()
       local files, err = batch(args)
       if not files then return util.fail("error: " .. err) end
       local r, aerr = native.edit.apply(files)
-      if not r then return util.fail("error: " .. aerr .. "\nNo file was changed.") end
+      if not r then
+        -- The engine's message usually says so already; say it once.
+        local note = aerr:lower():find("no file was changed", 1, true) and "" or "\nNo file was changed."
+        return util.fail("error: " .. aerr .. note)
+      end
       local parts, details = {}, { files = {} }
       for i, f in ipairs(r.files) do
         local shown = files[i].path

@@ -40,7 +40,10 @@ return function()
       if r.permission_denied > 0 then
         text = text .. string.format("\n[fen: %s could not be read (permission denied)]", util.plural(r.permission_denied, "path"))
       end
-      return util.ok(text, { pattern = args.pattern, path = where, total = r.total, rest = r.rest })
+      return util.ok(text, {
+        pattern = args.pattern, path = where, total = r.total, rest = r.rest,
+        loops = r.loops, permission_denied = r.permission_denied,
+      })
     end,
   }
 end

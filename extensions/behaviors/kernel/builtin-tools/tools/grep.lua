@@ -29,7 +29,7 @@ return function()
       local r, err = native.search.grep(args)
       if not r then return util.fail("error: " .. err) end
       local where = args.path or "."
-      local text = r.text
+      local text = (r.text:gsub("\n$", ""))
       if r.total_matches == 0 and r.total_files == 0 then
         text = string.format("no matches for %q in %s", args.pattern, where)
       end

@@ -20,7 +20,7 @@ return function()
       local path = args.path or "."
       local r, err = native.fs.list(path, { depth = args.depth or 1, limit = 500 })
       if not r then return util.fail("error: " .. err) end
-      local text = r.text
+      local text = (r.text:gsub("\n$", ""))
       if r.total == 0 then text = string.format("(empty directory: %s)", path) end
       if r.truncated > 0 then
         text = text .. string.format("\n[fen: %d more entries not shown; list a subdirectory or lower depth]", r.truncated)

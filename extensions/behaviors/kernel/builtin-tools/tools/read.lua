@@ -7,14 +7,14 @@ Shapes: {path, offset?, limit?} for one file, or {paths: [...]} for several at o
 offset is the 1-based first line (default 1); limit the number of lines (default 2000). Output is capped at 2000 lines and 50 KB per file; a truncated read ends with the exact offset to continue from. Lines longer than 2000 characters are clipped. A directory lists its entries; binary files are reported (type and size), not dumped. Prefer one call with `paths` over several calls.]]
 
 local function read_one(req)
-  local r, err = native.fs.read(req.path, { offset = req.offset, limit = req.limit })
+  local r, err = native.fs.read(req.path, { offset = req.offset, limit = req.limit, numbered = true })
   if not r then
     return nil, err
   end
   if r.kind == "directory" then
     local l, lerr = native.fs.list(req.path, { depth = 1 })
     if not l then return nil, lerr end
-    return string.format("%s is a directory; its entries:\n%s", req.path, l.text),
+    return string.format("%s is a directory; its entries:\n%s", req.path, (l.text:gsub("\n$", ""))),
       { path = req.path, kind = "directory", entries = l.total }
   end
   if r.kind == "binary" then
@@ -24,6 +24,8 @@ local function read_one(req)
   local details = {
     path = req.path, kind = "text", first_line = r.first_line, last_line = r.last_line,
     total_lines = r.total_lines, bytes = r.total_bytes, truncated = r.next_offset ~= nil,
+    next_offset = r.next_offset, clipped_lines = r.clipped_lines, escaped_bytes = r.escaped_bytes,
+    crlf = r.crlf, bom = r.bom,
   }
   if r.total_lines == 0 then
     return string.format("(empty file: %s, %d bytes)", req.path, r.total_bytes), details
@@ -37,7 +39,7 @@ local function read_one(req)
   if r.clipped_lines > 0 then
     parts[#parts + 1] = string.format(
       "[fen: %s longer than 2000 characters clipped; to see one whole, use bash, e.g. sed -n '%dp' %s | cut -c 2001-12000]",
-      util.plural(r.clipped_lines, "line"), r.first_line, req.path)
+      util.plural(r.clipped_lines, "line"), r.first_clipped_line or r.first_line, req.path)
   end
   if r.escaped_bytes > 0 then
     parts[#parts + 1] = string.format("[fen: %d bytes that are not valid UTF-8 text are shown as \\xNN]", r.escaped_bytes)
@@ -96,7 +98,9 @@ return function()
       if #args.paths == 0 then
         return util.fail("error: paths is empty; list at least one file")
       end
-      local sections, files, failed = {}, {}, 0
+      -- One text block per file: each stays under the result cap on its own, so a big first
+      -- file cannot push the others out of the result.
+      local blocks, files, failed = {}, {}, 0
       for _, entry in ipairs(args.paths) do
         local req = type(entry) == "string" and { path = entry } or entry
         local text, details = read_one(req)
@@ -105,13 +109,10 @@ return function()
           text = "error: " .. details
           details = { path = req.path, error = true }
         end
-        sections[#sections + 1] = string.format("==> %s <==\n%s", req.path, text)
+        blocks[#blocks + 1] = { type = "text", text = string.format("==> %s <==\n%s", req.path, text) }
         files[#files + 1] = details
       end
-      local result = table.concat(sections, "\n\n")
-      local details = { files = files, failed = failed }
-      if failed == #args.paths then return util.fail(result, details) end
-      return util.ok(result, details)
+      return { content = blocks, is_error = failed == #args.paths, details = { files = files, failed = failed } }
     end,
   }
 end

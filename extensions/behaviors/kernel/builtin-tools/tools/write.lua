@@ -23,7 +23,7 @@ return function()
       local what = r.created and "new file"
         or string.format("replaced %s", util.plural(r.lines_before, "line"))
       return util.ok(
-        string.format("wrote %d bytes (%s) to %s (%s)", r.bytes, util.plural(r.lines_after, "line"), args.path, what),
+        string.format("wrote %s (%s) to %s (%s)", util.plural(r.bytes, "byte"), util.plural(r.lines_after, "line"), args.path, what),
         { path = args.path, bytes = r.bytes, lines_before = r.lines_before, lines_after = r.lines_after, created = r.created }
       )
     end,

@@ -1,0 +1,37 @@
+-- json: `--mode json`. Every event as one JSON object a line on stdout, in contract shape, then
+-- a last line `{"type": "result", status, final_text, error, stop_reason, usage, message_count}`.
+local native = require("fen.native")
+
+return function(api)
+  local active = false
+  api.on("*", function(ev)
+    if not active then return end
+    io.stdout:write(native.json.encode(ev), "\n")
+    io.stdout:flush()
+  end)
+
+  api.register("presenter", {
+    name = "json",
+    run = function(ctx)
+      active = true
+      local r = api.turn.submit(ctx.prompt or "")
+      active = false
+      local usage = { input = 0, output = 0, cache_read = 0, cache_write = 0 }
+      local messages = api.turn.messages() or {}
+      local stop_reason
+      for _, m in ipairs(messages) do
+        if m.role == "assistant" then
+          stop_reason = m.stop_reason
+          for k in pairs(usage) do usage[k] = usage[k] + ((m.usage or {})[k] or 0) end
+        end
+      end
+      io.stdout:write(native.json.encode({
+        type = "result", status = r.status, final_text = r.text, error = r.error,
+        stop_reason = stop_reason, usage = usage, message_count = #messages,
+      }), "\n")
+      io.stdout:flush()
+      if r.status == "ok" then return 0 elseif r.status == "cancelled" then return 130 end
+      return 1
+    end,
+  })
+end

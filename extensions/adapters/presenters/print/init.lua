@@ -1,0 +1,36 @@
+-- print: `fen -p "task"`. The final answer goes to stdout; progress lines go to stderr as they
+-- happen (`tool> run read README.md`, `tool> ok read README.md (42 lines, 3.1KB)`, retries).
+-- Exit status: 0 on a normal stop, 1 on error, 130 when cancelled.
+local rows = require("rows")
+
+return function(api)
+  local active = false
+  local function progress(line)
+    if not active then return end
+    io.stderr:write(line, "\n")
+    io.stderr:flush()
+  end
+  api.on("tool-call", function(ev) progress("tool> run " .. rows.call_summary(ev.tool_call)) end)
+  api.on("tool-result", function(ev) progress(rows.result_row(ev.result)) end)
+  api.on("provider-retry", function(ev)
+    progress(string.format("retry> attempt %d/%d failed (%s); retrying in %.1fs", ev.attempt, ev.max_attempts, ev.reason, ev.delay_ms / 1000))
+  end)
+
+  api.register("presenter", {
+    name = "print",
+    run = function(ctx)
+      active = true
+      local r = api.turn.submit(ctx.prompt or "")
+      if r.status == "ok" then
+        io.stdout:write(r.text or "", "\n")
+        io.stdout:flush()
+        return 0
+      elseif r.status == "cancelled" then
+        io.stderr:write("fen: cancelled\n")
+        return 130
+      end
+      io.stderr:write("fen: ", r.error or "the turn failed", "\n")
+      return 1
+    end,
+  })
+end

@@ -1,0 +1,40 @@
+//! Small natives: JSON (serde_json) and a cancellable sleep.
+
+use crate::lua::convert;
+use mlua::{Lua, Table, Value};
+
+/// `native.json`: `decode(text) -> value | nil, err`, `encode(value) -> text` (keys sorted,
+/// functions left out; `json.null` encodes null).
+pub fn json_module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set(
+        "decode",
+        lua.create_function(|lua, text: mlua::LuaString| {
+            match serde_json::from_slice::<serde_json::Value>(&text.as_bytes()) {
+                Ok(v) => Ok((convert::json_to_lua(lua, &v)?, Value::Nil)),
+                Err(e) => Ok((
+                    Value::Nil,
+                    Value::String(lua.create_string(format!("invalid JSON: {e}"))?),
+                )),
+            }
+        })?,
+    )?;
+    m.set(
+        "encode",
+        lua.create_function(|lua, v: Value| Ok(convert::lua_to_json(lua, v).to_string()))?,
+    )?;
+    m.set("null", mlua::LuaSerdeExt::null(lua))?;
+    Ok(m)
+}
+
+/// `native.sleep(ms)`: waits without blocking the Lua thread; raises "cancelled" when the
+/// running turn is cancelled.
+pub fn sleep_fn(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_async_function(|lua, ms: f64| async move {
+        let cancel = super::cancel_token(&lua);
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(ms.max(0.0) as u64)) => Ok(()),
+            _ = cancel.cancelled() => Err(mlua::Error::runtime("cancelled")),
+        }
+    })
+}

@@ -1,0 +1,175 @@
+//! A session run from the command line: pick the provider and the presenter, create the agent,
+//! and hand control to the presenter (`fen -p`, `fen --mode json`).
+
+use crate::cli::{Cli, Mode};
+use crate::kernel::agent::{Agent, AgentConfig};
+use crate::lua::convert;
+use mlua::{Function, Table, Value};
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+/// Ways to configure a provider, shown when none is.
+const SETUP_HELP: &str = "no provider is configured. Use one of:
+  --provider openai (with OPENAI_API_KEY) or --provider anthropic (with ANTHROPIC_API_KEY)
+  --model provider/model, e.g. --model anthropic/claude-sonnet-4-5
+  --base-url http://127.0.0.1:11434/v1 for a local OpenAI-compatible server
+  a custom endpoint in ~/.config/fen/models.json
+  --mock-script FILE (or FEN_MOCK_SCRIPT) for the scripted mock provider";
+
+/// `(provider, model)` from flags and the environment.
+fn resolve_provider(cli: &Cli) -> Option<(String, String)> {
+    let (from_model, model) = match cli.model.as_deref().map(|m| m.split_once('/')) {
+        Some(Some((p, m))) => (Some(p.to_string()), Some(m.to_string())),
+        Some(None) => (None, cli.model.clone()),
+        None => (None, None),
+    };
+    let mock = cli.mock_script.is_some()
+        || std::env::var_os("FEN_MOCK_SCRIPT").is_some_and(|v| !v.is_empty());
+    let provider = cli
+        .provider
+        .clone()
+        .or(from_model)
+        .or_else(|| mock.then(|| "mock".to_string()))?;
+    let model = model.unwrap_or_else(|| {
+        if provider == "mock" {
+            "mock".into()
+        } else {
+            String::new()
+        }
+    });
+    Some((provider, model))
+}
+
+fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
+    match cli.prompt.as_deref() {
+        Some(p) if p != "-" => Ok(p.to_string()),
+        _ => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            Ok(s)
+        }
+    }
+}
+
+pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let presenter = if cli.mode == Mode::Json {
+        "json"
+    } else if cli.print {
+        "print"
+    } else {
+        eprintln!(
+            "fen: the interactive presenter is not built yet; run a task headlessly with `fen -p \"...\"` or `--mode json`{}",
+            if std::io::stdin().is_terminal() { "" } else { " (reading the task from stdin with -p -)" }
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let Some((provider, model)) = resolve_provider(cli) else {
+        eprintln!("fen: {SETUP_HELP}");
+        return Ok(ExitCode::from(1));
+    };
+    let prompt = prompt_text(cli)?;
+    if prompt.trim().is_empty() {
+        eprintln!("fen: the prompt is empty; pass it as an argument or on stdin");
+        return Ok(ExitCode::from(2));
+    }
+    let system_override = match (&cli.system, &cli.system_file) {
+        (Some(s), _) => Some(s.clone()),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| anyhow::anyhow!("cannot read --system-file {}: {e}", f.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let kernel = crate::runtime::boot(cli)?;
+    let lua = kernel.lua.clone();
+    let inner = kernel.inner.clone();
+    if inner.registry.borrow().get("provider", &provider).is_none() {
+        let known: Vec<String> = inner
+            .registry
+            .borrow()
+            .active("provider")
+            .iter()
+            .filter_map(|c| c.name.clone())
+            .collect();
+        eprintln!(
+            "fen: unknown provider '{provider}' (registered: {})",
+            known.join(", ")
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let Some(spec) = inner
+        .registry
+        .borrow()
+        .get("presenter", presenter)
+        .map(|c| c.spec.clone())
+    else {
+        eprintln!("fen: the {presenter} presenter is not loaded (see `fen list extensions`)");
+        return Ok(ExitCode::from(1));
+    };
+    let mut options = serde_json::json!({});
+    if let Some(url) = &cli.base_url {
+        options["base_url"] = url.clone().into();
+    }
+    if let Some(script) = &cli.mock_script {
+        options["mock_script"] = script.to_string_lossy().into_owned().into();
+    }
+    let config = AgentConfig {
+        provider,
+        model,
+        max_turns: cli.max_turns,
+        max_tokens: cli.max_tokens,
+        system_override,
+        cwd: std::env::current_dir()?,
+        provider_options: options,
+    };
+    let agent = Rc::new(Agent::new(&lua, config).map_err(|e| anyhow::anyhow!("{e}"))?);
+    *inner.agent.borrow_mut() = Some(agent.clone());
+    // Agent-mode rules for tools: overwriting unread or changed files is refused.
+    lua.load("require('fen.native').fs.set_strict(true)")
+        .exec()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let code = crate::runtime::block_on(async {
+        let a = agent.clone();
+        tokio::task::spawn_local(async move {
+            // First Ctrl-C cancels the turn; a second one leaves at once.
+            let mut presses = 0;
+            while tokio::signal::ctrl_c().await.is_ok() {
+                presses += 1;
+                if presses > 1 {
+                    crate::native::process::terminate_all_groups();
+                    std::process::exit(130);
+                }
+                a.cancel();
+            }
+        });
+        let started = serde_json::json!({"type": "agent-started", "cwd": agent.config.cwd, "model": agent.config.model, "provider": agent.config.provider});
+        if let Ok(Value::Table(t)) = convert::json_to_lua(&lua, &started) {
+            let _ = t.set("agent", agent.handle.clone());
+            let _ = kernel.emit(t);
+        }
+        let ctx: Table = lua.create_table()?;
+        ctx.set("prompt", prompt.as_str())?;
+        ctx.set("mode", presenter)?;
+        let run: Function = spec.get("run")?;
+        let result = run.call_async::<Value>(ctx).await;
+        let (code, error) = match result {
+            Ok(Value::Integer(n)) => (n as u8, None),
+            Ok(Value::Number(n)) => (n as u8, None),
+            Ok(_) => (0, None),
+            Err(e) => (1, Some(convert::error_parts(&e).0)),
+        };
+        let shutdown = lua.create_table()?;
+        shutdown.set("type", "agent-shutdown")?;
+        shutdown.set("agent", agent.handle.clone())?;
+        shutdown.set("reason", if error.is_some() { "crashed" } else { "normal" })?;
+        shutdown.set("error", error.clone())?;
+        let _ = kernel.emit(shutdown);
+        if let Some(e) = error {
+            eprintln!("fen: the {presenter} presenter failed: {e}");
+        }
+        Ok::<u8, mlua::Error>(code)
+    })?;
+    Ok(ExitCode::from(code.map_err(|e| anyhow::anyhow!("{e}"))?))
+}
