@@ -53,6 +53,18 @@ fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
 }
 
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    // `fen lsit`: a one-word "prompt" that is close to a subcommand is a typo, not a task.
+    if let Some(word) = cli
+        .prompt
+        .as_deref()
+        .filter(|p| !p.contains(char::is_whitespace))
+    {
+        let subcommands = ["list", "show", "docs", "tool", "help"];
+        if let Some(s) = crate::suggest::did_you_mean(word, subcommands) {
+            eprintln!("error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'.");
+            return Ok(ExitCode::from(2));
+        }
+    }
     let presenter = if cli.mode == Mode::Json {
         "json"
     } else if cli.print {

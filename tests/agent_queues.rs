@@ -113,5 +113,5 @@ fn history_with_a_missing_result_or_an_orphan_result_is_repaired_before_sending(
         ]
     );
     let synthetic: mlua::Table = ctx.get(4).unwrap();
-    assert_eq!(synthetic.get::<bool>("is_error").unwrap(), true);
+    assert!(synthetic.get::<bool>("is_error").unwrap());
 }

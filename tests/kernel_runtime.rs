@@ -234,18 +234,21 @@ fn prompt_fragments_assemble_in_order_and_a_failing_one_is_skipped() {
     s.write(
         "config/fen/extensions/prompts.lua",
         r#"return function(api)
-  api.prompt("third", { id = "c", order = 30 })
-  api.prompt(function() return "first (dynamic)" end, { id = "a", order = 10 })
-  api.prompt(function() error("broken fragment") end, { id = "x", order = 15 })
-  api.prompt("second", { id = "b", order = 20 })
-  api.prompt("second, replaced", { id = "b", order = 20 })
+  api.prompt("third", { id = "c", order = 1030 })
+  api.prompt(function() return "first (dynamic)" end, { id = "a", order = 1010 })
+  api.prompt(function() error("broken fragment") end, { id = "x", order = 1015 })
+  api.prompt("second", { id = "b", order = 1020 })
+  api.prompt("second, replaced", { id = "b", order = 1020 })
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    assert_eq!(
-        k.assemble_prompt(),
-        "first (dynamic)\n\nsecond, replaced\n\nthird"
+    // After the first-party fragments (orders 0-30), in order, the broken one left out.
+    let prompt = k.assemble_prompt();
+    assert!(
+        prompt.ends_with("\n\nfirst (dynamic)\n\nsecond, replaced\n\nthird"),
+        "{prompt}"
     );
+    assert!(prompt.starts_with("You are fen"), "{prompt}");
 }
 
 #[test]

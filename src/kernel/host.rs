@@ -200,6 +200,7 @@ impl Kernel {
     /// Creates the Lua state and loads every discovered extension.
     pub fn boot(opts: BootOptions) -> mlua::Result<Kernel> {
         let lua = vm::new_state()?;
+        vm::install_lib_searcher(&lua, opts.discovery.overlay.clone())?;
         let inner = Rc::new(Inner {
             registry: RefCell::new(Registry::default()),
             handlers: RefCell::new(Vec::new()),

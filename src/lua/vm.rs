@@ -15,6 +15,40 @@ pub fn new_state() -> mlua::Result<Lua> {
     Ok(lua)
 }
 
+/// Makes the first-party Lua libraries (`extensions/lib/*.lua`) loadable as
+/// `require("fen.lib.NAME")`: from the first-party source checkout when one is given
+/// (`--extension-root`), else from the copies embedded in the binary.
+pub fn install_lib_searcher(lua: &Lua, overlay: Option<std::path::PathBuf>) -> mlua::Result<()> {
+    let searchers: Table = lua.globals().get::<Table>("package")?.get("searchers")?;
+    let searcher = lua.create_function(move |lua, name: String| {
+        let Some(rest) = name.strip_prefix("fen.lib.") else {
+            return Ok(Value::Nil);
+        };
+        let rel = format!("lib/{}.lua", rest.replace('.', "/"));
+        let from_disk = overlay.as_ref().and_then(|dir| {
+            let path = dir.join(&rel);
+            std::fs::read_to_string(&path)
+                .ok()
+                .map(|src| (src, path.display().to_string()))
+        });
+        let found = from_disk.or_else(|| {
+            crate::kernel::loader::EMBEDDED
+                .iter()
+                .find(|(p, _)| *p == rel)
+                .map(|(_, src)| (src.to_string(), format!("<embedded>/extensions/{rel}")))
+        });
+        match found {
+            Some((src, path)) => Ok(Value::Function(
+                lua.load(src).set_name(format!("@{path}")).into_function()?,
+            )),
+            None => Ok(Value::String(
+                lua.create_string(format!("\n\tno first-party library {rel}"))?,
+            )),
+        }
+    })?;
+    searchers.raw_insert(2, searcher)
+}
+
 /// The environment an extension's files run in: its own globals table falling back to `_G`
 /// (so extensions do not trample each other's globals), with a `require` that looks for
 /// `name.lua` / `name/init.lua` beside the extension first (dots become slashes) and then

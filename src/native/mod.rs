@@ -4,8 +4,10 @@
 pub mod edit;
 pub mod filetype;
 pub mod fs;
+pub mod http;
 pub mod process;
 pub mod read;
 pub mod sanitize;
 pub mod search;
+pub mod sse;
 pub mod truncate;

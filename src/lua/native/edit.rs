@@ -40,7 +40,7 @@ async fn apply_fn(lua: Lua, files: Table) -> mlua::Result<(Value, Value)> {
             let out = lua.create_table()?;
             let list = lua.create_table()?;
             for o in outcomes {
-                ledger::with(&lua, |l| l.record(&o.path, o.stamp.clone()));
+                ledger::with(&lua, |l| l.record(&o.path, o.stamp));
                 let t = lua.create_table()?;
                 t.set("path", o.path.to_string_lossy().as_ref())?;
                 t.set("diff", o.outcome.diff.as_str())?;

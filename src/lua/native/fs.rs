@@ -25,6 +25,14 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     m.set(
+        "cwd",
+        lua.create_function(|_, ()| {
+            Ok(std::env::current_dir()
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| ".".into()))
+        })?,
+    )?;
+    m.set(
         "is_dir",
         lua.create_function(|_, path: String| Ok(expand_path(&path).is_dir()))?,
     )?;
@@ -68,7 +76,7 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
             t.set("mime", mime)?;
         }
         ReadOutcome::Text(w) => {
-            ledger::with(&lua, |l| l.record(&full, w.stamp.clone()));
+            ledger::with(&lua, |l| l.record(&full, w.stamp));
             t.set("kind", "text")?;
             t.set("text", w.text)?;
             t.set("first_line", w.first_line)?;

@@ -13,10 +13,12 @@
 //! | `search` | `grep`, `find` ([`crate::native::search`]) |
 //! | `process` | `run` ([`crate::native::process`]) |
 //! | `json` | `decode`, `encode`, `null` |
+//! | `http` | `request` (plain or SSE, cancellable), `backoff_ms` ([`crate::native::http`]) |
 //! | `sleep(ms)` | cancellable wait |
 
 mod edit;
 mod fs;
+mod http;
 mod ledger;
 mod misc;
 mod process;
@@ -38,6 +40,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     native.set("search", search::module(lua)?)?;
     native.set("process", process::module(lua)?)?;
     native.set("json", misc::json_module(lua)?)?;
+    native.set("http", http::module(lua)?)?;
+    let platform = lua.create_table()?;
+    platform.set("os", std::env::consts::OS)?;
+    platform.set("arch", std::env::consts::ARCH)?;
+    native.set("platform", platform)?;
     native.set("sleep", misc::sleep_fn(lua)?)?;
     Ok(native)
 }

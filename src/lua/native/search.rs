@@ -19,6 +19,7 @@ fn opt<T: mlua::FromLua>(t: &Table, key: &str) -> mlua::Result<Option<T>> {
 
 /// `search.grep{pattern, path, glob, ignore_case, literal, context, output_mode, head_limit,
 /// include_hidden, no_ignore}` -> `{text, notes, total_matches, total_files, truncated}`.
+/// Paths are shown relative to the working directory (as a path given to `read`).
 async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
     let pattern: String = t.get("pattern")?;
     let path: String = opt(&t, "path")?.unwrap_or_else(|| ".".into());
@@ -43,7 +44,8 @@ async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
     };
     let mode = o.output_mode;
     match blocking(move || search::grep(&o, &AtomicBool::new(false))).await? {
-        Ok(r) => {
+        Ok(mut r) => {
+            prefix_paths(&mut r, &path);
             let out = lua.create_table()?;
             out.set("text", search::render_text(&r, mode))?;
             out.set("notes", super::array(&lua, &search::render_notes(&r))?)?;
@@ -55,6 +57,20 @@ async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
             success(out)
         }
         Err(e) => failure(&lua, e.to_string()),
+    }
+}
+
+/// Makes the paths of a directory search usable as given to `read`: the core reports them
+/// relative to the searched directory, the model works from the working directory.
+fn prefix_paths(r: &mut search::GrepResult, given: &str) {
+    let full = expand_path(given);
+    if full == std::path::Path::new(".") || !r.root.is_dir() {
+        return;
+    }
+    let base = full.to_string_lossy();
+    let sep = if base.ends_with('/') { "" } else { "/" };
+    for f in &mut r.files {
+        f.path = format!("{base}{sep}{}", f.path);
     }
 }
 

@@ -20,10 +20,15 @@ return function()
       local path = args.path or "."
       local r, err = native.fs.list(path, { depth = args.depth or 1, limit = 500 })
       if not r then return util.fail("error: " .. err) end
-      local text = (r.text:gsub("\n$", ""))
+      -- Built from the entries (not r.text) so the only truncation note is ours, with advice
+      -- that fits this tool's parameters.
+      local text = table.concat(r.entries, "\n")
       if r.total == 0 then text = string.format("(empty directory: %s)", path) end
       if r.truncated > 0 then
         text = text .. string.format("\n[fen: %d more entries not shown; list a subdirectory or lower depth]", r.truncated)
+      end
+      for _, issue in ipairs(r.issues) do
+        text = text .. "\n[fen: " .. issue .. "]"
       end
       return util.ok(text, { path = path, entries = r.total, truncated = r.truncated })
     end,

@@ -14,7 +14,11 @@ local function read_one(req)
   if r.kind == "directory" then
     local l, lerr = native.fs.list(req.path, { depth = 1 })
     if not l then return nil, lerr end
-    return string.format("%s is a directory; its entries:\n%s", req.path, (l.text:gsub("\n$", ""))),
+    local listing = table.concat(l.entries, "\n")
+    if l.truncated > 0 then
+      listing = listing .. string.format("\n[fen: %d more entries not shown; use ls or find]", l.truncated)
+    end
+    return string.format("%s is a directory; its entries:\n%s", req.path, listing),
       { path = req.path, kind = "directory", entries = l.total }
   end
   if r.kind == "binary" then

@@ -1,0 +1,48 @@
+-- custom: providers declared in ~/.config/fen/models.json (Ollama, vLLM, LM Studio,
+-- OpenRouter, any OpenAI- or Anthropic-compatible endpoint):
+--   {"providers": {"NAME": {"api": "openai-completions" | "openai-responses" | "anthropic-messages",
+--     "base_url": "http://127.0.0.1:11434/v1", "api_key": "LITERAL or ENV_NAME", "headers": {...},
+--     "models": [{"id": "...", "context_window": N, "max_output_tokens": N, "reasoning": bool}]}}}
+-- pi's and the original fen's camelCase spellings (baseUrl, apiKey) are read too. A name that
+-- matches a built-in provider replaces it (this extension's root wins only over the embedded
+-- set, so a user's file shadows the first-party definition).
+local native = require("fen.native")
+
+local IMPLEMENTATIONS = {
+  ["openai-completions"] = "fen.lib.openai_completions",
+  ["openai-responses"] = "fen.lib.openai_responses",
+  ["anthropic-messages"] = "fen.lib.anthropic_messages",
+}
+
+local function models_path()
+  local base = os.getenv("XDG_CONFIG_HOME")
+  if not base or base == "" then base = (os.getenv("HOME") or "") .. "/.config" end
+  return base .. "/fen/models.json"
+end
+
+return function(api)
+  local path = models_path()
+  local fh = io.open(path, "rb")
+  if not fh then return end
+  local text = fh:read("a")
+  fh:close()
+  local config, err = native.json.decode(text)
+  if not config then error(path .. ": " .. err, 0) end
+  local state = api.state()
+  state.models = {}
+  for name, p in pairs(config.providers or {}) do
+    local kind = p.api or "openai-completions"
+    local impl = IMPLEMENTATIONS[kind]
+    if not impl then
+      error(string.format("%s: provider %s has unknown api %q (use openai-completions, openai-responses or anthropic-messages)", path, name, kind), 0)
+    end
+    local base = p.base_url or p.baseUrl
+    local compat = p.compat or {}
+    api.register("provider", require(impl)(api, {
+      name = name, base_url = base, base_url_override = base, api_key = p.api_key or p.apiKey,
+      headers = p.headers, key_env = nil,
+      max_tokens_field = compat.max_tokens_field or compat.maxTokensField or "max_tokens",
+    }))
+    state.models[name] = p.models or {}
+  end
+end

@@ -1,0 +1,296 @@
+-- fen.lib.provider: what the HTTP providers share.
+--   M.assembler(on_event)   turns wire deltas into canonical stream events and content blocks
+--   M.stream(p)             one streamed request with retries (429, 5xx, 529, dropped or cut
+--                           streams; Retry-After honoured; only while nothing was delivered)
+--   M.config(opts, defaults) base URL and key from options, models.json and the environment
+--   M.text_of(content), M.clean_schema(schema), M.error_message(...)
+local native = require("fen.native")
+local json = native.json
+
+local M = {}
+
+---------------------------------------------------------------------------------------------
+-- Stream assembler. Text and thinking blocks are sequential (a new block closes the open one);
+-- tool calls are keyed (by the wire's index) and closed at the end, when their JSON arguments
+-- are complete. Deltas are collected in parts and joined once: a 100,000-delta answer must not
+-- cost 100,000 string copies.
+---------------------------------------------------------------------------------------------
+local Asm = {}
+Asm.__index = Asm
+
+function M.assembler(on_event)
+  return setmetatable({
+    emit = on_event or function() end,
+    content = {}, open = nil, tools = {}, tool_order = {},
+    delivered = false, usage = nil, stop_reason = nil, started = false,
+  }, Asm)
+end
+
+function Asm:_start()
+  if not self.started then
+    self.started = true
+    self.emit({ type = "start" })
+  end
+end
+
+function Asm:_close_open()
+  local b = self.open
+  if not b then return end
+  self.open = nil
+  local text = table.concat(b.parts)
+  if b.kind == "text" then
+    b.block.text = text
+    self.emit({ type = "text-end", content_index = b.index, content = text })
+  else
+    b.block.thinking = text
+    self.emit({ type = "thinking-end", content_index = b.index, content = text })
+  end
+end
+
+function Asm:_open_block(kind, block)
+  self:_start()
+  self:_close_open()
+  self.content[#self.content + 1] = block
+  local b = { kind = kind, block = block, index = #self.content - 1, parts = {} }
+  self.open = b
+  self.emit({ type = kind .. "-start", content_index = b.index })
+  return b
+end
+
+--- Starts a text block explicitly (Anthropic announces blocks before their deltas).
+function Asm:begin_text() return self:_open_block("text", { type = "text", text = "" }) end
+function Asm:begin_thinking() return self:_open_block("thinking", { type = "thinking", thinking = "" }) end
+
+function Asm:text(delta)
+  if delta == nil or delta == "" then return end
+  local b = self.open
+  if not b or b.kind ~= "text" then b = self:begin_text() end
+  b.parts[#b.parts + 1] = delta
+  self.delivered = true
+  self.emit({ type = "text-delta", content_index = b.index, delta = delta })
+end
+
+function Asm:thinking(delta)
+  if delta == nil or delta == "" then return end
+  local b = self.open
+  if not b or b.kind ~= "thinking" then b = self:begin_thinking() end
+  b.parts[#b.parts + 1] = delta
+  self.delivered = true
+  self.emit({ type = "thinking-delta", content_index = b.index, delta = delta })
+end
+
+--- Opaque reasoning signature (Anthropic) or encrypted content (Responses) for the open or
+--- last thinking block; `item_id` keeps the Responses reasoning item id for replay.
+function Asm:signature(sig, item_id)
+  local target = self.open and self.open.kind == "thinking" and self.open.block
+  if not target then
+    for i = #self.content, 1, -1 do
+      if self.content[i].type == "thinking" then target = self.content[i] break end
+    end
+  end
+  if not target then
+    target = self:begin_thinking().block
+  end
+  if sig then target.thinking_signature = (target.thinking_signature or "") .. sig end
+  if item_id then target.item_id = item_id end
+end
+
+function Asm:redacted_thinking(data)
+  local b = self:begin_thinking()
+  b.block.redacted = true
+  b.block.thinking_signature = data
+end
+
+function Asm:tool_start(key, id, name)
+  self:_start()
+  self:_close_open()
+  local block = { type = "tool-call", id = id, name = name, arguments = {} }
+  self.content[#self.content + 1] = block
+  local t = { block = block, index = #self.content - 1, parts = {} }
+  self.tools[key] = t
+  self.tool_order[#self.tool_order + 1] = t
+  self.emit({ type = "tool-call-start", content_index = t.index })
+  return t
+end
+
+function Asm:tool_args(key, delta)
+  local t = self.tools[key]
+  if not t or delta == nil or delta == "" then return end
+  t.parts[#t.parts + 1] = delta
+  self.delivered = true
+  self.emit({ type = "tool-call-delta", content_index = t.index, delta = delta })
+end
+
+--- Sets the complete arguments text when the wire sends it whole (and no deltas came).
+function Asm:tool_args_final(key, text)
+  local t = self.tools[key]
+  if t and #t.parts == 0 and text and text ~= "" then t.parts[1] = text end
+end
+
+function Asm:has_tool_calls() return #self.tool_order > 0 end
+
+--- Closes every block, decodes tool arguments, emits `done` and returns the message.
+function Asm:finish(fields)
+  self:_start()
+  self:_close_open()
+  for _, t in ipairs(self.tool_order) do
+    local raw = table.concat(t.parts)
+    if raw ~= "" then
+      local args, err = json.decode(raw)
+      if type(args) == "table" then
+        t.block.arguments = args
+      else
+        t.block.arguments = {}
+        t.block.parse_error = (err or "arguments must be a JSON object") .. "; the arguments were: " .. raw:sub(1, 500)
+      end
+    end
+    self.emit({ type = "tool-call-end", content_index = t.index, tool_call = t.block })
+  end
+  local message = {
+    role = "assistant", content = self.content, usage = self.usage,
+    stop_reason = self.stop_reason or (self:has_tool_calls() and "tool-use" or "stop"),
+    timestamp = nil,
+  }
+  for k, v in pairs(fields or {}) do message[k] = v end
+  if message.stop_reason == "stop" and self:has_tool_calls() then message.stop_reason = "tool-use" end
+  self.emit({ type = "done", message = message })
+  return message
+end
+
+---------------------------------------------------------------------------------------------
+-- Helpers
+---------------------------------------------------------------------------------------------
+
+--- The visible text of a user message or tool result (string or text blocks).
+function M.text_of(content)
+  if type(content) == "string" then return content end
+  local parts = {}
+  for _, b in ipairs(content or {}) do
+    if b.type == "text" and b.text then parts[#parts + 1] = b.text end
+  end
+  return table.concat(parts, "\n")
+end
+
+--- A JSON schema with the Lua-empty-table ambiguity resolved: `required = {}` and empty
+--- `properties` would encode as `{}`; providers want them absent or an object.
+function M.clean_schema(schema)
+  local s = {}
+  for k, v in pairs(schema or {}) do s[k] = v end
+  s.type = s.type or "object"
+  if type(s.required) == "table" and next(s.required) == nil then s.required = nil end
+  if s.type == "object" and (s.properties == nil or next(s.properties) == nil) then
+    s.properties = json.decode("{}")
+  end
+  return s
+end
+
+--- An assistant message that reports a failed call (the loop ends the turn with it).
+function M.error_message(p, text, partial)
+  return {
+    role = "assistant", content = partial or {}, stop_reason = "error", error_message = text,
+    provider = p.name, model = p.model, api = p.api,
+  }
+end
+
+--- The readable message of a provider's error body (OpenAI `error.message`, Anthropic
+--- `error.message`, or the raw text, capped).
+function M.error_text(body)
+  local decoded = body and json.decode(body)
+  if type(decoded) == "table" then
+    local e = decoded.error
+    if type(e) == "table" and e.message then
+      return (e.type and (e.type .. ": ") or "") .. e.message
+    elseif type(e) == "string" then
+      return e
+    elseif decoded.message then
+      return decoded.message
+    end
+  end
+  body = body or ""
+  if #body > 500 then body = body:sub(1, 500) .. "..." end
+  return body ~= "" and body or "(no error body)"
+end
+
+local RETRY_STATUS = { [408] = true, [409] = true, [425] = true, [429] = true, [529] = true }
+
+local function retryable_status(status)
+  return RETRY_STATUS[status] or (status >= 500 and status <= 599)
+end
+
+--- One streamed call with retries. `p`: {api (the extension api, for events), name, model,
+--- url, headers, body (table), parse = function(asm, ev) -> nil | "done" | {error, retryable},
+--- on_event, max_attempts (default 4), finish_fields}.
+function M.stream(p)
+  local max_attempts = p.max_attempts or 4
+  local body = json.encode(p.body)
+  local attempt = 0
+  while true do
+    attempt = attempt + 1
+    local asm = M.assembler(p.on_event)
+    local terminal, stream_error = false, nil
+    local res, err = native.http.request({
+      method = "POST", url = p.url, headers = p.headers, body = body, sse = true,
+      on_event = function(ev)
+        local r = p.parse(asm, ev)
+        if r == "done" then
+          terminal = true
+          return false
+        elseif type(r) == "table" and r.error then
+          stream_error = r
+          return false
+        end
+      end,
+    })
+    local reason, retry_after
+    if not res then
+      if err.kind == "cancelled" then error("cancelled", 0) end
+      if err.retryable and not asm.delivered then
+        reason = err.message
+      else
+        return M.error_message(p, err.message, asm.content)
+      end
+    elseif res.status < 200 or res.status > 299 then
+      local text = string.format("HTTP %d from %s: %s", res.status, p.name, M.error_text(res.body))
+      if not retryable_status(res.status) then return M.error_message(p, text) end
+      reason, retry_after = text, res.retry_after_ms
+    elseif stream_error then
+      if stream_error.retryable and not asm.delivered then
+        reason = stream_error.error
+      else
+        return M.error_message(p, stream_error.error, asm.content)
+      end
+    elseif not terminal then
+      local text = "the stream ended before its final event"
+      if asm.delivered then return M.error_message(p, text, asm.content) end
+      reason = text
+    else
+      return asm:finish(p.finish_fields)
+    end
+    if attempt >= max_attempts then
+      return M.error_message(p, string.format("%s (gave up after %d attempts)", reason, attempt))
+    end
+    local delay = retry_after or native.http.backoff_ms(attempt)
+    p.api.emit({ type = "provider-retry", attempt = attempt, max_attempts = max_attempts, delay_ms = delay, reason = reason })
+    native.sleep(delay)
+  end
+end
+
+--- Base URL and key. `defaults`: {base_url, key_env}. Options may carry `base_url`, `api_key`
+--- (a literal, or the name of an environment variable) and `headers`.
+function M.config(options, defaults)
+  local base = (options.base_url or defaults.base_url):gsub("/+$", "")
+  local key = options.api_key
+  if key and key:match("^[A-Z][A-Z0-9_]*$") and os.getenv(key) then key = os.getenv(key) end
+  key = key or (defaults.key_env and os.getenv(defaults.key_env))
+  if key == "" then key = nil end
+  return base, key
+end
+
+--- The error message for a missing key, listing the ways to configure one.
+function M.no_key(p, env)
+  return M.error_message(p, string.format(
+    "%s needs an API key: set %s, put an api_key for it in ~/.config/fen/models.json, or pass --base-url for a local server",
+    p.name, env))
+end
+
+return M

@@ -1,0 +1,2 @@
+//! Shared support code for integration tests.
+pub mod fake_llm;
