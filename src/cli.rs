@@ -125,6 +125,7 @@ pub enum ShowWhat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListWhat {
     Extensions,
+    Models,
     Tools,
     Commands,
     Providers,
@@ -155,7 +156,9 @@ impl ListWhat {
             ListWhat::Controls => "control",
             ListWhat::SessionBackends => "session-backend",
             ListWhat::AuthBackends => "auth-backend",
-            ListWhat::Extensions | ListWhat::Events | ListWhat::Kinds => return None,
+            ListWhat::Extensions | ListWhat::Models | ListWhat::Events | ListWhat::Kinds => {
+                return None
+            }
         })
     }
 }

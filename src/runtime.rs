@@ -119,6 +119,7 @@ fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
         ListWhat::Events => c.events.entries.iter().map(contract_json).collect(),
         ListWhat::Kinds => c.register_kinds.entries.iter().map(contract_json).collect(),
         ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
+        ListWhat::Models => models_json(&boot(cli)?),
         other => {
             let kind = other.register_kind().unwrap_or("tool");
             boot(cli)?.list_json(kind)
@@ -133,6 +134,7 @@ fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
         let s = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
         let line = match what {
             ListWhat::Events | ListWhat::Kinds => format!("{:<26} {}", s("name"), s("summary")),
+            ListWhat::Models => format!("{}/{}", s("provider"), s("id")),
             ListWhat::Extensions => {
                 let msg = s("message");
                 let tail = if msg.is_empty() {
@@ -163,6 +165,25 @@ fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
     }
     stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every model the active providers declare (their optional `models` list), as
+/// `{provider, id, context_window, max_output_tokens, reasoning}`.
+fn models_json(kernel: &Kernel) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for p in kernel.list_json("provider") {
+        if !p["shadowed_by"].is_null() {
+            continue;
+        }
+        for m in p["models"].as_array().into_iter().flatten() {
+            let mut m = m.clone();
+            if let Some(obj) = m.as_object_mut() {
+                obj.insert("provider".into(), p["name"].clone());
+            }
+            out.push(m);
+        }
+    }
+    out
 }
 
 fn contract_json(c: &contracts::Contract) -> serde_json::Value {

@@ -5,39 +5,75 @@ use crate::cli::{Cli, Mode};
 use crate::kernel::agent::{Agent, AgentConfig};
 use crate::lua::convert;
 use mlua::{Function, Table, Value};
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::process::ExitCode;
 use std::rc::Rc;
 
 /// Ways to configure a provider, shown when none is.
-const SETUP_HELP: &str = "no provider is configured. Use one of:
+pub const SETUP_HELP: &str = "no provider is configured. Use one of:
   --provider openai (with OPENAI_API_KEY) or --provider anthropic (with ANTHROPIC_API_KEY)
   --model provider/model, e.g. --model anthropic/claude-sonnet-4-5
   --base-url http://127.0.0.1:11434/v1 for a local OpenAI-compatible server
   a custom endpoint in ~/.config/fen/models.json
   --mock-script FILE (or FEN_MOCK_SCRIPT) for the scripted mock provider";
 
-/// `(provider, model)` from flags and the environment.
+/// Defaults from `~/.config/fen/settings.json`: `provider`, `model` (also pi's and the
+/// original fen's `defaultProvider`, `defaultModel`).
+fn settings_defaults() -> (Option<String>, Option<String>) {
+    let path = crate::kernel::settings::Paths::from_env()
+        .config_dir
+        .join("settings.json");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (None, None);
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return (None, None);
+    };
+    let get = |a: &str, b: &str| {
+        v.get(a)
+            .or_else(|| v.get(b))
+            .and_then(|x| x.as_str())
+            .map(str::to_string)
+    };
+    (
+        get("provider", "defaultProvider"),
+        get("model", "defaultModel"),
+    )
+}
+
+/// The model used when only a provider is known.
+fn default_model(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "claude-sonnet-4-5",
+        "mock" => "mock",
+        _ => "gpt-5",
+    }
+}
+
+/// `(provider, model)` from flags, settings and the environment, in that order: `--model
+/// provider/id`, `--provider`, a mock script, `--base-url` (an OpenAI-compatible server),
+/// settings.json, then whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set.
 fn resolve_provider(cli: &Cli) -> Option<(String, String)> {
     let (from_model, model) = match cli.model.as_deref().map(|m| m.split_once('/')) {
         Some(Some((p, m))) => (Some(p.to_string()), Some(m.to_string())),
         Some(None) => (None, cli.model.clone()),
         None => (None, None),
     };
-    let mock = cli.mock_script.is_some()
-        || std::env::var_os("FEN_MOCK_SCRIPT").is_some_and(|v| !v.is_empty());
+    let env_set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    let (set_provider, set_model) = settings_defaults();
+    let mock = cli.mock_script.is_some() || env_set("FEN_MOCK_SCRIPT");
     let provider = cli
         .provider
         .clone()
         .or(from_model)
-        .or_else(|| mock.then(|| "mock".to_string()))?;
-    let model = model.unwrap_or_else(|| {
-        if provider == "mock" {
-            "mock".into()
-        } else {
-            String::new()
-        }
-    });
+        .or_else(|| mock.then(|| "mock".to_string()))
+        .or_else(|| cli.base_url.as_ref().map(|_| "openai".to_string()))
+        .or(set_provider)
+        .or_else(|| env_set("ANTHROPIC_API_KEY").then(|| "anthropic".to_string()))
+        .or_else(|| env_set("OPENAI_API_KEY").then(|| "openai".to_string()))?;
+    let model = model
+        .or(set_model)
+        .unwrap_or_else(|| default_model(&provider).to_string());
     Some((provider, model))
 }
 
@@ -65,23 +101,30 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
+    // The line REPL stands in for the TUI until that exists.
     let presenter = if cli.mode == Mode::Json {
         "json"
     } else if cli.print {
         "print"
     } else {
-        eprintln!(
-            "fen: the interactive presenter is not built yet; run a task headlessly with `fen -p \"...\"` or `--mode json`{}",
-            if std::io::stdin().is_terminal() { "" } else { " (reading the task from stdin with -p -)" }
-        );
-        return Ok(ExitCode::from(2));
+        "stdio"
     };
-    let Some((provider, model)) = resolve_provider(cli) else {
-        eprintln!("fen: {SETUP_HELP}");
-        return Ok(ExitCode::from(1));
+    let headless = presenter != "stdio";
+    // The REPL starts without a provider and says how to configure one at the first prompt.
+    let (provider, model) = match resolve_provider(cli) {
+        Some(pm) => pm,
+        None if !headless => (String::new(), String::new()),
+        None => {
+            eprintln!("fen: {SETUP_HELP}");
+            return Ok(ExitCode::from(1));
+        }
     };
-    let prompt = prompt_text(cli)?;
-    if prompt.trim().is_empty() {
+    let prompt = if headless {
+        prompt_text(cli)?
+    } else {
+        cli.prompt.clone().unwrap_or_default()
+    };
+    if headless && prompt.trim().is_empty() {
         eprintln!("fen: the prompt is empty; pass it as an argument or on stdin");
         return Ok(ExitCode::from(2));
     }
@@ -96,7 +139,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let kernel = crate::runtime::boot(cli)?;
     let lua = kernel.lua.clone();
     let inner = kernel.inner.clone();
-    if inner.registry.borrow().get("provider", &provider).is_none() {
+    if !provider.is_empty() && inner.registry.borrow().get("provider", &provider).is_none() {
         let known: Vec<String> = inner
             .registry
             .borrow()

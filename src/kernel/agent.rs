@@ -299,14 +299,14 @@ async fn step(
         .get("provider", &agent.config.provider)
         .map(|c| c.spec.clone());
     let Some(spec) = spec else {
-        return error_message(
-            lua,
-            agent,
-            &format!(
-                "no provider named '{}' is registered",
-                agent.config.provider
-            ),
+        if agent.config.provider.is_empty() {
+            return error_message(lua, agent, crate::session::SETUP_HELP);
+        }
+        let msg = format!(
+            "no provider named '{}' is registered",
+            agent.config.provider
         );
+        return error_message(lua, agent, &msg);
     };
     let complete: Function = spec.get("complete")?;
     let ctx = lua.create_table()?;

@@ -258,9 +258,11 @@ impl Kernel {
             .collect()
     }
 
-    /// Runs a slash command line (`/name args`). Returns the handler's text, if any.
+    /// Runs a slash command line (`/name args`) to completion (outside any runtime). Returns
+    /// the handler's text, if any.
     pub fn run_command(&self, line: &str) -> Result<Option<String>, String> {
-        run_command(&self.lua, &self.inner, line)
+        crate::runtime::block_on(run_command(&self.lua, &self.inner, line))
+            .map_err(|e| e.to_string())?
     }
 }
 
@@ -287,8 +289,9 @@ pub fn assemble_prompt_without(lua: &Lua, inner: &Inner, skip: &str) -> String {
     })
 }
 
-/// Dispatches `/name args` to the active command of that name.
-pub fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String>, String> {
+/// Dispatches `/name args` to the active command of that name. Handlers may wait (they run
+/// as coroutines); one marked `idle_only` is refused while the agent is busy.
+pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String>, String> {
     let line = line.trim();
     let body = line.strip_prefix('/').unwrap_or(line);
     let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
@@ -313,7 +316,7 @@ pub fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String
         return Err(format!("unknown command: /{name}{hint}"));
     };
     let ctx = lua.create_table().map_err(|e| e.to_string())?;
-    match handler.call::<Value>((args.trim(), ctx)) {
+    match handler.call_async::<Value>((args.trim(), ctx)).await {
         Ok(Value::String(s)) => Ok(Some(s.to_string_lossy())),
         Ok(_) => Ok(None),
         Err(e) => Err(format!("/{name} failed: {}", convert::error_parts(&e).0)),

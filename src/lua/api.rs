@@ -388,12 +388,15 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let i = inner.clone();
     t.set(
         "run_command",
-        lua.create_function(
-            move |lua, line: String| match host::run_command(lua, &i, &line) {
-                Ok(text) => Ok((text, None::<String>)),
-                Err(e) => Ok((None, Some(e))),
-            },
-        )?,
+        lua.create_async_function(move |lua, line: String| {
+            let i = i.clone();
+            async move {
+                match host::run_command(&lua, &i, &line).await {
+                    Ok(text) => Ok((text, None::<String>)),
+                    Err(e) => Ok((None, Some(e))),
+                }
+            }
+        })?,
     )?;
     let i = inner.clone();
     t.set(

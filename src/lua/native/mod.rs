@@ -15,6 +15,8 @@
 //! | `json` | `decode`, `encode`, `null` |
 //! | `http` | `request` (plain or SSE, cancellable), `backoff_ms` ([`crate::native::http`]) |
 //! | `sleep(ms)` | cancellable wait |
+//! | `term` | `read_line()` (async, nil at end of input), `isatty(fd)` |
+//! | `platform` | `{os, arch}` |
 
 mod edit;
 mod fs;
@@ -23,6 +25,7 @@ mod ledger;
 mod misc;
 mod process;
 mod search;
+mod term;
 mod text;
 
 pub use ledger::ReadLedger;
@@ -41,6 +44,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     native.set("process", process::module(lua)?)?;
     native.set("json", misc::json_module(lua)?)?;
     native.set("http", http::module(lua)?)?;
+    native.set("term", term::module(lua)?)?;
     let platform = lua.create_table()?;
     platform.set("os", std::env::consts::OS)?;
     platform.set("arch", std::env::consts::ARCH)?;

@@ -1,7 +1,7 @@
 -- print: `fen -p "task"`. The final answer goes to stdout; progress lines go to stderr as they
 -- happen (`tool> run read README.md`, `tool> ok read README.md (42 lines, 3.1KB)`, retries).
 -- Exit status: 0 on a normal stop, 1 on error, 130 when cancelled.
-local rows = require("rows")
+local rows = require("fen.lib.rows")
 
 return function(api)
   local active = false

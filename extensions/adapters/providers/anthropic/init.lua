@@ -2,7 +2,13 @@
 local messages = require("fen.lib.anthropic_messages")
 
 return function(api)
-  api.register("provider", messages(api, {
+  local spec = messages(api, {
     name = "anthropic", base_url = "https://api.anthropic.com/v1", key_env = "ANTHROPIC_API_KEY",
-  }))
+  })
+  spec.models = {
+    { id = "claude-sonnet-4-5", context_window = 200000, max_output_tokens = 64000, reasoning = true },
+    { id = "claude-opus-4-1", context_window = 200000, max_output_tokens = 32000, reasoning = true },
+    { id = "claude-haiku-4-5", context_window = 200000, max_output_tokens = 64000, reasoning = true },
+  }
+  api.register("provider", spec)
 end

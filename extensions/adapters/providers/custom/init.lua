@@ -38,11 +38,13 @@ return function(api)
     end
     local base = p.base_url or p.baseUrl
     local compat = p.compat or {}
-    api.register("provider", require(impl)(api, {
+    local spec = require(impl)(api, {
       name = name, base_url = base, base_url_override = base, api_key = p.api_key or p.apiKey,
       headers = p.headers, key_env = nil,
       max_tokens_field = compat.max_tokens_field or compat.maxTokensField or "max_tokens",
-    }))
+    })
+    spec.models = p.models
+    api.register("provider", spec)
     state.models[name] = p.models or {}
   end
 end

@@ -3,12 +3,22 @@
 local completions = require("fen.lib.openai_completions")
 local responses = require("fen.lib.openai_responses")
 
+local MODELS = {
+  { id = "gpt-5", context_window = 400000, max_output_tokens = 128000, reasoning = true },
+  { id = "gpt-5-mini", context_window = 400000, max_output_tokens = 128000, reasoning = true },
+  { id = "gpt-4.1", context_window = 1047576, max_output_tokens = 32768, reasoning = false },
+}
+
 return function(api)
-  api.register("provider", completions(api, {
+  local chat = completions(api, {
     name = "openai", base_url = "https://api.openai.com/v1", key_env = "OPENAI_API_KEY",
     max_tokens_field = "max_completion_tokens",
-  }))
-  api.register("provider", responses(api, {
+  })
+  chat.models = MODELS
+  api.register("provider", chat)
+  local resp = responses(api, {
     name = "openai-responses", base_url = "https://api.openai.com/v1", key_env = "OPENAI_API_KEY",
-  }))
+  })
+  resp.models = MODELS
+  api.register("provider", resp)
 end

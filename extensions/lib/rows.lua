@@ -1,4 +1,4 @@
--- One-line summaries of tool calls and results, shared by the line-oriented presenters.
+-- fen.lib.rows: one-line summaries of tool calls and results, shared by the line presenters.
 local M = {}
 
 local function human(n)
