@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod contracts;
+pub mod events;
 pub mod host;
 pub mod loader;
 pub mod log;

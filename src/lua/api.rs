@@ -18,7 +18,8 @@
 
 use super::convert;
 use crate::kernel::contracts::contracts;
-use crate::kernel::host::{self, ExtensionRecord, Handler, Inner};
+use crate::kernel::events::Handler;
+use crate::kernel::host::{self, ExtensionRecord, Inner};
 use crate::kernel::log::Level;
 use crate::kernel::prompt::{PromptContent, PromptFragment};
 use crate::kernel::registry::Contribution;
@@ -46,7 +47,7 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
             if i.with_txn(&o, |t| t.handlers.push(handler.clone()))
                 .is_none()
             {
-                i.handlers.borrow_mut().push(handler);
+                i.bus.borrow_mut().add(handler);
             }
             Ok(())
         })?,

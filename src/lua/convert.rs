@@ -47,6 +47,25 @@ pub fn lua_to_json(lua: &Lua, value: Value) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+fn lua_serializer(lua: &Lua) -> mlua::serde::Serializer<'_> {
+    mlua::serde::Serializer::new_with_options(
+        lua,
+        mlua::serde::SerializeOptions::new()
+            .serialize_none_to_null(false)
+            .serialize_unit_to_null(false),
+    )
+}
+
+/// JSON text straight to a Lua value, without an intermediate tree (the hot path of every
+/// streamed provider event).
+pub fn json_text_to_lua(lua: &Lua, text: &[u8]) -> Result<Value, String> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let value =
+        serde_transcode::transcode(&mut de, lua_serializer(lua)).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
 /// JSON as a Lua value (null becomes nil inside tables, arrays keep the array marker).
 pub fn json_to_lua(lua: &Lua, value: &serde_json::Value) -> mlua::Result<Value> {
     lua.to_value_with(

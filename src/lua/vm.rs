@@ -7,6 +7,9 @@ use mlua::{Function, Lua, Table, Value};
 /// A fresh Lua 5.4 state with `fen.native` preloadable.
 pub fn new_state() -> mlua::Result<Lua> {
     let lua = Lua::new();
+    // Streaming makes many short-lived tables (one per event); the generational collector
+    // frees them young instead of re-marking the whole heap.
+    lua.load("collectgarbage('generational')").exec()?;
     let preload: Table = lua.globals().get::<Table>("package")?.get("preload")?;
     preload.set(
         "fen.native",

@@ -102,6 +102,12 @@ fn suggestion(similar: &[String]) -> String {
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<ReadOutcome, ReadError> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Ok(ReadOutcome::Directory),
+        // Checked before opening: opening a FIFO blocks until a writer comes, forever.
+        Ok(m) if !m.is_file() => {
+            return Err(ReadError::Fs(FsError::NotAFile {
+                path: path.to_path_buf(),
+            }))
+        }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let similar = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
@@ -109,7 +115,11 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<ReadOutcome, ReadError> {
                 (Some(dir), Some(name)) if dir.as_os_str().is_empty() => {
                     filetype::similar_names(Path::new("."), name, 3)
                 }
-                (Some(dir), Some(name)) => filetype::similar_names(dir, name, 3),
+                // Suggest paths usable as given, in the same directory as the request.
+                (Some(dir), Some(name)) => filetype::similar_names(dir, name, 3)
+                    .into_iter()
+                    .map(|n| dir.join(n).to_string_lossy().into_owned())
+                    .collect(),
                 _ => Vec::new(),
             };
             return Err(ReadError::NotFound {
@@ -310,6 +320,15 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = read(&fifo, &ReadOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
     fn numbered_budget_counts_the_line_number_prefix() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "n.txt", "0123456789\n".repeat(100).as_bytes());
@@ -349,7 +368,8 @@ mod tests {
             ReadOutcome::Directory
         ));
         let err = read(&dir.path().join("empty.tx"), &ReadOptions::default()).unwrap_err();
-        assert!(err.to_string().contains("did you mean: empty.txt"), "{err}");
+        let expected = format!("did you mean: {}", dir.path().join("empty.txt").display());
+        assert!(err.to_string().contains(&expected), "{err}");
         let err = read(
             &empty,
             &ReadOptions {

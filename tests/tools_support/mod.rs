@@ -50,7 +50,9 @@ pub fn fen_command(sb: &Sandbox, args: &[&str]) -> Command {
 
 /// Runs `cmd` to completion, killing it and panicking if it outlives [`HANG_BOUND`].
 pub fn run_bounded(mut cmd: Command) -> Run {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn fen");
     let mut out = child.stdout.take().expect("stdout pipe");
     let mut err = child.stderr.take().expect("stderr pipe");
@@ -101,7 +103,11 @@ pub fn tool_env(sb: &Sandbox, name: &str, args: &Value, env: &[(&str, &str)]) ->
 /// `fen tool NAME ARGS`; asserts the tool ran (exit 0) and returns its result JSON.
 pub fn tool(sb: &Sandbox, name: &str, args: &Value) -> Value {
     let run = tool_raw(sb, name, &args.to_string());
-    assert_eq!(run.code, 0, "fen tool {name} {args} exited {}: {}", run.code, run.stderr);
+    assert_eq!(
+        run.code, 0,
+        "fen tool {name} {args} exited {}: {}",
+        run.code, run.stderr
+    );
     let v = run.json();
     assert!(v["is_error"].is_boolean(), "result without is_error: {v}");
     assert!(v["content"].is_array(), "result without content: {v}");

@@ -19,6 +19,9 @@ async fn apply_fn(lua: Lua, files: Table) -> mlua::Result<(Value, Value)> {
     for f in files.sequence_values::<Table>() {
         let f = f?;
         let path = expand_path(&f.get::<String>("path")?);
+        if let Err(msg) = super::fs::refuse_special(&path) {
+            return failure(&lua, format!("{msg}; no file was changed"));
+        }
         let mut edits = Vec::new();
         for e in f.get::<Table>("edits")?.sequence_values::<Table>() {
             let e = e?;

@@ -110,6 +110,7 @@ async fn write_fn(
         if target.is_dir() {
             return Err(format!("{} is a directory; write needs a file path", target.display()));
         }
+        refuse_special(&target)?;
         let before = match std::fs::read(&target) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -176,5 +177,17 @@ async fn list_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
             success(t)
         }
         Err(e) => failure(&lua, e.to_string()),
+    }
+}
+
+/// Refuses an existing path that is not a regular file (a FIFO, a device): opening one to read
+/// it can block forever or never end. A missing path is fine (it will be created).
+pub(super) fn refuse_special(path: &std::path::Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => Err(format!(
+            "{} is not a regular file (a pipe, socket or device); give the path of a file",
+            path.display()
+        )),
+        _ => Ok(()),
     }
 }

@@ -10,8 +10,8 @@ pub fn json_module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "decode",
         lua.create_function(|lua, text: mlua::LuaString| {
-            match serde_json::from_slice::<serde_json::Value>(&text.as_bytes()) {
-                Ok(v) => Ok((convert::json_to_lua(lua, &v)?, Value::Nil)),
+            match convert::json_text_to_lua(lua, &text.as_bytes()) {
+                Ok(v) => Ok((v, Value::Nil)),
                 Err(e) => Ok((
                     Value::Nil,
                     Value::String(lua.create_string(format!("invalid JSON: {e}"))?),

@@ -4,13 +4,27 @@
 use super::{blocking, expand_path, failure, success};
 use crate::native::search::{self, FindOptions, GrepOptions, OutputMode};
 use mlua::{Lua, Table, Value};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("grep", lua.create_async_function(grep_fn)?)?;
     m.set("find", lua.create_async_function(find_fn)?)?;
     Ok(m)
+}
+
+/// A flag the walk polls, raised when the running turn is cancelled (Ctrl-C, `/cancel`), so a
+/// search over a huge tree stops instead of running on in the blocking pool.
+fn cancel_flag(lua: &Lua) -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
+    let flag = Arc::new(AtomicBool::new(false));
+    let token = super::cancel_token(lua);
+    let raised = flag.clone();
+    let watcher = tokio::spawn(async move {
+        token.cancelled().await;
+        raised.store(true, Ordering::Relaxed);
+    });
+    (flag, watcher)
 }
 
 fn opt<T: mlua::FromLua>(t: &Table, key: &str) -> mlua::Result<Option<T>> {
@@ -43,7 +57,10 @@ async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
         }
     };
     let mode = o.output_mode;
-    match blocking(move || search::grep(&o, &AtomicBool::new(false))).await? {
+    let (cancel, watcher) = cancel_flag(&lua);
+    let outcome = blocking(move || search::grep(&o, &cancel)).await;
+    watcher.abort();
+    match outcome? {
         Ok(mut r) => {
             prefix_paths(&mut r, &path);
             let out = lua.create_table()?;
@@ -84,7 +101,10 @@ async fn find_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
     o.follow_symlinks = opt(&t, "follow_symlinks")?.unwrap_or(false);
     o.include_hidden = opt(&t, "include_hidden")?.unwrap_or(false);
     o.no_ignore = opt(&t, "no_ignore")?.unwrap_or(false);
-    match blocking(move || search::find(&o, &AtomicBool::new(false))).await? {
+    let (cancel, watcher) = cancel_flag(&lua);
+    let outcome = blocking(move || search::find(&o, &cancel)).await;
+    watcher.abort();
+    match outcome? {
         Ok(r) => {
             let out = lua.create_table()?;
             out.set("paths", super::array(&lua, &r.entries)?)?;

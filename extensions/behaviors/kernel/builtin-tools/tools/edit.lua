@@ -24,7 +24,8 @@ local function excerpt(diff)
   local lines, n = {}, 0
   for line in diff:gmatch("[^\n]*") do
     n = n + 1
-    if n <= MAX_DIFF_LINES then lines[#lines + 1] = line end
+    -- CRLF files: the excerpt is for reading; details.diff keeps the exact bytes.
+    if n <= MAX_DIFF_LINES then lines[#lines + 1] = (line:gsub("\r$", "")) end
   end
   local text = table.concat(lines, "\n")
   if n > MAX_DIFF_LINES then
