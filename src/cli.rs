@@ -62,6 +62,26 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub mock_script: Option<PathBuf>,
 
+    /// Continue the latest session of this working directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_session: bool,
+
+    /// Resume a session by id, id prefix or path.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+
+    /// With --continue/--resume: continue in a new session seeded with that one's history.
+    #[arg(long)]
+    pub fork: bool,
+
+    /// Keep nothing on disk for this run.
+    #[arg(long, conflicts_with_all = ["continue_session", "resume"])]
+    pub no_session: bool,
+
+    /// Where session files go (also FEN_SESSION_DIR).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub session_dir: Option<PathBuf>,
+
     /// The task, for --print and --mode json.
     #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
@@ -95,6 +115,11 @@ pub enum Command {
         #[arg(default_value = "{}")]
         args: String,
     },
+    /// List, show, check and repair stored sessions.
+    Session {
+        #[command(subcommand)]
+        what: SessionCommand,
+    },
     /// Show one entry of the reference.
     Show {
         #[command(subcommand)]
@@ -108,6 +133,39 @@ pub enum Command {
         /// Page to write or check (default docs/contracts.md under the current directory).
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// This directory's sessions, newest first (title, age, message count).
+    List {
+        /// Every directory's sessions.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's transcript.
+    Show {
+        /// Session id, id prefix or path.
+        id: String,
+        /// Only the last N messages.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+        /// The messages as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a session file; exit 1 when it has issues.
+    Doctor {
+        path: PathBuf,
+        /// Write a repaired copy beside the original (never edits it in place).
+        #[arg(long)]
+        repair: bool,
+        /// `{"path", "ok", "issues": [{"code", "line", "message"}]}`.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -8,4 +8,5 @@ pub mod lua;
 pub mod native;
 pub mod runtime;
 pub mod session;
+pub mod session_cmd;
 pub mod suggest;

@@ -98,6 +98,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }) => show_contract(name, *json),
         Some(Command::Docs { check, out }) => docs(*check, out.clone()),
         Some(Command::Tool { name, args }) => tool(&cli, name, args),
+        Some(Command::Session { what }) => {
+            if let Some(dir) = &cli.session_dir {
+                std::env::set_var("FEN_SESSION_DIR", dir);
+            }
+            crate::session_cmd::run(what)
+        }
     }
 }
 

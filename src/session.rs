@@ -93,9 +93,9 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(word) = cli
         .prompt
         .as_deref()
-        .filter(|p| !p.contains(char::is_whitespace))
+        .filter(|p| !cli.print && cli.mode != Mode::Json && !p.contains(char::is_whitespace))
     {
-        let subcommands = ["list", "show", "docs", "tool", "help"];
+        let subcommands = ["list", "show", "docs", "tool", "session", "help"];
         if let Some(s) = crate::suggest::did_you_mean(word, subcommands) {
             eprintln!("error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'.");
             return Ok(ExitCode::from(2));
@@ -136,6 +136,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         ),
         (None, None) => None,
     };
+    if let Some(dir) = &cli.session_dir {
+        // The session store reads FEN_SESSION_DIR; the flag is its command-line spelling.
+        std::env::set_var("FEN_SESSION_DIR", dir);
+    }
     let kernel = crate::runtime::boot(cli)?;
     let lua = kernel.lua.clone();
     let inner = kernel.inner.clone();
@@ -180,6 +184,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     let agent = Rc::new(Agent::new(&lua, config).map_err(|e| anyhow::anyhow!("{e}"))?);
     *inner.agent.borrow_mut() = Some(agent.clone());
+    if let Err(e) = crate::runtime::block_on(open_session(&lua, &inner, &agent, cli))? {
+        eprintln!("fen: {e}");
+        return Ok(ExitCode::from(1));
+    }
     // Agent-mode rules for tools: overwriting unread or changed files is refused.
     lua.load("require('fen.native').fs.set_strict(true)")
         .exec()
@@ -221,10 +229,122 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         shutdown.set("reason", if error.is_some() { "crashed" } else { "normal" })?;
         shutdown.set("error", error.clone())?;
         let _ = kernel.emit(shutdown);
+        close_session(&agent).await;
         if let Some(e) = error {
             eprintln!("fen: the {presenter} presenter failed: {e}");
         }
         Ok::<u8, mlua::Error>(code)
     })?;
     Ok(ExitCode::from(code.map_err(|e| anyhow::anyhow!("{e}"))?))
+}
+
+fn lua_err(e: mlua::Error) -> String {
+    convert::error_parts(&e).0
+}
+
+/// Opens the session this run appends to: a new one, the latest (`--continue`), a chosen one
+/// (`--resume`), or a copy of one (`--fork`); loads its history into the agent.
+async fn open_session(
+    lua: &mlua::Lua,
+    inner: &crate::kernel::host::Inner,
+    agent: &Agent,
+    cli: &Cli,
+) -> Result<(), String> {
+    if cli.no_session {
+        return Ok(());
+    }
+    let Some(backend) = inner
+        .registry
+        .borrow()
+        .get("session-backend", "jsonl")
+        .map(|c| c.spec.clone())
+    else {
+        return Err(
+            "no session backend is loaded (see `fen list extensions`); use --no-session".into(),
+        );
+    };
+    let call = |name: &str| backend.get::<Function>(name).map_err(lua_err);
+    let opts = lua.create_table().map_err(lua_err)?;
+    opts.set("cwd", agent.config.cwd.to_string_lossy().as_ref())
+        .map_err(lua_err)?;
+    let target: Option<String> = if cli.continue_session {
+        match call("latest")?
+            .call_async::<Option<Table>>(opts.clone())
+            .await
+            .map_err(lua_err)?
+        {
+            Some(info) => Some(info.get::<String>("path").map_err(lua_err)?),
+            None => {
+                eprintln!("fen: no earlier session in this directory; starting a new one");
+                None
+            }
+        }
+    } else if let Some(query) = &cli.resume {
+        if std::path::Path::new(query).is_file() {
+            Some(query.clone())
+        } else {
+            opts.set("query", query.as_str()).map_err(lua_err)?;
+            let found: Vec<Table> = call("find")?
+                .call_async::<Vec<Table>>(opts.clone())
+                .await
+                .map_err(lua_err)?;
+            match found.len() {
+                0 => {
+                    return Err(format!(
+                        "no session matches '{query}' here; `fen session list` shows them"
+                    ))
+                }
+                1 => Some(found[0].get::<String>("path").map_err(lua_err)?),
+                n => {
+                    return Err(format!(
+                        "'{query}' matches {n} sessions; give more of the id"
+                    ))
+                }
+            }
+        }
+    } else {
+        None
+    };
+    let session: Value = match &target {
+        Some(path) if !cli.fork => call("open_existing")?
+            .call_async::<Value>((path.as_str(), opts.clone()))
+            .await
+            .map_err(lua_err)?,
+        _ => call("open")?
+            .call_async::<Value>(opts.clone())
+            .await
+            .map_err(lua_err)?,
+    };
+    if let Some(path) = &target {
+        let load_opts = lua.create_table().map_err(lua_err)?;
+        if !cli.fork {
+            load_opts.set("session", session.clone()).map_err(lua_err)?;
+        }
+        let messages: Table = call("load")?
+            .call_async::<Table>((path.as_str(), load_opts))
+            .await
+            .map_err(lua_err)?;
+        let append = call("append")?;
+        for m in messages.sequence_values::<Table>() {
+            let m = m.map_err(lua_err)?;
+            if cli.fork {
+                append
+                    .call::<()>((session.clone(), m.clone()))
+                    .map_err(lua_err)?;
+            }
+            agent.messages.push(m).map_err(lua_err)?;
+        }
+    }
+    *agent.persistence.borrow_mut() = Some(crate::kernel::agent::Persistence { backend, session });
+    Ok(())
+}
+
+async fn close_session(agent: &Agent) {
+    crate::kernel::agent::sync_session(agent).await;
+    let persistence = agent.persistence.borrow_mut().take();
+    if let Some(p) = persistence {
+        if let Ok(close) = p.backend.get::<Function>("close") {
+            let _ = close.call_async::<()>(p.session).await;
+        }
+    }
 }

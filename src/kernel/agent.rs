@@ -38,8 +38,17 @@ pub struct TurnResult {
     pub error: Option<String>,
 }
 
+/// Where the conversation is persisted: a session backend and its open session.
+#[derive(Clone)]
+pub struct Persistence {
+    pub backend: Table,
+    pub session: Value,
+}
+
 pub struct Agent {
     pub config: AgentConfig,
+    /// The session messages are appended to (None with `--no-session`).
+    pub persistence: RefCell<Option<Persistence>>,
     /// The conversation: canonical messages, oldest first.
     pub messages: Table,
     /// The `Agent` value carried by events: `{cwd, provider, model}`.
@@ -66,6 +75,7 @@ impl Agent {
         handle.set("model", config.model.as_str())?;
         Ok(Agent {
             config,
+            persistence: RefCell::new(None),
             messages: lua.create_table()?,
             handle,
             busy: Cell::new(false),
@@ -98,6 +108,16 @@ impl Agent {
     }
 }
 
+/// Makes the session durable at a turn boundary (the backend's optional `sync`).
+pub async fn sync_session(agent: &Agent) {
+    let persistence = agent.persistence.borrow().clone();
+    if let Some(p) = persistence {
+        if let Ok(Some(sync)) = p.backend.get::<Option<Function>>("sync") {
+            let _ = sync.call_async::<()>(p.session.clone()).await;
+        }
+    }
+}
+
 fn event(lua: &Lua, ty: &str) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("type", ty)?;
@@ -122,9 +142,28 @@ fn text_message(lua: &Lua, role: &str, text: &str) -> mlua::Result<Table> {
     Ok(m)
 }
 
-/// Appends a message and emits `message-appended`.
+/// Appends a message, persists it, and emits `message-appended`. A failed write is reported
+/// (`error` event) and the session goes on: the conversation in memory is never lost.
 fn append(lua: &Lua, inner: &Inner, agent: &Agent, message: Table) -> mlua::Result<()> {
     agent.messages.push(message.clone())?;
+    let persistence = agent.persistence.borrow().clone();
+    if let Some(p) = persistence {
+        let result = p
+            .backend
+            .get::<Function>("append")
+            .and_then(|f| f.call::<()>((p.session.clone(), message.clone())));
+        if let Err(e) = result {
+            let ev = event(lua, "error")?;
+            ev.set(
+                "error",
+                format!(
+                    "could not save the message to the session: {}",
+                    convert::error_parts(&e).0
+                ),
+            )?;
+            emit(lua, inner, ev);
+        }
+    }
     let ev = event(lua, "message-appended")?;
     ev.set("agent", agent.handle.clone())?;
     ev.set("index", agent.messages.raw_len())?;
@@ -146,6 +185,7 @@ pub async fn run_turn(lua: &Lua, inner: &Rc<Inner>, agent: &Rc<Agent>, text: &st
         },
     };
     agent.busy.set(false);
+    sync_session(agent).await;
     if let Ok(ev) = event(lua, "agent-turn-complete") {
         let _ = ev.set("agent", agent.handle.clone());
         let _ = ev.set("status", result.status);

@@ -5,6 +5,7 @@ pub mod edit;
 pub mod filetype;
 pub mod fs;
 pub mod http;
+pub mod jsonl;
 pub mod process;
 pub mod read;
 pub mod sanitize;

@@ -17,6 +17,7 @@
 //! | `sleep(ms)` | cancellable wait |
 //! | `term` | `read_line()` (async, nil at end of input), `isatty(fd)` |
 //! | `platform` | `{os, arch}` |
+//! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
 mod edit;
 mod fs;
@@ -25,6 +26,7 @@ mod ledger;
 mod misc;
 mod process;
 mod search;
+pub mod session;
 mod term;
 mod text;
 
@@ -45,6 +47,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     native.set("json", misc::json_module(lua)?)?;
     native.set("http", http::module(lua)?)?;
     native.set("term", term::module(lua)?)?;
+    native.set("session", session::module(lua)?)?;
     let platform = lua.create_table()?;
     platform.set("os", std::env::consts::OS)?;
     platform.set("arch", std::env::consts::ARCH)?;

@@ -1,0 +1,118 @@
+-- jsonl: sessions as append-only JSONL files, one JSON object a line:
+--   {"type":"session","version","id","cwd","created","fen_version"}          header
+--   {"type":"message","id","parent_id","timestamp","message":{...}}          one canonical message
+--   {"type":"compaction","id","summary","first_kept_entry_id","tokens_before","tokens_after",...}
+--   {"type":"extension-state","id","extension","state"}
+-- under $XDG_STATE_HOME/fen/sessions/<slug of the working directory>/ (FEN_SESSION_DIR
+-- overrides). Writes, leases and reading live in the native store (fen.native.session).
+-- A session object is {path, id, writer, last_id, states}.
+local native = require("fen.native")
+local store = native.session
+
+local function now_ms() return math.floor(os.time() * 1000) end
+
+local function text_of(content)
+  if type(content) == "string" then return content end
+  local parts = {}
+  for _, b in ipairs(content or {}) do if b.text then parts[#parts + 1] = b.text end end
+  return table.concat(parts, "\n")
+end
+
+local function info_of(s)
+  return { path = s.path, id = s.id, created = s.created, modified = s.modified, title = s.title, message_count = s.message_count }
+end
+
+local function session_list(opts)
+  local list, err = store.list(opts.dir or store.dir_for(opts.cwd or native.fs.cwd()))
+  if not list then error(err, 0) end
+  return list
+end
+
+return function(api)
+  local backend = { name = "jsonl" }
+
+  function backend.open(opts)
+    opts = opts or {}
+    local dir = opts.dir or store.dir_for(opts.cwd or native.fs.cwd())
+    local writer, id_or_err = store.create(dir, opts.cwd or native.fs.cwd())
+    if not writer then error(id_or_err, 0) end
+    return { path = writer:path(), id = id_or_err, writer = writer, states = {} }
+  end
+
+  function backend.open_existing(path, opts)
+    local writer, err = store.open(path)
+    if not writer then error(err, 0) end
+    local s = { path = path, writer = writer, states = {} }
+    return s
+  end
+
+  function backend.append(session, message)
+    local id = store.new_id()
+    session.writer:append({ type = "message", id = id, parent_id = session.last_id, timestamp = message.timestamp or now_ms(), message = message })
+    session.last_id = id
+  end
+
+  function backend.append_state(session, extension, state)
+    session.writer:append({ type = "extension-state", id = store.new_id(), extension = extension, state = state })
+    session.states[extension] = state
+  end
+
+  function backend.latest_state(session, extension)
+    return session.states[extension]
+  end
+
+  function backend.sync(session)
+    session.writer:sync()
+  end
+
+  function backend.close(session)
+    session.writer:close()
+  end
+
+  --- Messages to replay: from the latest compaction on (its summary as a user message that is
+  --- not stored again), plus the latest extension states. Sets `session.last_id`.
+  function backend.load(path, opts)
+    local r, err = store.resume(path)
+    if not r then error(err, 0) end
+    local messages, session = {}, (opts and opts.session) or {}
+    session.states = session.states or {}
+    for _, rec in ipairs(r.records) do
+      if rec.type == "message" and type(rec.message) == "table" then
+        messages[#messages + 1] = rec.message
+        session.last_id = rec.id
+      elseif rec.type == "compaction" and rec.summary then
+        messages[#messages + 1] = {
+          role = "user", timestamp = now_ms(),
+          content = "[Summary of the earlier conversation, which was compacted]\n" .. rec.summary,
+        }
+      elseif rec.type == "extension-state" and rec.extension then
+        session.states[rec.extension] = rec.state
+      end
+    end
+    if r.bad_lines > 0 then
+      api.emit({ type = "info", info = string.format("%s: skipped %d damaged line(s); run `fen session doctor %s`", path, r.bad_lines, path) })
+    end
+    return messages
+  end
+
+  function backend.list(opts) return session_list(opts or {}) end
+
+  function backend.latest(opts)
+    local list = session_list(opts or {})
+    return list[1] and info_of(list[1]) or nil
+  end
+
+  --- Sessions whose id starts with `opts.query`, or whose path is it.
+  function backend.find(opts)
+    local q = opts.query or ""
+    local out = {}
+    for _, s in ipairs(session_list(opts)) do
+      if s.path == q or (s.id and s.id:sub(1, #q) == q) or s.path:match("[^/]*$"):sub(1, #q) == q then
+        out[#out + 1] = info_of(s)
+      end
+    end
+    return out
+  end
+
+  api.register("session-backend", backend)
+end

@@ -1,0 +1,180 @@
+//! Binding of the JSONL session store: `native.session`. The writer holds the session's lease
+//! (one writer per session) until `close()` or until it is collected.
+
+use super::{blocking, failure, success};
+use crate::lua::convert;
+use crate::native::jsonl::{self, SessionWriter};
+use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataMethods, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// An open session file for appending.
+struct Writer(Arc<Mutex<Option<SessionWriter>>>);
+
+impl Writer {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut SessionWriter) -> Result<R, jsonl::JsonlError>,
+    ) -> mlua::Result<R> {
+        let mut guard = self
+            .0
+            .lock()
+            .map_err(|_| mlua::Error::runtime("session writer poisoned"))?;
+        let w = guard
+            .as_mut()
+            .ok_or_else(|| mlua::Error::runtime("the session is closed"))?;
+        f(w).map_err(|e| mlua::Error::runtime(e.to_string()))
+    }
+}
+
+impl UserData for Writer {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        // One whole line per record, written with a single write.
+        methods.add_method("append", |lua, this, record: Value| {
+            let json = convert::lua_to_json(lua, record);
+            this.with(|w| w.append(&json))
+        });
+        // fsync, off the Lua thread (turn boundaries).
+        methods.add_async_method("sync", |_, this, ()| async move {
+            let inner = this.0.clone();
+            blocking(move || match inner.lock() {
+                Ok(g) => g
+                    .as_ref()
+                    .map_or(Ok(()), |w| w.sync())
+                    .map_err(|e| e.to_string()),
+                Err(_) => Err("session writer poisoned".to_string()),
+            })
+            .await?
+            .map_err(mlua::Error::runtime)
+        });
+        methods.add_method("close", |_, this, ()| {
+            if let Ok(mut g) = this.0.lock() {
+                if let Some(w) = g.take() {
+                    let _ = w.sync();
+                }
+            }
+            Ok(())
+        });
+        methods.add_method("path", |_, this, ()| {
+            this.with(|w| Ok(w.path().to_string_lossy().into_owned()))
+        });
+    }
+}
+
+fn writer_value(lua: &Lua, w: SessionWriter) -> mlua::Result<Value> {
+    Ok(Value::UserData(
+        lua.create_userdata(Writer(Arc::new(Mutex::new(Some(w)))))?,
+    ))
+}
+
+/// The sessions directory for a working directory: `FEN_SESSION_DIR` when set, else
+/// `$XDG_STATE_HOME/fen/sessions/<slug of cwd>/`.
+pub fn dir_for(cwd: &std::path::Path) -> PathBuf {
+    match std::env::var_os("FEN_SESSION_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => jsonl::session_dir_for(&crate::kernel::settings::Paths::from_env().state_dir, cwd),
+    }
+}
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set(
+        "dir_for",
+        lua.create_function(|_, cwd: String| {
+            Ok(dir_for(std::path::Path::new(&cwd))
+                .to_string_lossy()
+                .into_owned())
+        })?,
+    )?;
+    m.set(
+        "new_id",
+        lua.create_function(|_, ()| Ok(jsonl::new_session_id().to_string()))?,
+    )?;
+    // create(dir, cwd) -> writer, id | nil, message: a new session file with its header.
+    m.set(
+        "create",
+        lua.create_function(|lua, (dir, cwd): (String, String)| {
+            let id = jsonl::new_session_id();
+            let path = jsonl::new_session_path(std::path::Path::new(&dir), SystemTime::now(), id);
+            let header = jsonl::header_record(
+                &id.to_string(),
+                std::path::Path::new(&cwd),
+                SystemTime::now(),
+                env!("CARGO_PKG_VERSION"),
+            );
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                return Ok((
+                    Value::Nil,
+                    Value::String(lua.create_string(format!("cannot create {dir}: {e}"))?),
+                ));
+            }
+            match SessionWriter::create(&path, &header) {
+                Ok(w) => Ok((
+                    writer_value(lua, w)?,
+                    Value::String(lua.create_string(id.to_string())?),
+                )),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
+            }
+        })?,
+    )?;
+    // open(path) -> writer | nil, message ("session in use by pid N ...").
+    m.set(
+        "open",
+        lua.create_function(|lua, path: String| {
+            match SessionWriter::open(std::path::Path::new(&path)) {
+                Ok(w) => Ok((writer_value(lua, w)?, Value::Nil)),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
+            }
+        })?,
+    )?;
+    // resume(path) -> {header, records, compaction_index, bad_lines, notes}: replays from the
+    // latest compaction without reading the whole file.
+    m.set(
+        "resume",
+        lua.create_async_function(|lua, path: String| async move {
+            match blocking(move || jsonl::read_from_latest_compaction(std::path::Path::new(&path)))
+                .await?
+            {
+                Ok(r) => {
+                    let t = lua.create_table()?;
+                    t.set("header", lua.to_value(&r.header)?)?;
+                    let records = lua.create_table()?;
+                    for rec in &r.records {
+                        records.push(convert::json_to_lua(&lua, rec)?)?;
+                    }
+                    t.set("records", records)?;
+                    t.set("compaction_index", r.compaction_index.map(|i| i + 1))?;
+                    t.set("bad_lines", r.bad_lines.len())?;
+                    success(t)
+                }
+                Err(e) => failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    // list(dir) -> [{path, id, created, modified, title, message_count}], newest first.
+    m.set(
+        "list",
+        lua.create_async_function(|lua, dir: String| async move {
+            match blocking(move || jsonl::list_sessions(std::path::Path::new(&dir))).await? {
+                Ok(mut list) => {
+                    list.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.path.cmp(&a.path)));
+                    let out = lua.create_table()?;
+                    for s in list {
+                        let t = lua.create_table()?;
+                        t.set("path", s.path.to_string_lossy().as_ref())?;
+                        t.set("id", s.id)?;
+                        t.set("created", s.created)?;
+                        t.set("modified", s.modified)?;
+                        t.set("title", s.title)?;
+                        t.set("message_count", s.message_count)?;
+                        out.push(t)?;
+                    }
+                    success(out)
+                }
+                Err(e) => failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    Ok(m)
+}

@@ -1,0 +1,253 @@
+//! `fen session list|show|doctor`: look at, check and repair stored sessions without running
+//! an agent. Works on the JSONL store directly (`crate::native::jsonl`).
+
+use crate::cli::SessionCommand;
+use crate::native::jsonl;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn sessions_dir() -> anyhow::Result<PathBuf> {
+    Ok(crate::lua::native::session::dir_for(
+        &std::env::current_dir()?,
+    ))
+}
+
+/// Every sessions directory (for `--all`): the siblings of this directory's one.
+fn all_dirs() -> anyhow::Result<Vec<PathBuf>> {
+    let mine = sessions_dir()?;
+    if std::env::var_os("FEN_SESSION_DIR").is_some_and(|v| !v.is_empty()) {
+        return Ok(vec![mine]);
+    }
+    let root = mine.parent().map(Path::to_path_buf).unwrap_or(mine);
+    let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    dirs.sort();
+    Ok(dirs)
+}
+
+fn age(modified: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let s = now.saturating_sub(modified);
+    match s {
+        0..=59 => format!("{s}s ago"),
+        60..=3599 => format!("{}m ago", s / 60),
+        3600..=86399 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86400),
+    }
+}
+
+/// Finds a session by path, id or id prefix in this directory's sessions.
+fn resolve(query: &str) -> anyhow::Result<PathBuf> {
+    if Path::new(query).is_file() {
+        return Ok(PathBuf::from(query));
+    }
+    let list = jsonl::list_sessions(&sessions_dir()?)?;
+    let found: Vec<_> = list
+        .into_iter()
+        .filter(|s| {
+            s.id.as_deref().is_some_and(|id| id.starts_with(query))
+                || s.path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(query))
+        })
+        .collect();
+    match found.len() {
+        0 => anyhow::bail!(
+            "no session matches '{query}' in {}; `fen session list` shows them",
+            sessions_dir()?.display()
+        ),
+        1 => Ok(found[0].path.clone()),
+        n => anyhow::bail!("'{query}' matches {n} sessions; give more of the id"),
+    }
+}
+
+pub fn run(cmd: &SessionCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SessionCommand::List { all, json } => list(*all, *json),
+        SessionCommand::Show { id, tail, json } => show(id, *tail, *json),
+        SessionCommand::Doctor { path, repair, json } => doctor(path, *repair, *json),
+    }
+}
+
+fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let dirs = if all {
+        all_dirs()?
+    } else {
+        vec![sessions_dir()?]
+    };
+    let mut sessions = Vec::new();
+    for d in dirs {
+        sessions.extend(jsonl::list_sessions(&d)?);
+    }
+    sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.path.cmp(&a.path)));
+    if json {
+        crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&sessions)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = String::new();
+    for s in &sessions {
+        let id = s.id.as_deref().unwrap_or("?");
+        out.push_str(&format!(
+            "{}  {:>8}  {:>4} msgs  {}\n",
+            &id[..id.len().min(13)],
+            age(s.modified),
+            s.message_count,
+            s.title.as_deref().unwrap_or("(no messages)")
+        ));
+    }
+    if sessions.is_empty() {
+        out.push_str(
+            "no sessions yet in this directory (fen session list --all shows every directory's)\n",
+        );
+    }
+    crate::runtime::stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn text_of(content: &serde_json::Value) -> String {
+    match content {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b["type"].as_str() {
+                Some("text") => b["text"].as_str().map(str::to_string),
+                Some("thinking") => b["thinking"].as_str().map(|t| format!("(thinking) {t}")),
+                Some("tool-call") => Some(format!(
+                    "(calls {} {})",
+                    b["name"].as_str().unwrap_or("?"),
+                    b["arguments"]
+                )),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn show(id: &str, tail: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
+    let path = resolve(id)?;
+    let report = jsonl::read_all(&path)?;
+    let mut records: Vec<&serde_json::Value> = report
+        .records
+        .iter()
+        .filter(|r| r["type"] == "message")
+        .collect();
+    if let Some(n) = tail {
+        records = records.split_off(records.len().saturating_sub(n));
+    }
+    if json {
+        let v: Vec<&serde_json::Value> = records.iter().map(|r| &r["message"]).collect();
+        crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = format!("session {}\n", path.display());
+    for r in records {
+        let m = &r["message"];
+        let prefix = match m["role"].as_str() {
+            Some("user") => "you>".to_string(),
+            Some("assistant") if m["stop_reason"] == "error" => "err>".to_string(),
+            Some("assistant") => "ai>".to_string(),
+            Some("tool-result") => {
+                format!(
+                    "tool< {}{}",
+                    m["tool_name"].as_str().unwrap_or("?"),
+                    if m["is_error"] == true {
+                        " (error)"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            _ => "?>".to_string(),
+        };
+        let mut body = text_of(&m["content"]);
+        if m["stop_reason"] == "error" {
+            body = m["error_message"].as_str().unwrap_or("error").to_string();
+        }
+        if body.len() > 2000 {
+            let cut = (0..=2000)
+                .rev()
+                .find(|i| body.is_char_boundary(*i))
+                .unwrap_or(0);
+            body = format!("{} ... [{} bytes]", &body[..cut], body.len());
+        }
+        out.push_str(&format!("{prefix} {body}\n"));
+    }
+    if !report.bad_lines.is_empty() {
+        out.push_str(&format!(
+            "[{} damaged line(s) skipped; run `fen session doctor {}`]\n",
+            report.bad_lines.len(),
+            path.display()
+        ));
+    }
+    crate::runtime::stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn doctor(path: &Path, repair: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let report = jsonl::doctor(path)?;
+    let healthy = report.ok && report.issues.is_empty();
+    let repaired = if repair && !healthy {
+        Some(jsonl::repair(path)?)
+    } else {
+        None
+    };
+    if json {
+        let mut v = serde_json::json!({
+            "path": report.path,
+            "ok": healthy,
+            "issues": report.issues.iter().map(|i| serde_json::json!({
+                "code": i.code.as_str(), "line": i.line, "message": i.message,
+            })).collect::<Vec<_>>(),
+        });
+        if let Some(r) = &repaired {
+            v["repaired_path"] = serde_json::json!(r.repaired_path);
+            v["report_path"] = serde_json::json!(r.report_path);
+            v["changes"] = serde_json::to_value(&r.changes)?;
+        }
+        crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+    } else {
+        let mut out = String::new();
+        if healthy {
+            out.push_str(&format!(
+                "{}: healthy ({} records)\n",
+                path.display(),
+                report.records
+            ));
+        }
+        for i in &report.issues {
+            out.push_str(&format!(
+                "{}:{}: {}: {}\n",
+                path.display(),
+                i.line,
+                i.code.as_str(),
+                i.message
+            ));
+        }
+        if let Some(r) = &repaired {
+            out.push_str(&format!(
+                "wrote a repaired copy to {} ({} change(s); report in {}); the original is untouched\n",
+                r.repaired_path.display(),
+                r.changes.len(),
+                r.report_path.display()
+            ));
+        }
+        crate::runtime::stdout(&out)?;
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
