@@ -3,6 +3,7 @@
 
 use crate::cli::{Cli, Mode};
 use crate::kernel::agent::{Agent, AgentConfig};
+use crate::kernel::sessions;
 use crate::lua::convert;
 use mlua::{Function, Table, Value};
 use std::io::Read;
@@ -53,28 +54,52 @@ fn default_model(provider: &str) -> &'static str {
 /// `(provider, model)` from flags, settings and the environment, in that order: `--model
 /// provider/id`, `--provider`, a mock script, `--base-url` (an OpenAI-compatible server),
 /// settings.json, then whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set.
-fn resolve_provider(cli: &Cli) -> Option<(String, String)> {
-    let (from_model, model) = match cli.model.as_deref().map(|m| m.split_once('/')) {
-        Some(Some((p, m))) => (Some(p.to_string()), Some(m.to_string())),
-        Some(None) => (None, cli.model.clone()),
-        None => (None, None),
+fn resolve_provider(cli: &Cli) -> Option<(String, Option<String>)> {
+    // `--model provider/id` names the provider only when --provider does not; ids may hold
+    // slashes of their own (OpenRouter's `vendor/model`).
+    let (from_model, model) = match (
+        &cli.provider,
+        cli.model.as_deref().map(|m| m.split_once('/')),
+    ) {
+        (None, Some(Some((p, m)))) => (Some(p.to_string()), Some(m.to_string())),
+        _ => (None, cli.model.clone()),
     };
     let env_set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
     let (set_provider, set_model) = settings_defaults();
     let mock = cli.mock_script.is_some() || env_set("FEN_MOCK_SCRIPT");
-    let provider = cli
+    let chosen = cli
         .provider
         .clone()
         .or(from_model)
         .or_else(|| mock.then(|| "mock".to_string()))
-        .or_else(|| cli.base_url.as_ref().map(|_| "openai".to_string()))
-        .or(set_provider)
-        .or_else(|| env_set("ANTHROPIC_API_KEY").then(|| "anthropic".to_string()))
-        .or_else(|| env_set("OPENAI_API_KEY").then(|| "openai".to_string()))?;
-    let model = model
-        .or(set_model)
-        .unwrap_or_else(|| default_model(&provider).to_string());
-    Some((provider, model))
+        .or_else(|| cli.base_url.as_ref().map(|_| "openai".to_string()));
+    if let Some(provider) = chosen {
+        return Some((provider, model));
+    }
+    // The settings' model goes with the settings' provider only.
+    if let Some(provider) = set_provider {
+        return Some((provider, model.or(set_model)));
+    }
+    let provider = if env_set("ANTHROPIC_API_KEY") {
+        "anthropic"
+    } else if env_set("OPENAI_API_KEY") {
+        "openai"
+    } else {
+        return None;
+    };
+    Some((provider.to_string(), model))
+}
+
+/// The model when none was named: the provider's first declared model, else a default.
+fn model_for(inner: &crate::kernel::host::Inner, provider: &str) -> String {
+    let declared = inner
+        .registry
+        .borrow()
+        .get("provider", provider)
+        .and_then(|c| c.spec.get::<Table>("models").ok())
+        .and_then(|models| models.get::<Table>(1).ok())
+        .and_then(|first| first.get::<String>("id").ok());
+    declared.unwrap_or_else(|| default_model(provider).to_string())
 }
 
 fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
@@ -113,7 +138,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     // The REPL starts without a provider and says how to configure one at the first prompt.
     let (provider, model) = match resolve_provider(cli) {
         Some(pm) => pm,
-        None if !headless => (String::new(), String::new()),
+        None if !headless => (String::new(), Some(String::new())),
         None => {
             eprintln!("fen: {SETUP_HELP}");
             return Ok(ExitCode::from(1));
@@ -166,6 +191,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         eprintln!("fen: the {presenter} presenter is not loaded (see `fen list extensions`)");
         return Ok(ExitCode::from(1));
     };
+    let model = model.unwrap_or_else(|| model_for(&inner, &provider));
     let mut options = serde_json::json!({});
     if let Some(url) = &cli.base_url {
         options["base_url"] = url.clone().into();
@@ -184,7 +210,20 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     let agent = Rc::new(Agent::new(&lua, config).map_err(|e| anyhow::anyhow!("{e}"))?);
     *inner.agent.borrow_mut() = Some(agent.clone());
-    if let Err(e) = crate::runtime::block_on(open_session(&lua, &inner, &agent, cli))? {
+    let target = if cli.no_session {
+        None
+    } else if cli.continue_session {
+        Some(sessions::Target::Latest)
+    } else if let Some(q) = &cli.resume {
+        Some(sessions::Target::Find(q.clone()))
+    } else {
+        Some(sessions::Target::New)
+    };
+    let opened = match target {
+        Some(t) => crate::runtime::block_on(sessions::open(&lua, &inner, &agent, t, cli.fork))?,
+        None => Ok(()),
+    };
+    if let Err(e) = opened {
         eprintln!("fen: {e}");
         return Ok(ExitCode::from(1));
     }
@@ -229,122 +268,11 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         shutdown.set("reason", if error.is_some() { "crashed" } else { "normal" })?;
         shutdown.set("error", error.clone())?;
         let _ = kernel.emit(shutdown);
-        close_session(&agent).await;
+        sessions::close(&agent).await;
         if let Some(e) = error {
             eprintln!("fen: the {presenter} presenter failed: {e}");
         }
         Ok::<u8, mlua::Error>(code)
     })?;
     Ok(ExitCode::from(code.map_err(|e| anyhow::anyhow!("{e}"))?))
-}
-
-fn lua_err(e: mlua::Error) -> String {
-    convert::error_parts(&e).0
-}
-
-/// Opens the session this run appends to: a new one, the latest (`--continue`), a chosen one
-/// (`--resume`), or a copy of one (`--fork`); loads its history into the agent.
-async fn open_session(
-    lua: &mlua::Lua,
-    inner: &crate::kernel::host::Inner,
-    agent: &Agent,
-    cli: &Cli,
-) -> Result<(), String> {
-    if cli.no_session {
-        return Ok(());
-    }
-    let Some(backend) = inner
-        .registry
-        .borrow()
-        .get("session-backend", "jsonl")
-        .map(|c| c.spec.clone())
-    else {
-        return Err(
-            "no session backend is loaded (see `fen list extensions`); use --no-session".into(),
-        );
-    };
-    let call = |name: &str| backend.get::<Function>(name).map_err(lua_err);
-    let opts = lua.create_table().map_err(lua_err)?;
-    opts.set("cwd", agent.config.cwd.to_string_lossy().as_ref())
-        .map_err(lua_err)?;
-    let target: Option<String> = if cli.continue_session {
-        match call("latest")?
-            .call_async::<Option<Table>>(opts.clone())
-            .await
-            .map_err(lua_err)?
-        {
-            Some(info) => Some(info.get::<String>("path").map_err(lua_err)?),
-            None => {
-                eprintln!("fen: no earlier session in this directory; starting a new one");
-                None
-            }
-        }
-    } else if let Some(query) = &cli.resume {
-        if std::path::Path::new(query).is_file() {
-            Some(query.clone())
-        } else {
-            opts.set("query", query.as_str()).map_err(lua_err)?;
-            let found: Vec<Table> = call("find")?
-                .call_async::<Vec<Table>>(opts.clone())
-                .await
-                .map_err(lua_err)?;
-            match found.len() {
-                0 => {
-                    return Err(format!(
-                        "no session matches '{query}' here; `fen session list` shows them"
-                    ))
-                }
-                1 => Some(found[0].get::<String>("path").map_err(lua_err)?),
-                n => {
-                    return Err(format!(
-                        "'{query}' matches {n} sessions; give more of the id"
-                    ))
-                }
-            }
-        }
-    } else {
-        None
-    };
-    let session: Value = match &target {
-        Some(path) if !cli.fork => call("open_existing")?
-            .call_async::<Value>((path.as_str(), opts.clone()))
-            .await
-            .map_err(lua_err)?,
-        _ => call("open")?
-            .call_async::<Value>(opts.clone())
-            .await
-            .map_err(lua_err)?,
-    };
-    if let Some(path) = &target {
-        let load_opts = lua.create_table().map_err(lua_err)?;
-        if !cli.fork {
-            load_opts.set("session", session.clone()).map_err(lua_err)?;
-        }
-        let messages: Table = call("load")?
-            .call_async::<Table>((path.as_str(), load_opts))
-            .await
-            .map_err(lua_err)?;
-        let append = call("append")?;
-        for m in messages.sequence_values::<Table>() {
-            let m = m.map_err(lua_err)?;
-            if cli.fork {
-                append
-                    .call::<()>((session.clone(), m.clone()))
-                    .map_err(lua_err)?;
-            }
-            agent.messages.push(m).map_err(lua_err)?;
-        }
-    }
-    *agent.persistence.borrow_mut() = Some(crate::kernel::agent::Persistence { backend, session });
-    Ok(())
-}
-
-async fn close_session(agent: &Agent) {
-    crate::kernel::agent::sync_session(agent).await;
-    let persistence = agent.persistence.borrow_mut().take();
-    if let Some(p) = persistence {
-        if let Ok(close) = p.backend.get::<Function>("close") {
-            let _ = close.call_async::<()>(p.session).await;
-        }
-    }
 }

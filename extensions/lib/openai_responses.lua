@@ -110,7 +110,7 @@ return function(api, cfg)
   end
   spec.complete = function(model, ctx, options, on_event)
     options = options or {}
-    local p = { api = api, name = cfg.name, model = model }
+    local p = { api = api, name = cfg.name, model = model, api_name = "openai-responses" }
     local base, key = kit.config({ base_url = options.base_url or cfg.base_url_override, api_key = options.api_key or cfg.api_key }, cfg)
     if not key and not options.base_url and not cfg.base_url_override then return kit.no_key(p, cfg.key_env) end
     local headers = { ["content-type"] = "application/json" }

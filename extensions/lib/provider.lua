@@ -188,7 +188,7 @@ end
 function M.error_message(p, text, partial)
   return {
     role = "assistant", content = partial or {}, stop_reason = "error", error_message = text,
-    provider = p.name, model = p.model, api = p.api,
+    provider = p.name, model = p.model, api = p.api_name,
   }
 end
 
@@ -210,6 +210,9 @@ function M.error_text(body)
   if #body > 500 then body = body:sub(1, 500) .. "..." end
   return body ~= "" and body or "(no error body)"
 end
+
+-- A server asking for a longer wait than this gets an error the user can act on, not a hang.
+local MAX_RETRY_AFTER_MS = 60000
 
 local RETRY_STATUS = { [408] = true, [409] = true, [425] = true, [429] = true, [529] = true }
 
@@ -269,6 +272,9 @@ function M.stream(p)
     if attempt >= max_attempts then
       return M.error_message(p, string.format("%s (gave up after %d attempts)", reason, attempt))
     end
+    if retry_after and retry_after > MAX_RETRY_AFTER_MS then
+      return M.error_message(p, string.format("%s (the server asks to wait %ds; try again later)", reason, retry_after // 1000))
+    end
     local delay = retry_after or native.http.backoff_ms(attempt)
     p.api.emit({ type = "provider-retry", attempt = attempt, max_attempts = max_attempts, delay_ms = delay, reason = reason })
     native.sleep(delay)
@@ -281,6 +287,8 @@ function M.config(options, defaults)
   local base = (options.base_url or defaults.base_url):gsub("/+$", "")
   local key = options.api_key
   if key and key:match("^[A-Z][A-Z0-9_]*$") and os.getenv(key) then key = os.getenv(key) end
+  -- With --base-url the provider's key variable is still used (a proxy or compatible gateway
+  -- usually wants it); unset it, or use models.json, for servers that must not see it.
   key = key or (defaults.key_env and os.getenv(defaults.key_env))
   if key == "" then key = nil end
   return base, key

@@ -298,12 +298,19 @@ fn cancelled(
 fn aborted_message(lua: &Lua, agent: &Agent) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("role", "assistant")?;
-    m.set("content", lua.create_table()?)?;
+    m.set("content", empty_array(lua)?)?;
     m.set("stop_reason", "aborted")?;
     m.set("timestamp", now_ms())?;
     m.set("provider", agent.config.provider.as_str())?;
     m.set("model", agent.config.model.as_str())?;
     Ok(m)
+}
+
+/// An empty table that encodes as `[]` (content is always an array).
+fn empty_array(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set_metatable(Some(mlua::LuaSerdeExt::array_metatable(lua)))?;
+    Ok(t)
 }
 
 fn error_message(lua: &Lua, agent: &Agent, msg: &str) -> mlua::Result<Table> {
@@ -453,14 +460,16 @@ fn yield_fn(lua: &Lua, cancel: &CancellationToken) -> mlua::Result<Function> {
 }
 
 fn system_prompt(lua: &Lua, inner: &Inner, agent: &Agent) -> String {
-    let assembled = host::assemble_prompt(lua, inner);
     match &agent.config.system_override {
-        Some(base) if assembled.is_empty() => base.clone(),
-        Some(base) => format!(
-            "{base}\n\n{}",
-            host::assemble_prompt_without(lua, inner, "base")
-        ),
-        None => assembled,
+        Some(base) => {
+            let rest = host::assemble_prompt_without(lua, inner, "base");
+            if rest.is_empty() {
+                base.clone()
+            } else {
+                format!("{base}\n\n{rest}")
+            }
+        }
+        None => host::assemble_prompt(lua, inner),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod loader;
 pub mod log;
 pub mod prompt;
 pub mod registry;
+pub mod sessions;
 pub mod settings;
 pub mod tools;
 

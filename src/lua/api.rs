@@ -13,6 +13,7 @@
 //! | `api.state()` | a table private to this extension that survives `/reload` |
 //! | `api.load(name)` | load the sibling file `name.lua` (like `require`, cached per load) |
 //! | `api.turn` | `submit(text, {when_busy})` (async), `cancel()`, `busy()`, `messages()` |
+//! | `api.session` | `info()`, `list()`, `new()`, `resume(query)`, `append_state(name?, state)`, `latest_state(name?)` |
 //! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
 //! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()` |
 
@@ -122,6 +123,7 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
     )?;
 
     api.set("turn", turn_table(lua, inner)?)?;
+    api.set("session", session_table(lua, inner, &owner)?)?;
     let i = inner.clone();
     api.set(
         "enqueue",
@@ -141,6 +143,116 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
         api.set("kernel", kernel_table(lua, inner)?)?;
     }
     Ok(api)
+}
+
+/// `api.session`: `info()` -> `{path, id}` or nil; `list()` -> this directory's sessions, newest
+/// first; `new()` and `resume(query)` switch the running agent's session (async; `nil, message`
+/// on failure); `append_state(name_or_state, state?)` / `latest_state(name?)` persist and read
+/// an extension's state in the session (the name defaults to the calling extension).
+fn session_table(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Table> {
+    use crate::kernel::sessions::{self, Target};
+    let t = lua.create_table()?;
+    let current = |i: &Inner| {
+        i.agent
+            .borrow()
+            .as_ref()
+            .and_then(|a| a.persistence.borrow().clone())
+    };
+    let i = inner.clone();
+    t.set(
+        "info",
+        lua.create_function(move |lua, ()| {
+            let Some(p) = current(&i) else {
+                return Ok(Value::Nil);
+            };
+            let Value::Table(s) = &p.session else {
+                return Ok(Value::Nil);
+            };
+            let out = lua.create_table()?;
+            out.set("path", s.get::<Value>("path")?)?;
+            out.set("id", s.get::<Value>("id")?)?;
+            Ok(Value::Table(out))
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "list",
+        lua.create_async_function(move |lua, ()| {
+            let i = i.clone();
+            async move {
+                let backend = sessions::backend(&i).map_err(mlua::Error::runtime)?;
+                let opts = lua.create_table()?;
+                if let Some(a) = i.agent.borrow().as_ref() {
+                    opts.set("cwd", a.config.cwd.to_string_lossy().as_ref())?;
+                }
+                backend
+                    .get::<Function>("list")?
+                    .call_async::<Value>(opts)
+                    .await
+            }
+        })?,
+    )?;
+    for (name, resume) in [("new", false), ("resume", true)] {
+        let i = inner.clone();
+        t.set(
+            name,
+            lua.create_async_function(move |lua, query: Option<String>| {
+                let i = i.clone();
+                async move {
+                    let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+                    let target = match (resume, query) {
+                        (false, _) => Target::New,
+                        (true, Some(q)) if !q.is_empty() => Target::Find(q),
+                        (true, _) => Target::Latest,
+                    };
+                    match sessions::switch(&lua, &i, &agent, target).await {
+                        Ok(()) => {
+                            let ev = lua.create_table()?;
+                            ev.set("type", "reset-conversation")?;
+                            host::emit(&lua, &i, ev, "kernel")?;
+                            Ok((true, None::<String>))
+                        }
+                        Err(e) => Ok((false, Some(e))),
+                    }
+                }
+            })?,
+        )?;
+    }
+    let (i, o) = (inner.clone(), owner.to_string());
+    t.set(
+        "append_state",
+        lua.create_function(move |_, (a, b): (Value, Value)| {
+            let (name, state) = match (&a, b) {
+                (Value::String(n), Value::Nil) if false => (n.to_string_lossy(), Value::Nil),
+                (Value::String(n), state) if !state.is_nil() => (n.to_string_lossy(), state),
+                (_, _) => (o.clone(), a.clone()),
+            };
+            let Some(p) = current(&i) else {
+                return Ok(false);
+            };
+            match p.backend.get::<Option<Function>>("append_state")? {
+                Some(f) => {
+                    f.call::<()>((p.session, name, state))?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        })?,
+    )?;
+    let (i, o) = (inner.clone(), owner.to_string());
+    t.set(
+        "latest_state",
+        lua.create_function(move |_, name: Option<String>| {
+            let Some(p) = current(&i) else {
+                return Ok(Value::Nil);
+            };
+            match p.backend.get::<Option<Function>>("latest_state")? {
+                Some(f) => f.call::<Value>((p.session, name.unwrap_or_else(|| o.clone()))),
+                None => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    Ok(t)
 }
 
 fn no_agent() -> mlua::Error {

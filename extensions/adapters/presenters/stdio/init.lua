@@ -47,9 +47,14 @@ return function(api)
       active = true
       local interactive = native.term.isatty(0)
       if interactive then out("fen " .. native.version .. ": type a task, /help for commands, Ctrl-D to quit\n") end
+      local first = ctx.prompt ~= "" and ctx.prompt or nil
       while true do
-        if interactive then out("you> ") end
-        local line = native.term.read_line()
+        local line = first
+        first = nil
+        if not line then
+          if interactive then out("you> ") end
+          line = native.term.read_line()
+        end
         if not line then break end
         if line:match("^%s*/") then
           local text, err = api.kernel.run_command(line)

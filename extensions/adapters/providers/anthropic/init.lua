@@ -1,6 +1,8 @@
 -- anthropic: the Messages API, keyed by ANTHROPIC_API_KEY.
 local messages = require("fen.lib.anthropic_messages")
 
+local models = require("fen.lib.models")
+
 return function(api)
   local spec = messages(api, {
     name = "anthropic", base_url = "https://api.anthropic.com/v1", key_env = "ANTHROPIC_API_KEY",
@@ -10,5 +12,5 @@ return function(api)
     { id = "claude-opus-4-1", context_window = 200000, max_output_tokens = 32000, reasoning = true },
     { id = "claude-haiku-4-5", context_window = 200000, max_output_tokens = 64000, reasoning = true },
   }
-  api.register("provider", spec)
+  if not models.defines("anthropic") then api.register("provider", spec) end
 end

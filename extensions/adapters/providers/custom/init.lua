@@ -4,9 +4,7 @@
 --     "base_url": "http://127.0.0.1:11434/v1", "api_key": "LITERAL or ENV_NAME", "headers": {...},
 --     "models": [{"id": "...", "context_window": N, "max_output_tokens": N, "reasoning": bool}]}}}
 -- pi's and the original fen's camelCase spellings (baseUrl, apiKey) are read too. A name that
--- matches a built-in provider replaces it (this extension's root wins only over the embedded
--- set, so a user's file shadows the first-party definition).
-local native = require("fen.native")
+-- matches a built-in provider replaces it (the built-ins check fen.lib.models and stand back).
 
 local IMPLEMENTATIONS = {
   ["openai-completions"] = "fen.lib.openai_completions",
@@ -14,20 +12,10 @@ local IMPLEMENTATIONS = {
   ["anthropic-messages"] = "fen.lib.anthropic_messages",
 }
 
-local function models_path()
-  local base = os.getenv("XDG_CONFIG_HOME")
-  if not base or base == "" then base = (os.getenv("HOME") or "") .. "/.config" end
-  return base .. "/fen/models.json"
-end
-
 return function(api)
-  local path = models_path()
-  local fh = io.open(path, "rb")
-  if not fh then return end
-  local text = fh:read("a")
-  fh:close()
-  local config, err = native.json.decode(text)
-  if not config then error(path .. ": " .. err, 0) end
+  local models = require("fen.lib.models")
+  local path = models.path()
+  local config = models.load()
   local state = api.state()
   state.models = {}
   for name, p in pairs(config.providers or {}) do

@@ -9,16 +9,18 @@ local MODELS = {
   { id = "gpt-4.1", context_window = 1047576, max_output_tokens = 32768, reasoning = false },
 }
 
+local models = require("fen.lib.models")
+
 return function(api)
   local chat = completions(api, {
     name = "openai", base_url = "https://api.openai.com/v1", key_env = "OPENAI_API_KEY",
     max_tokens_field = "max_completion_tokens",
   })
   chat.models = MODELS
-  api.register("provider", chat)
+  if not models.defines("openai") then api.register("provider", chat) end
   local resp = responses(api, {
     name = "openai-responses", base_url = "https://api.openai.com/v1", key_env = "OPENAI_API_KEY",
   })
   resp.models = MODELS
-  api.register("provider", resp)
+  if not models.defines("openai-responses") then api.register("provider", resp) end
 end

@@ -31,12 +31,21 @@ end
 return function(api)
   local backend = { name = "jsonl" }
 
+  --- A new session. Its file is created with the first message, so runs that say nothing
+  --- leave no empty sessions behind.
   function backend.open(opts)
     opts = opts or {}
-    local dir = opts.dir or store.dir_for(opts.cwd or native.fs.cwd())
-    local writer, id_or_err = store.create(dir, opts.cwd or native.fs.cwd())
-    if not writer then error(id_or_err, 0) end
-    return { path = writer:path(), id = id_or_err, writer = writer, states = {} }
+    local cwd = opts.cwd or native.fs.cwd()
+    return { dir = opts.dir or store.dir_for(cwd), cwd = cwd, states = {} }
+  end
+
+  local function writer_of(session)
+    if not session.writer then
+      local writer, id_or_err = store.create(session.dir, session.cwd)
+      if not writer then error(id_or_err, 0) end
+      session.writer, session.id, session.path = writer, id_or_err, writer:path()
+    end
+    return session.writer
   end
 
   function backend.open_existing(path, opts)
@@ -48,12 +57,12 @@ return function(api)
 
   function backend.append(session, message)
     local id = store.new_id()
-    session.writer:append({ type = "message", id = id, parent_id = session.last_id, timestamp = message.timestamp or now_ms(), message = message })
+    writer_of(session):append({ type = "message", id = id, parent_id = session.last_id, timestamp = message.timestamp or now_ms(), message = message })
     session.last_id = id
   end
 
   function backend.append_state(session, extension, state)
-    session.writer:append({ type = "extension-state", id = store.new_id(), extension = extension, state = state })
+    writer_of(session):append({ type = "extension-state", id = store.new_id(), extension = extension, state = state })
     session.states[extension] = state
   end
 
@@ -62,11 +71,11 @@ return function(api)
   end
 
   function backend.sync(session)
-    session.writer:sync()
+    if session.writer then session.writer:sync() end
   end
 
   function backend.close(session)
-    session.writer:close()
+    if session.writer then session.writer:close() end
   end
 
   --- Messages to replay: from the latest compaction on (its summary as a user message that is
