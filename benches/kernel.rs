@@ -56,6 +56,23 @@ fn main() {
         fen_start.as_secs_f64() / true_start.as_secs_f64()
     );
 
+    // `fen tool read` of a 2000-line file, cold process, against `fen --version` (the tool
+    // should add little to start-up). Target: at most 2x.
+    let file = home.path().join("two-thousand.txt");
+    let body: String = (1..=2000)
+        .map(|i| format!("line {i} of a file that is read by the benchmark\n"))
+        .collect();
+    std::fs::write(&file, body).expect("write file");
+    let args = format!("{{\"path\": \"{}\"}}", file.display());
+    let version = time_command(fen, &["--version"], home.path(), runs);
+    let read = time_command(fen, &["tool", "read", &args], home.path(), runs);
+    println!(
+        "tool read: fen tool read (2000 lines) median {:.2} ms; fen --version {:.2} ms; ratio {:.2}x (target <= 2x)",
+        ms(read),
+        ms(version),
+        read.as_secs_f64() / version.as_secs_f64()
+    );
+
     let opts = fen::kernel::BootOptions {
         discovery: fen::kernel::loader::DiscoveryConfig {
             explicit: Vec::new(),

@@ -290,3 +290,74 @@ fn session_dir_flag_and_env_choose_where_files_go() {
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn session_commands_switch_list_and_resume_and_extension_state_persists() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/memo.lua",
+        r#"return function(api)
+  api.register("command", { name = "remember", handler = function(args)
+    api.session.append_state({ note = args })
+    return "ok"
+  end })
+  api.register("command", { name = "recall", handler = function()
+    local st = api.session.latest_state()
+    return "recalled " .. tostring(st and st.note)
+  end })
+end"#,
+    );
+    let sc = script(
+        &s,
+        json!([{"text": "one"}, {"text": "two"}, {"text": "three"}]),
+    );
+    let run = |input: &str, args: &[&str]| -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
+            .args(args)
+            .args(["--mock-script", &sc])
+            .current_dir(s.cwd())
+            .env("HOME", s.root())
+            .env("XDG_CONFIG_HOME", s.config())
+            .env("XDG_STATE_HOME", s.state())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        text(&child.wait_with_output().unwrap().stdout)
+    };
+    let out = run(
+        "first task\n/remember blue\n/new\n/sessions\nsecond task\n/sessions\n",
+        &[],
+    );
+    assert!(
+        out.contains("ai> one") && out.contains("new session started"),
+        "{out}"
+    );
+    // After /new the conversation is empty again: the mock plays turn 1 for the second task.
+    assert_eq!(out.matches("ai> one").count(), 2, "{out}");
+    assert!(
+        out.contains("second task") && out.contains("first task"),
+        "{out}"
+    );
+    assert_eq!(session_files(&s).len(), 2);
+    // Resume the first session by id prefix; its extension state comes back.
+    let first = session_files(&s)
+        .into_iter()
+        .find(|f| std::fs::read_to_string(f).unwrap().contains("first task"))
+        .unwrap();
+    let id = records(&first)[0]["id"].as_str().unwrap().to_string();
+    let out = run(&format!("/resume {}\n/recall\nnext\n", &id[..18]), &[]);
+    assert!(
+        out.contains("resumed") && out.contains("(2 messages)"),
+        "{out}"
+    );
+    assert!(out.contains("recalled blue"), "{out}");
+    assert!(out.contains("ai> two"), "{out}");
+}

@@ -532,6 +532,15 @@ fn remove_owner(inner: &Inner, owner: &str) {
 
 /// Discovery + load for every extension (boot is the first reload).
 pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
+    // Loading allocates only what stays alive (specs, closures): collecting during it is
+    // wasted work at start-up.
+    lua.gc_stop();
+    let report = reload_all(lua, inner);
+    lua.gc_restart();
+    report
+}
+
+fn reload_all(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     let before: HashSet<String> = inner
         .extensions
         .borrow()
