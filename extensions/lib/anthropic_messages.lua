@@ -133,21 +133,6 @@ return function(api, cfg)
     asm.stop_reason = STOP[resp.stop_reason] or "stop"
     return asm:finish({ provider = cfg.name, api = "anthropic-messages" })
   end
-  spec.complete = function(model, ctx, options, on_event)
-    options = options or {}
-    local p = { api = api, name = cfg.name, model = model, api_name = "anthropic-messages" }
-    local base, key = kit.config({ base_url = options.base_url or cfg.base_url_override, api_key = options.api_key or cfg.api_key }, cfg)
-    if not key and not options.base_url and not cfg.base_url_override then return kit.no_key(p, cfg.key_env) end
-    local headers = { ["content-type"] = "application/json", ["anthropic-version"] = "2023-06-01" }
-    if key then headers["x-api-key"] = key end
-    for k, v in pairs(cfg.headers or {}) do headers[k] = v end
-    p.url = base .. "/messages"
-    p.headers = headers
-    p.body = spec.build_body(model, ctx, options)
-    p.parse = parse
-    p.on_event = on_event
-    p.finish_fields = { provider = cfg.name, model = model, api = "anthropic-messages" }
-    return kit.stream(p)
-  end
+  spec.complete = kit.completer(api, cfg, spec, { api_name = "anthropic-messages", path = "/messages", auth = function(h, key) h["x-api-key"] = key end, headers = { ["anthropic-version"] = "2023-06-01" }, parse = parse })
   return spec
 end

@@ -294,6 +294,32 @@ function M.config(options, defaults)
   return base, key
 end
 
+--- The `complete` of an HTTP provider spec: configuration, the key check, headers, the body
+--- from `spec.build_body`, and the streamed call with retries. `wire`: {api_name, path (e.g.
+--- "/messages"), auth = function(headers, key), headers (fixed extra headers), parse}.
+function M.completer(api, cfg, spec, wire)
+  return function(model, ctx, options, on_event)
+    options = options or {}
+    local p = { api = api, name = cfg.name, model = model, api_name = wire.api_name }
+    local base, key = M.config({ base_url = options.base_url or cfg.base_url_override, api_key = options.api_key or cfg.api_key }, cfg)
+    if not key and not options.base_url and not cfg.base_url_override then return M.no_key(p, cfg.key_env) end
+    local headers = { ["content-type"] = "application/json" }
+    for k, v in pairs(wire.headers or {}) do headers[k] = v end
+    if key then wire.auth(headers, key) end
+    for k, v in pairs(cfg.headers or {}) do headers[k] = v end
+    p.url = base .. wire.path
+    p.headers = headers
+    p.body = spec.build_body(model, ctx, options)
+    p.parse = wire.parse
+    p.on_event = on_event
+    p.finish_fields = { provider = cfg.name, model = model, api = wire.api_name }
+    return M.stream(p)
+  end
+end
+
+--- Bearer-token authentication (the OpenAI APIs and most compatible servers).
+function M.bearer(headers, key) headers.authorization = "Bearer " .. key end
+
 --- The error message for a missing key, listing the ways to configure one.
 function M.no_key(p, env)
   return M.error_message(p, string.format(

@@ -394,7 +394,7 @@ async fn step(
         ctx,
         options,
         on_event,
-        yield_fn(lua, cancel)?,
+        tools::yield_fn(lua, cancel)?,
     ));
     let outcome = tokio::select! {
         r = call => Some(r),
@@ -443,20 +443,6 @@ fn normalize_assistant(lua: &Lua, agent: &Agent, m: Table) -> mlua::Result<Table
         m.set("stop_reason", "stop")?;
     }
     Ok(m)
-}
-
-fn yield_fn(lua: &Lua, cancel: &CancellationToken) -> mlua::Result<Function> {
-    let cancel = cancel.clone();
-    lua.create_async_function(move |_, ()| {
-        let cancel = cancel.clone();
-        async move {
-            tokio::task::yield_now().await;
-            if cancel.is_cancelled() {
-                return Err(mlua::Error::runtime("cancelled"));
-            }
-            Ok(())
-        }
-    })
 }
 
 fn system_prompt(lua: &Lua, inner: &Inner, agent: &Agent) -> String {

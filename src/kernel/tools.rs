@@ -163,17 +163,7 @@ async fn execute(
 ) -> mlua::Result<ToolOutcome> {
     let execute: Function = spec.get("execute")?;
     let lua_args = convert::json_to_lua(lua, args)?;
-    let cancel = ctx.cancel.clone();
-    let yield_fn = lua.create_async_function(move |_, ()| {
-        let cancel = cancel.clone();
-        async move {
-            tokio::task::yield_now().await;
-            if cancel.is_cancelled() {
-                return Err(mlua::Error::runtime("cancelled"));
-            }
-            Ok(())
-        }
-    })?;
+    let yield_fn = yield_fn(lua, &ctx.cancel)?;
     let ctx_table = lua.create_table()?;
     ctx_table.set("tool_call_id", ctx.tool_call_id.clone())?;
     ctx_table.set("tool_name", name)?;
@@ -185,6 +175,22 @@ async fn execute(
     lua.remove_app_data::<CancellationToken>();
     let value = value?;
     Ok(shape_result(lua, name, value))
+}
+
+/// The cooperative `yield_fn` handed to tools and providers: lets the executor run (the UI
+/// paints, other work proceeds) and raises "cancelled" once the turn was cancelled.
+pub fn yield_fn(lua: &Lua, cancel: &CancellationToken) -> mlua::Result<Function> {
+    let cancel = cancel.clone();
+    lua.create_async_function(move |_, ()| {
+        let cancel = cancel.clone();
+        async move {
+            tokio::task::yield_now().await;
+            if cancel.is_cancelled() {
+                return Err(mlua::Error::runtime("cancelled"));
+            }
+            Ok(())
+        }
+    })
 }
 
 /// Accepts what a tool returned: a result table, or a bare string (one text block).
