@@ -216,7 +216,13 @@ async fn turn(
         if cancel.is_cancelled() {
             return cancelled(lua, inner, agent, last_text);
         }
-        let message = step(lua, inner, agent, &cancel).await?;
+        before_request(lua, inner, agent, "auto").await;
+        let mut message = step(lua, inner, agent, &cancel).await?;
+        if is_context_overflow(&message) {
+            // Compact and try once more; the failed attempt is not kept.
+            before_request(lua, inner, agent, "overflow").await;
+            message = step(lua, inner, agent, &cancel).await?;
+        }
         let stop: Option<String> = message.get("stop_reason")?;
         let visible = visible_text(&message)?;
         if !visible.is_empty() {
@@ -277,6 +283,147 @@ async fn turn(
             agent.config.max_turns
         )),
     })
+}
+
+/// Provider errors that mean "the request was too big for the model's context".
+fn is_context_overflow(message: &Table) -> bool {
+    if message
+        .get::<Option<String>>("stop_reason")
+        .ok()
+        .flatten()
+        .as_deref()
+        != Some("error")
+    {
+        return false;
+    }
+    let text = message
+        .get::<Option<String>>("error_message")
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .to_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+        "maximum context",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
+}
+
+/// The model's context window, from the provider's declared models (128k when unknown).
+pub fn context_window(inner: &Inner, agent: &Agent) -> u64 {
+    let registry = inner.registry.borrow();
+    let Some(provider) = registry.get("provider", &agent.config.provider) else {
+        return 128_000;
+    };
+    let Ok(models) = provider.spec.get::<Table>("models") else {
+        return 128_000;
+    };
+    models
+        .sequence_values::<Table>()
+        .flatten()
+        .find(|m| {
+            m.get::<Option<String>>("id").ok().flatten().as_deref()
+                == Some(agent.config.model.as_str())
+        })
+        .and_then(|m| m.get::<Option<u64>>("context_window").ok().flatten())
+        .unwrap_or(128_000)
+}
+
+/// Runs every `before_request` hook (compaction lives there). A hook that fails is reported
+/// and the request goes ahead.
+async fn before_request(lua: &Lua, inner: &Inner, agent: &Agent, trigger: &str) {
+    let hooks: Vec<(String, Function)> = inner
+        .registry
+        .borrow()
+        .active("hook")
+        .iter()
+        .filter_map(|c| {
+            c.spec
+                .get::<Option<Function>>("before_request")
+                .ok()
+                .flatten()
+                .map(|f| (c.owner.clone(), f))
+        })
+        .collect();
+    for (owner, f) in hooks {
+        let Ok(ctx) = lua.create_table() else { return };
+        let _ = ctx.set("trigger", trigger);
+        let _ = ctx.set("context_window", context_window(inner, agent));
+        let _ = ctx.set("max_tokens", agent.config.max_tokens);
+        if let Err(e) = f.call_async::<()>(ctx).await {
+            if let Ok(ev) = event(lua, "error") {
+                let _ = ev.set(
+                    "error",
+                    format!(
+                        "before_request hook of {owner} failed: {}",
+                        convert::error_parts(&e).0
+                    ),
+                );
+                emit(lua, inner, ev);
+            }
+        }
+    }
+}
+
+/// One model call outside the loop (no tools, no stream events), for companions such as
+/// compaction: `api.turn.complete{system_prompt, messages, max_tokens}`.
+pub async fn complete_once(
+    lua: &Lua,
+    inner: &Inner,
+    agent: &Agent,
+    request: Table,
+) -> mlua::Result<Table> {
+    let spec = inner
+        .registry
+        .borrow()
+        .get("provider", &agent.config.provider)
+        .map(|c| c.spec.clone());
+    let Some(spec) = spec else {
+        return error_message(lua, agent, "no provider is configured");
+    };
+    let ctx = lua.create_table()?;
+    ctx.set("system_prompt", request.get::<Value>("system_prompt")?)?;
+    ctx.set("messages", request.get::<Table>("messages")?)?;
+    ctx.set("tools", empty_array(lua)?)?;
+    ctx.set(
+        "max_tokens",
+        request
+            .get::<Option<u64>>("max_tokens")?
+            .unwrap_or(agent.config.max_tokens),
+    )?;
+    let options = match convert::json_to_lua(lua, &agent.config.provider_options)? {
+        Value::Table(t) => t,
+        _ => lua.create_table()?,
+    };
+    let cancel = agent.cancel.borrow().clone();
+    let complete: Function = spec.get("complete")?;
+    let quiet = lua.create_function(|_, _: Value| Ok(()))?;
+    let call = complete.call_async::<Value>((
+        agent.config.model.as_str(),
+        ctx,
+        options,
+        quiet,
+        tools::yield_fn(lua, &cancel)?,
+    ));
+    match call.await {
+        Ok(Value::Table(m)) => normalize_assistant(lua, agent, m),
+        Ok(_) => error_message(lua, agent, "the provider returned no message"),
+        Err(e) => error_message(lua, agent, &convert::error_parts(&e).0),
+    }
+}
+
+/// Replaces the conversation (compaction installs its summary and the kept messages).
+pub fn replace_messages(agent: &Agent, messages: Table) -> mlua::Result<()> {
+    agent.messages.clear()?;
+    for m in messages.sequence_values::<Table>() {
+        agent.messages.push(m?)?;
+    }
+    Ok(())
 }
 
 /// Appends the aborted assistant message and emits `cancelled`.

@@ -12,8 +12,8 @@
 //! | `api.list(kind)` | read-only snapshots of the active and shadowed contributions of a kind |
 //! | `api.state()` | a table private to this extension that survives `/reload` |
 //! | `api.load(name)` | load the sibling file `name.lua` (like `require`, cached per load) |
-//! | `api.turn` | `submit(text, {when_busy})` (async), `cancel()`, `busy()`, `messages()` |
-//! | `api.session` | `info()`, `list()`, `new()`, `resume(query)`, `append_state(name?, state)`, `latest_state(name?)` |
+//! | `api.turn` | `submit(text, {when_busy})` (async), `cancel()`, `busy()`, `messages()`, `complete{system_prompt, messages, max_tokens}` (async, one model call), `replace_messages(list)`, `context_window()` |
+//! | `api.session` | `info()`, `list()`, `new()`, `resume(query)`, `append_state(name?, state)`, `latest_state(name?)`, `append_compaction(record, first_kept_message)` |
 //! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
 //! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()` |
 
@@ -239,6 +239,24 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Tabl
             }
         })?,
     )?;
+    let i = inner.clone();
+    // Async: the backend makes the entry durable before the context is replaced.
+    t.set(
+        "append_compaction",
+        lua.create_async_function(move |_, (record, first_kept): (Table, Value)| {
+            let p = current(&i);
+            async move {
+                let Some(p) = p else { return Ok(false) };
+                match p.backend.get::<Option<Function>>("append_compaction")? {
+                    Some(f) => {
+                        f.call_async::<()>((p.session, record, first_kept)).await?;
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                }
+            }
+        })?,
+    )?;
     let (i, o) = (inner.clone(), owner.to_string());
     t.set(
         "latest_state",
@@ -321,6 +339,33 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         "busy",
         lua.create_function(move |_, ()| {
             Ok(i.agent.borrow().as_ref().is_some_and(|a| a.is_busy()))
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "complete",
+        lua.create_async_function(move |lua, request: Table| {
+            let i = i.clone();
+            async move {
+                let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+                crate::kernel::agent::complete_once(&lua, &i, &agent, request).await
+            }
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "replace_messages",
+        lua.create_function(move |_, messages: Table| {
+            let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+            crate::kernel::agent::replace_messages(&agent, messages)
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "context_window",
+        lua.create_function(move |_, ()| {
+            let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+            Ok(crate::kernel::agent::context_window(&i, &agent))
         })?,
     )?;
     let i = inner.clone();

@@ -36,7 +36,7 @@ return function(api)
   function backend.open(opts)
     opts = opts or {}
     local cwd = opts.cwd or native.fs.cwd()
-    return { dir = opts.dir or store.dir_for(cwd), cwd = cwd, states = {} }
+    return { dir = opts.dir or store.dir_for(cwd), cwd = cwd, states = {}, ids = setmetatable({}, { __mode = "k" }) }
   end
 
   local function writer_of(session)
@@ -51,19 +51,27 @@ return function(api)
   function backend.open_existing(path, opts)
     local writer, err = store.open(path)
     if not writer then error(err, 0) end
-    local s = { path = path, writer = writer, states = {} }
-    return s
+    return { path = path, writer = writer, states = {}, ids = setmetatable({}, { __mode = "k" }) }
   end
 
   function backend.append(session, message)
     local id = store.new_id()
     writer_of(session):append({ type = "message", id = id, parent_id = session.last_id, timestamp = message.timestamp or now_ms(), message = message })
     session.last_id = id
+    session.ids[message] = id
   end
 
   function backend.append_state(session, extension, state)
     writer_of(session):append({ type = "extension-state", id = store.new_id(), extension = extension, state = state })
     session.states[extension] = state
+  end
+
+  --- Written before the context is replaced; the messages before `first_kept` stay on disk.
+  function backend.append_compaction(session, record, first_kept)
+    local entry = { type = "compaction", id = store.new_id(), first_kept_entry_id = first_kept and session.ids[first_kept] }
+    for k, v in pairs(record) do entry[k] = v end
+    writer_of(session):append(entry)
+    session.writer:sync()
   end
 
   function backend.latest_state(session, extension)
@@ -85,15 +93,20 @@ return function(api)
     if not r then error(err, 0) end
     local messages, session = {}, (opts and opts.session) or {}
     session.states = session.states or {}
+    session.ids = session.ids or setmetatable({}, { __mode = "k" })
+    -- After a compaction the context is its summary, then the kept and later messages.
+    local compaction = r.compaction_index and r.records[r.compaction_index]
+    if compaction and compaction.summary then
+      messages[1] = {
+        role = "user", timestamp = now_ms(),
+        content = "[Summary of the earlier conversation, which was compacted]\n" .. compaction.summary,
+      }
+    end
     for _, rec in ipairs(r.records) do
       if rec.type == "message" and type(rec.message) == "table" then
         messages[#messages + 1] = rec.message
         session.last_id = rec.id
-      elseif rec.type == "compaction" and rec.summary then
-        messages[#messages + 1] = {
-          role = "user", timestamp = now_ms(),
-          content = "[Summary of the earlier conversation, which was compacted]\n" .. rec.summary,
-        }
+        session.ids[rec.message] = rec.id
       elseif rec.type == "extension-state" and rec.extension then
         session.states[rec.extension] = rec.state
       end
