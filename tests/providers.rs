@@ -471,3 +471,18 @@ fn the_system_prompt_carries_project_context_and_system_replaces_the_base() {
         "{second}"
     );
 }
+
+#[test]
+fn print_mode_shows_a_heartbeat_while_an_answer_streams_slowly() {
+    let s = Sandbox::new();
+    let turn = Turn::text("a slow answer that arrives in small pieces").with_delta_chars(4);
+    let server = FakeLlm::start(Scenario::new().then(Reply::stream_chunked(
+        Api::OpenAiChat,
+        turn,
+        Chunking::events().with_delay(150),
+    )));
+    let r = run(&s, "openai", &server, &[], false);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), "a slow answer that arrives in small pieces\n");
+    assert!(r.stderr().contains("... streaming ("), "{}", r.stderr());
+}

@@ -1,5 +1,6 @@
 -- print: `fen -p "task"`. The final answer goes to stdout; progress lines go to stderr as they
--- happen (`tool> run read README.md`, `tool> ok read README.md (42 lines, 3.1KB)`, retries).
+-- happen (`tool> run read README.md`, `tool> ok read README.md (42 lines, 3.1KB)`, retries,
+-- a heartbeat while a long answer streams).
 -- Exit status: 0 on a normal stop, 1 on error, 130 when cancelled.
 local rows = require("fen.lib.rows")
 
@@ -12,6 +13,17 @@ return function(api)
   end
   api.on("tool-call", function(ev) progress("tool> run " .. rows.call_summary(ev.tool_call)) end)
   api.on("tool-result", function(ev) progress(rows.result_row(ev.result)) end)
+  -- A heartbeat at most once a second while an answer streams, so a long one shows life.
+  local beat, streamed = nil, 0
+  api.on("llm-start", function() beat, streamed = os.time(), 0 end)
+  api.on("assistant-text-delta", function(ev)
+    streamed = streamed + #ev.delta
+    local now = os.time()
+    if beat and now > beat then
+      beat = now
+      progress(string.format("... streaming (%d chars)", streamed))
+    end
+  end)
   api.on("provider-retry", function(ev)
     progress(string.format("retry> attempt %d/%d failed (%s); retrying in %.1fs", ev.attempt, ev.max_attempts, ev.reason, ev.delay_ms / 1000))
   end)
