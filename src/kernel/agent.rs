@@ -504,7 +504,7 @@ async fn step(
     };
     let complete: Function = spec.get("complete")?;
     let ctx = lua.create_table()?;
-    ctx.set("system_prompt", system_prompt(lua, inner, agent))?;
+    ctx.set("system_prompt", system_prompt(inner, agent))?;
     ctx.set("messages", provider_context(lua, &agent.messages)?)?;
     ctx.set("tools", tool_specs(lua, inner)?)?;
     ctx.set("max_tokens", agent.config.max_tokens)?;
@@ -559,10 +559,7 @@ async fn step(
                 other.type_name()
             ),
         )?,
-        Some(Err(e)) if cancel.is_cancelled() => {
-            let _ = e;
-            aborted_message(lua, agent)?
-        }
+        Some(Err(_)) if cancel.is_cancelled() => aborted_message(lua, agent)?,
         Some(Err(e)) => error_message(lua, agent, &convert::error_parts(&e).0)?,
     };
     let end = event(lua, "llm-end")?;
@@ -592,17 +589,17 @@ fn normalize_assistant(lua: &Lua, agent: &Agent, m: Table) -> mlua::Result<Table
     Ok(m)
 }
 
-fn system_prompt(lua: &Lua, inner: &Inner, agent: &Agent) -> String {
+fn system_prompt(inner: &Inner, agent: &Agent) -> String {
     match &agent.config.system_override {
         Some(base) => {
-            let rest = host::assemble_prompt_without(lua, inner, "base");
+            let rest = host::assemble_prompt_without(inner, "base");
             if rest.is_empty() {
                 base.clone()
             } else {
                 format!("{base}\n\n{rest}")
             }
         }
-        None => host::assemble_prompt(lua, inner),
+        None => host::assemble_prompt(inner),
     }
 }
 

@@ -237,7 +237,7 @@ impl Kernel {
 
     /// The assembled system prompt from every `api.prompt` fragment.
     pub fn assemble_prompt(&self) -> String {
-        assemble_prompt(&self.lua, &self.inner)
+        assemble_prompt(&self.inner)
     }
 
     /// `fen list KIND --json`: every contribution of a kind, shadowed ones included.
@@ -258,12 +258,12 @@ impl Kernel {
     }
 }
 
-pub fn assemble_prompt(lua: &Lua, inner: &Inner) -> String {
-    assemble_prompt_without(lua, inner, "")
+pub fn assemble_prompt(inner: &Inner) -> String {
+    assemble_prompt_without(inner, "")
 }
 
 /// The prompt without the fragment whose id is `skip` (`--system` replaces the `base` one).
-pub fn assemble_prompt_without(lua: &Lua, inner: &Inner, skip: &str) -> String {
+pub fn assemble_prompt_without(inner: &Inner, skip: &str) -> String {
     let fragments: Vec<PromptFragment> = inner
         .prompts
         .borrow()
@@ -271,7 +271,6 @@ pub fn assemble_prompt_without(lua: &Lua, inner: &Inner, skip: &str) -> String {
         .filter(|f| f.id != skip)
         .cloned()
         .collect();
-    let _ = lua;
     prompt::assemble(&fragments, |owner, id, err| {
         inner.logger.log(
             Level::Error,

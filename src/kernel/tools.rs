@@ -134,15 +134,12 @@ pub async fn run_tool(
     }
     let outcome = match execute(lua, &spec, name, &args, &ctx).await {
         Ok(o) => o,
-        Err(e) if ctx.cancel.is_cancelled() => {
-            let _ = e;
-            ToolOutcome {
-                ran: true,
-                ..ToolOutcome::error(format!(
-                    "[cancelled] {name} was cancelled before completion"
-                ))
-            }
-        }
+        Err(_) if ctx.cancel.is_cancelled() => ToolOutcome {
+            ran: true,
+            ..ToolOutcome::error(format!(
+                "[cancelled] {name} was cancelled before completion"
+            ))
+        },
         Err(e) => ToolOutcome {
             ran: true,
             ..ToolOutcome::error(format!(

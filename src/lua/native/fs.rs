@@ -116,8 +116,8 @@ async fn write_fn(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(format!("cannot read {}: {e}", target.display())),
         };
-        if let Some(old) = &before {
-            if strict {
+        if before.is_some() && strict {
+            {
                 match &expected {
                     None => {
                         return Err(format!(
@@ -128,7 +128,6 @@ async fn write_fn(
                     Some(stamp) => nfs::check_fresh(&target, stamp).map_err(|e| format!("{e}; read it again before writing"))?,
                 }
             }
-            let _ = old;
         }
         nfs::write_atomic_create_dirs(&target, &bytes, None).map_err(|e| e.to_string())?;
         let meta = std::fs::metadata(&target).map_err(|e| e.to_string())?;
