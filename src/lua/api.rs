@@ -222,10 +222,10 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Tabl
     t.set(
         "append_state",
         lua.create_function(move |_, (a, b): (Value, Value)| {
+            // `append_state(name, state)` or `append_state(state)` (named after the caller).
             let (name, state) = match (&a, b) {
-                (Value::String(n), Value::Nil) if false => (n.to_string_lossy(), Value::Nil),
                 (Value::String(n), state) if !state.is_nil() => (n.to_string_lossy(), state),
-                (_, _) => (o.clone(), a.clone()),
+                _ => (o.clone(), a.clone()),
             };
             let Some(p) = current(&i) else {
                 return Ok(false);
