@@ -354,27 +354,9 @@ fn no_provider_configured_says_how_to_configure_one() {
 
 #[test]
 fn the_prompt_can_come_from_stdin() {
-    use std::io::Write;
     let s = Sandbox::new();
     let path = script(&s, json!([{"text": "from stdin ok"}]));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args(["-p", "-", "--mock-script", &path])
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"task on stdin")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = s.fen_stdin(&["-p", "-", "--mock-script", &path], "task on stdin", &[]);
     assert_eq!(text(&out.stdout), "from stdin ok\n");
 }
 

@@ -3,8 +3,6 @@
 
 mod common;
 use common::Sandbox;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 /// A mock that writes summaries when asked by the compactor, and otherwise answers with what
 /// its context starts with and how many messages it holds.
@@ -23,27 +21,9 @@ end"#;
 
 fn repl(s: &Sandbox, input: &str, env: &[(&str, &str)], args: &[&str]) -> String {
     let script = s.write("script.lua", SCRIPT);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
-    cmd.args(["--mock-script", script.to_str().unwrap()])
-        .args(args)
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
+    let mut all = vec!["--mock-script", script.to_str().unwrap()];
+    all.extend_from_slice(args);
+    String::from_utf8_lossy(&s.fen_stdin(&all, input, env).stdout).into_owned()
 }
 
 fn turns(n: usize) -> String {

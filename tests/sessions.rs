@@ -4,7 +4,6 @@
 mod common;
 use common::Sandbox;
 use serde_json::{json, Value};
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 fn text(b: &[u8]) -> String {
@@ -277,16 +276,11 @@ fn session_dir_flag_and_env_choose_where_files_go() {
         })
         .count();
     assert_eq!(n, 1);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args(["session", "list", "--json"])
-        .current_dir(s.cwd())
-        .env("FEN_SESSION_DIR", &dir)
-        .stdout(Stdio::piped())
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = s.fen_stdin(
+        &["session", "list", "--json"],
+        "",
+        &[("FEN_SESSION_DIR", dir.to_str().unwrap())],
+    );
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1);
 }
@@ -312,25 +306,9 @@ end"#,
         json!([{"text": "one"}, {"text": "two"}, {"text": "three"}]),
     );
     let run = |input: &str, args: &[&str]| -> String {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-            .args(args)
-            .args(["--mock-script", &sc])
-            .current_dir(s.cwd())
-            .env("HOME", s.root())
-            .env("XDG_CONFIG_HOME", s.config())
-            .env("XDG_STATE_HOME", s.state())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        text(&child.wait_with_output().unwrap().stdout)
+        let mut all = args.to_vec();
+        all.extend(["--mock-script", sc.as_str()]);
+        text(&s.fen_stdin(&all, input, &[]).stdout)
     };
     let out = run(
         "first task\n/remember blue\n/new\n/sessions\nsecond task\n/sessions\n",

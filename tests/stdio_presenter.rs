@@ -3,33 +3,9 @@
 
 mod common;
 use common::Sandbox;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 fn repl(s: &Sandbox, args: &[&str], input: &str, env: &[(&str, &str)]) -> (String, i32) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
-    cmd.args(args)
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .env_remove("FEN_MOCK_SCRIPT")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = s.fen_stdin(args, input, env);
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         out.status.code().unwrap_or(-1),

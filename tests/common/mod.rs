@@ -58,6 +58,34 @@ impl Sandbox {
         }
         cmd.output().expect("run fen")
     }
+    /// `fen ARGS` with `input` on its stdin (the REPL, `-p -`); provider keys and the mock
+    /// script variable are cleared so only `env` configures a provider.
+    pub fn fen_stdin(&self, args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
+        use std::io::Write;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
+        cmd.args(args)
+            .current_dir(self.cwd())
+            .env("HOME", self.root())
+            .env("XDG_CONFIG_HOME", self.config())
+            .env("XDG_STATE_HOME", self.state())
+            .env_remove("FEN_EXTENSIONS_PATH")
+            .env_remove("FEN_EXTENSION_ROOT")
+            .env_remove("FEN_MOCK_SCRIPT")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("run fen");
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input.as_bytes()).expect("write stdin");
+        }
+        child.wait_with_output().expect("wait for fen")
+    }
+
     /// `fen ARGS --json`, parsed; panics with stderr when fen fails.
     pub fn fen_json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.fen(args);
