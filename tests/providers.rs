@@ -206,7 +206,12 @@ fn usage_and_deltas_reach_the_json_stream() {
                     cached_tokens: 80,
                     ..Default::default()
                 });
-        let server = FakeLlm::start(Scenario::new().then(Reply::stream(api_of(provider), turn)));
+        // A pause between events: each arrives on its own and must be passed on at once.
+        let server = FakeLlm::start(Scenario::new().then(Reply::stream_chunked(
+            api_of(provider),
+            turn,
+            Chunking::events().with_delay(20),
+        )));
         let r = run(&s, provider, &server, &[], true);
         assert_eq!(r.code(), Some(0), "{provider}: {}", r.stderr());
         let events: Vec<serde_json::Value> = r
@@ -227,6 +232,60 @@ fn usage_and_deltas_reach_the_json_stream() {
         let result = events.last().unwrap();
         assert_eq!(result["usage"]["output"], 20, "{provider}: {result}");
         assert_eq!(result["usage"]["cache_read"], 80, "{provider}: {result}");
+    }
+}
+
+/// A long answer whose one-character deltas arrive many to a TCP read: the text and the
+/// thinking come out exact (escapes, newlines, multibyte characters cut across writes), and
+/// runs of deltas are passed on joined, one per read, not one per wire event.
+#[test]
+fn a_long_streamed_answer_arrives_exact_with_its_deltas_joined_per_read() {
+    let answer: String = (0..3000)
+        .map(|i| ["a", "é", "\"", "\\", "\n", "日", " ", "\t", "z"][i % 9])
+        .collect();
+    let thinking = "Let me think: \"quoted\" and 日本.".repeat(40);
+    for provider in ["openai", "openai-responses", "anthropic"] {
+        let s = Sandbox::new();
+        let turn = Turn::text(&answer)
+            .with_thinking(&thinking, Some("SIG"))
+            .with_delta_chars(1);
+        let server = FakeLlm::start(Scenario::new().then(Reply::stream_chunked(
+            api_of(provider),
+            turn,
+            Chunking::bytes(16 * 1024),
+        )));
+        let r = run(&s, provider, &server, &[], true);
+        assert_eq!(r.code(), Some(0), "{provider}: {}", r.stderr());
+        let events: Vec<serde_json::Value> = r
+            .stdout()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let deltas = |ty: &str| -> Vec<String> {
+            events
+                .iter()
+                .filter(|e| e["type"] == ty)
+                .map(|e| e["delta"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let text = deltas("assistant-text-delta");
+        assert_eq!(text.concat(), answer, "{provider}");
+        assert_eq!(
+            deltas("assistant-thinking-delta").concat(),
+            thinking,
+            "{provider}"
+        );
+        assert!(
+            text.len() < answer.chars().count() / 10,
+            "{provider}: {} text deltas for {} wire deltas: not joined",
+            text.len(),
+            answer.chars().count()
+        );
+        let result = events.last().unwrap();
+        assert!(
+            result["final_text"] == answer.as_str(),
+            "{provider}: final text differs"
+        );
     }
 }
 

@@ -133,6 +133,6 @@ return function(api, cfg)
     asm.stop_reason = STOP[resp.stop_reason] or "stop"
     return asm:finish({ provider = cfg.name, api = "anthropic-messages" })
   end
-  spec.complete = kit.completer(api, cfg, spec, { api_name = "anthropic-messages", path = "/messages", auth = function(h, key) h["x-api-key"] = key end, headers = { ["anthropic-version"] = "2023-06-01" }, parse = parse })
+  spec.complete = kit.completer(api, cfg, spec, { api_name = "anthropic-messages", plain_deltas = "anthropic-messages", path = "/messages", auth = function(h, key) h["x-api-key"] = key end, headers = { ["anthropic-version"] = "2023-06-01" }, parse = parse })
   return spec
 end

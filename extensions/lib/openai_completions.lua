@@ -108,6 +108,6 @@ return function(api, cfg)
     asm.stop_reason = STOP[choice.finish_reason] or "stop"
     return asm:finish({ provider = cfg.name, api = "openai-completions" })
   end
-  spec.complete = kit.completer(api, cfg, spec, { api_name = "openai-completions", path = "/chat/completions", auth = kit.bearer, parse = parse })
+  spec.complete = kit.completer(api, cfg, spec, { api_name = "openai-completions", plain_deltas = "openai-completions", path = "/chat/completions", auth = kit.bearer, parse = parse })
   return spec
 end

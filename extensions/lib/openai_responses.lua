@@ -108,6 +108,6 @@ return function(api, cfg)
     end
     return asm:finish({ provider = cfg.name, api = "openai-responses" })
   end
-  spec.complete = kit.completer(api, cfg, spec, { api_name = "openai-responses", path = "/responses", auth = kit.bearer, parse = parse })
+  spec.complete = kit.completer(api, cfg, spec, { api_name = "openai-responses", plain_deltas = "openai-responses", path = "/responses", auth = kit.bearer, parse = parse })
   return spec
 end

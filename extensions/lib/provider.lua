@@ -222,7 +222,8 @@ end
 
 --- One streamed call with retries. `p`: {api (the extension api, for events), name, model,
 --- url, headers, body (table), parse = function(asm, ev) -> nil | "done" | {error, retryable},
---- on_event, max_attempts (default 4), finish_fields}.
+--- plain_deltas (the wire's API name: plain text deltas skip `parse`), on_event,
+--- max_attempts (default 4), finish_fields}.
 function M.stream(p)
   local max_attempts = p.max_attempts or 4
   local body = json.encode(p.body)
@@ -233,14 +234,26 @@ function M.stream(p)
     local terminal, stream_error = false, nil
     local res, err = native.http.request({
       method = "POST", url = p.url, headers = p.headers, body = body, sse = true,
-      on_event = function(ev)
-        local r = p.parse(asm, ev)
-        if r == "done" then
-          terminal = true
-          return false
-        elseif type(r) == "table" and r.error then
-          stream_error = r
-          return false
+      -- One call per network read; runs of plain text/thinking deltas arrive joined (the
+      -- native side recognises them for `p.plain_deltas`), everything else as raw events.
+      plain_deltas = p.plain_deltas,
+      on_events = function(batch)
+        for i = 1, batch.n do
+          local ev = batch[i]
+          if ev.text then
+            asm:text(ev.text)
+          elseif ev.thinking then
+            asm:thinking(ev.thinking)
+          else
+            local r = p.parse(asm, ev)
+            if r == "done" then
+              terminal = true
+              return false
+            elseif type(r) == "table" and r.error then
+              stream_error = r
+              return false
+            end
+          end
         end
       end,
     })
@@ -296,7 +309,8 @@ end
 
 --- The `complete` of an HTTP provider spec: configuration, the key check, headers, the body
 --- from `spec.build_body`, and the streamed call with retries. `wire`: {api_name, path (e.g.
---- "/messages"), auth = function(headers, key), headers (fixed extra headers), parse}.
+--- "/messages"), auth = function(headers, key), headers (fixed extra headers), parse,
+--- plain_deltas (the wire format whose plain text deltas the native side may join)}.
 function M.completer(api, cfg, spec, wire)
   return function(model, ctx, options, on_event)
     options = options or {}
@@ -311,6 +325,7 @@ function M.completer(api, cfg, spec, wire)
     p.headers = headers
     p.body = spec.build_body(model, ctx, options)
     p.parse = wire.parse
+    p.plain_deltas = wire.plain_deltas
     p.on_event = on_event
     p.finish_fields = { provider = cfg.name, model = model, api = wire.api_name }
     return M.stream(p)

@@ -227,24 +227,61 @@ pub struct CappedText {
 }
 
 /// The HTTP client; cheap to clone (connections are pooled and shared).
+///
+/// Two reqwest clients are built on first use: one with the system's root certificates for
+/// `https://` (loading them reads and parses every certificate file, a few milliseconds), and
+/// one without for plain `http://` to a local server, which must not pay for TLS it never uses.
+/// With a proxy configured in the environment every request takes the first (the proxy itself
+/// may speak TLS).
 #[derive(Debug, Clone)]
 pub struct HttpClient {
-    client: reqwest::Client,
+    tls: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
+    plain: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
+    proxied: bool,
     config: HttpConfig,
 }
 
 impl HttpClient {
-    /// Builds a client. Proxies come from the environment at this point.
+    /// A client. Proxies come from the environment at this point; TLS roots are loaded by the
+    /// first `https://` request.
     pub fn new(config: HttpConfig) -> Result<Self, HttpError> {
-        let mut builder =
-            reqwest::Client::builder().user_agent(concat!("fen/", env!("CARGO_PKG_VERSION")));
-        if let Some(t) = config.connect_timeout {
+        let proxied = [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+        let client = HttpClient {
+            tls: Default::default(),
+            plain: Default::default(),
+            proxied,
+            config,
+        };
+        // Fail now, not at the first request, if the configuration cannot work at all.
+        client.reqwest_client(proxied)?;
+        Ok(client)
+    }
+
+    /// The reqwest client for a URL (with TLS roots unless plain HTTP without a proxy).
+    fn reqwest_client(&self, tls: bool) -> Result<&reqwest::Client, HttpError> {
+        let cell = if tls { &self.tls } else { &self.plain };
+        if let Some(c) = cell.get() {
+            return Ok(c);
+        }
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("fen/", env!("CARGO_PKG_VERSION")))
+            .tls_built_in_root_certs(tls);
+        if let Some(t) = self.config.connect_timeout {
             builder = builder.connect_timeout(t);
         }
         let client = builder.build().map_err(|e| {
             HttpError::Config(format!("cannot set up the HTTP client: {}", chain(&e)))
         })?;
-        Ok(Self { client, config })
+        Ok(cell.get_or_init(|| client))
     }
 
     /// The timeouts in force.
@@ -334,7 +371,11 @@ impl HttpClient {
             })?;
             headers.append(n, v);
         }
-        let mut builder = self.client.request(method, url).headers(headers);
+        let tls = self.proxied || url.scheme() != "http";
+        let mut builder = self
+            .reqwest_client(tls)?
+            .request(method, url)
+            .headers(headers);
         if let Some(body) = req.body {
             builder = builder.body(body);
         }
@@ -559,6 +600,19 @@ impl SseStream {
                 }
             }
         }
+    }
+
+    /// Every event already received, waiting (as [`Self::next_event`] does) only when none
+    /// is: about one network read's worth, so a consumer pays its per-call cost once per read
+    /// rather than once per event. `out` is cleared first and stays empty at the end of the
+    /// stream.
+    pub async fn next_batch(&mut self, out: &mut Vec<SseEvent>) -> Result<(), HttpError> {
+        out.clear();
+        if let Some(first) = self.next_event().await? {
+            out.push(first);
+            out.extend(self.pending.drain(..));
+        }
+        Ok(())
     }
 
     /// Parses a chunk; data events restart the idle clock, comments only get counted.

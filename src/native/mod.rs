@@ -6,6 +6,7 @@ pub mod filetype;
 pub mod fs;
 pub mod http;
 pub mod jsonl;
+pub mod plain_deltas;
 pub mod process;
 pub mod read;
 pub mod sanitize;

@@ -183,12 +183,15 @@ impl SseParser {
         }
         // Lines end only at ASCII CR/LF, so a line never splits a UTF-8 sequence; invalid bytes
         // become U+FFFD as the spec's UTF-8 decode does.
-        let line = String::from_utf8_lossy(raw);
+        let line = match simdutf8::basic::from_utf8(raw) {
+            Ok(valid) => std::borrow::Cow::Borrowed(valid),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
         if let Some(comment) = line.strip_prefix(':') {
             out.push(SseItem::Comment(comment.to_owned()));
             return;
         }
-        let (field, value) = match line.find(':') {
+        let (field, value) = match memchr::memchr(b':', line.as_bytes()) {
             Some(colon) => {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(' ').unwrap_or(value))

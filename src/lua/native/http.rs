@@ -1,6 +1,8 @@
 //! Binding of the HTTP client and SSE parser: `native.http`.
 
 use crate::native::http::{self, HttpClient, HttpConfig, HttpError, HttpRequest};
+use crate::native::plain_deltas::{BatchItem, Batcher, PlainKind, Wire};
+use crate::native::sse::SseEvent;
 use mlua::{Function, Lua, Table, Value};
 use std::rc::Rc;
 use std::time::{Duration, SystemTime};
@@ -50,12 +52,19 @@ fn error_table(lua: &Lua, e: &HttpError) -> mlua::Result<(Value, Value)> {
 }
 
 /// `http.request{method, url, headers = {name = value}, body, sse = bool, on_event = fn,
-/// error_body_cap}` -> `{status, headers, body, retry_after_ms, events, comments}` or
-/// `nil, {kind = "connect" | "timeout" | "stream" | "cancelled" | "invalid", message, retryable}`.
+/// on_events = fn, plain_deltas = api, error_body_cap}` -> `{status, headers, body,
+/// retry_after_ms, events, comments}` or `nil, {kind = "connect" | "timeout" | "stream" |
+/// "cancelled" | "invalid", message, retryable}`.
 ///
-/// With `sse = true` and a 2xx status, every event is passed to `on_event({event, data})` as it
-/// arrives (return `false` to stop reading, e.g. after the terminal event); `body` is set for
-/// other statuses and for non-SSE requests (capped at `error_body_cap`, default 64 KiB).
+/// With `sse = true` and a 2xx status, events are delivered as they arrive, either one by one
+/// to `on_event({event, data})` or, with `on_events`, as a batch per network read:
+/// `on_events(batch)` where `batch.n` items `batch[i]` are `{event, data}` or, with
+/// `plain_deltas` naming a wire format ("openai-completions", "openai-responses",
+/// "anthropic-messages"), `{text = ...}` / `{thinking = ...}` for runs of events that carry
+/// nothing but text (see `native::plain_deltas`). Either callback returns `false` to stop
+/// reading (e.g. after the terminal event). The item tables are reused: copy what you keep.
+/// `body` is set for other statuses and for non-SSE requests (capped at `error_body_cap`,
+/// default 64 KiB).
 /// Header names in the result are lower-case. The running turn's cancellation drops the
 /// connection.
 async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
@@ -73,7 +82,6 @@ async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
         req = req.body(body.as_bytes().to_vec());
     }
     let sse = spec.get::<Option<bool>>("sse")?.unwrap_or(false);
-    let on_event: Option<Function> = spec.get("on_event")?;
     let cap = spec
         .get::<Option<usize>>("error_body_cap")?
         .unwrap_or(64 * 1024);
@@ -121,21 +129,17 @@ async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
         return Ok((Value::Table(out), Value::Nil));
     }
     let mut events = 0u64;
-    let ev = lua.create_table()?;
+    let mut delivery = Delivery::new(&lua, &spec)?;
+    let mut raw = Vec::new();
     loop {
-        match stream.next_event().await {
-            Ok(Some(e)) => {
-                events += 1;
-                if let Some(f) = &on_event {
-                    // One table reused for every event: 100k deltas must not mean 100k tables.
-                    ev.set("event", e.event.as_deref().unwrap_or("message"))?;
-                    ev.set("data", e.data)?;
-                    if let Value::Boolean(false) = f.call::<Value>(&ev)? {
-                        break;
-                    }
+        match stream.next_batch(&mut raw).await {
+            Ok(()) if raw.is_empty() => break,
+            Ok(()) => {
+                events += raw.len() as u64;
+                if !delivery.deliver(&mut raw)? {
+                    break;
                 }
             }
-            Ok(None) => break,
             Err(e) => {
                 let (nil, err) = error_table(&lua, &e)?;
                 if let Value::Table(t) = &err {
@@ -148,4 +152,95 @@ async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
     out.set("events", events)?;
     out.set("comments", stream.comments_seen())?;
     Ok((Value::Table(out), Value::Nil))
+}
+
+/// Hands received events to the Lua callback, reusing its tables: 100k deltas must not mean
+/// 100k tables.
+struct Delivery {
+    lua: Lua,
+    callback: Option<(Function, bool)>,
+    batcher: Batcher,
+    batch: Table,
+    items: Vec<Table>,
+    /// Items set in `batch` by the previous call (cleared beyond the new length).
+    last_len: usize,
+}
+
+impl Delivery {
+    fn new(lua: &Lua, spec: &Table) -> mlua::Result<Delivery> {
+        let batched: Option<Function> = spec.get("on_events")?;
+        let single: Option<Function> = spec.get("on_event")?;
+        let wire = match spec.get::<Option<String>>("plain_deltas")? {
+            None => None,
+            Some(api) => Some(Wire::from_api(&api).ok_or_else(|| {
+                mlua::Error::runtime(format!(
+                    "plain_deltas: unknown wire format '{api}' (expected openai-completions, openai-responses or anthropic-messages)"
+                ))
+            })?),
+        };
+        Ok(Delivery {
+            lua: lua.clone(),
+            callback: batched.map(|f| (f, true)).or(single.map(|f| (f, false))),
+            batcher: Batcher::new(wire),
+            batch: lua.create_table()?,
+            items: Vec::new(),
+            last_len: 0,
+        })
+    }
+
+    /// Delivers one read's events; false when the callback asked to stop.
+    fn deliver(&mut self, raw: &mut Vec<SseEvent>) -> mlua::Result<bool> {
+        let Some((f, batched)) = self.callback.clone() else {
+            raw.clear();
+            return Ok(true);
+        };
+        if !batched {
+            let item = self.item(0)?;
+            for e in raw.drain(..) {
+                item.set("event", e.event.as_deref().unwrap_or("message"))?;
+                item.set("data", e.data)?;
+                if let Value::Boolean(false) = f.call::<Value>(&item)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        let items = self.batcher.batch(raw.drain(..));
+        let n = items.len();
+        for (i, it) in items.into_iter().enumerate() {
+            let t = self.item(i)?;
+            let (event, data, text, thinking) = match it {
+                BatchItem::Event(e) => (
+                    Some(e.event.unwrap_or_else(|| "message".into())),
+                    Some(e.data),
+                    None,
+                    None,
+                ),
+                BatchItem::Plain(PlainKind::Text, s) => (None, None, Some(s), None),
+                BatchItem::Plain(PlainKind::Thinking, s) => (None, None, None, Some(s)),
+            };
+            t.set("event", event)?;
+            t.set("data", data)?;
+            t.set("text", text)?;
+            t.set("thinking", thinking)?;
+            self.batch.raw_set(i + 1, t)?;
+        }
+        for i in n + 1..=self.last_len {
+            self.batch.raw_set(i, Value::Nil)?;
+        }
+        self.last_len = n;
+        self.batch.raw_set("n", n)?;
+        Ok(!matches!(
+            f.call::<Value>(&self.batch)?,
+            Value::Boolean(false)
+        ))
+    }
+
+    /// The `i`-th reusable item table (created on first use).
+    fn item(&mut self, i: usize) -> mlua::Result<Table> {
+        if i >= self.items.len() {
+            self.items.push(self.lua.create_table()?);
+        }
+        Ok(self.items[i].clone())
+    }
 }
