@@ -4,6 +4,9 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// The levels of `--thinking` (and of settings.json `thinking`).
+pub const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high"];
+
 #[derive(Debug, Parser)]
 #[command(
     name = "fen",
@@ -49,6 +52,11 @@ pub struct Cli {
     /// Output token budget of one model call.
     #[arg(long, value_name = "N", default_value_t = 16384)]
     pub max_tokens: u64,
+
+    /// How hard the model thinks: off, minimal, low, medium or high (OpenAI reasoning effort,
+    /// Anthropic thinking budget). Default: settings.json `thinking`, else the model's own.
+    #[arg(long, value_name = "LEVEL", value_parser = THINKING_LEVELS)]
+    pub thinking: Option<String>,
 
     /// Replace the base system prompt with TEXT.
     #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]

@@ -18,17 +18,26 @@ pub const SETUP_HELP: &str = "no provider is configured. Use one of:
   a custom endpoint in ~/.config/fen/models.json
   --mock-script FILE (or FEN_MOCK_SCRIPT) for the scripted mock provider";
 
-/// Defaults from `~/.config/fen/settings.json`: `provider`, `model` (also pi's and the
-/// original fen's `defaultProvider`, `defaultModel`).
-fn settings_defaults() -> (Option<String>, Option<String>) {
+/// Defaults from `~/.config/fen/settings.json`.
+#[derive(Default)]
+struct SettingsDefaults {
+    provider: Option<String>,
+    model: Option<String>,
+    thinking: Option<String>,
+}
+
+/// Reads `provider`, `model` and `thinking` (also pi's and the original fen's
+/// `defaultProvider`, `defaultModel`, `defaultThinkingLevel`). A thinking level fen does not
+/// know is reported and ignored.
+fn settings_defaults() -> SettingsDefaults {
     let path = crate::kernel::settings::Paths::from_env()
         .config_dir
         .join("settings.json");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return (None, None);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return SettingsDefaults::default();
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return (None, None);
+        return SettingsDefaults::default();
     };
     let get = |a: &str, b: &str| {
         v.get(a)
@@ -36,10 +45,22 @@ fn settings_defaults() -> (Option<String>, Option<String>) {
             .and_then(|x| x.as_str())
             .map(str::to_string)
     };
-    (
-        get("provider", "defaultProvider"),
-        get("model", "defaultModel"),
-    )
+    let thinking = get("thinking", "defaultThinkingLevel").filter(|level| {
+        let known = crate::cli::THINKING_LEVELS.contains(&level.as_str());
+        if !known {
+            eprintln!(
+                "fen: ignoring thinking level {level:?} in {}: use one of {}",
+                path.display(),
+                crate::cli::THINKING_LEVELS.join(", ")
+            );
+        }
+        known
+    });
+    SettingsDefaults {
+        provider: get("provider", "defaultProvider"),
+        model: get("model", "defaultModel"),
+        thinking,
+    }
 }
 
 /// The model used when only a provider is known.
@@ -65,7 +86,11 @@ fn resolve_provider(cli: &Cli) -> Option<(String, Option<String>)> {
         _ => (None, cli.model.clone()),
     };
     let env_set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    let (set_provider, set_model) = settings_defaults();
+    let SettingsDefaults {
+        provider: set_provider,
+        model: set_model,
+        ..
+    } = settings_defaults();
     let mock = cli.mock_script.is_some() || env_set("FEN_MOCK_SCRIPT");
     let chosen = cli
         .provider
@@ -198,6 +223,13 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     if let Some(script) = &cli.mock_script {
         options["mock_script"] = script.to_string_lossy().into_owned().into();
+    }
+    if let Some(level) = cli
+        .thinking
+        .clone()
+        .or_else(|| settings_defaults().thinking)
+    {
+        options["thinking"] = level.into();
     }
     let config = AgentConfig {
         provider,

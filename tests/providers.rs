@@ -432,6 +432,72 @@ fn a_400_is_shown_readably_and_not_retried() {
     assert_eq!(server.requests().len(), 1);
 }
 
+/// `--thinking LEVEL` (or settings.json `thinking`) reaches each API in its own spelling;
+/// `off` sends nothing; an unknown level is refused before anything runs.
+#[test]
+fn the_thinking_level_reaches_each_api_in_its_own_spelling() {
+    let body_for = |provider: &str, flag: Option<&str>, settings: Option<&str>| {
+        let s = Sandbox::new();
+        if let Some(level) = settings {
+            s.write(
+                "config/fen/settings.json",
+                &format!(r#"{{"thinking": "{level}"}}"#),
+            );
+        }
+        let server =
+            FakeLlm::start(Scenario::new().then(Reply::stream(api_of(provider), Turn::text("ok"))));
+        let url = server.base_url();
+        let mut args = vec![
+            "-p",
+            "hi",
+            "--provider",
+            provider,
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+        ];
+        if let Some(level) = flag {
+            args.extend(["--thinking", level]);
+        }
+        let out = s.fen_env(
+            &args,
+            &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        server.requests()[0].body.clone()
+    };
+    let b = body_for("openai", Some("high"), None);
+    assert_eq!(b["reasoning_effort"], "high", "{b}");
+    let b = body_for("openai-responses", None, Some("low"));
+    assert_eq!(b["reasoning"]["effort"], "low", "settings.json: {b}");
+    let b = body_for("openai-responses", Some("medium"), Some("low"));
+    assert_eq!(
+        b["reasoning"]["effort"], "medium",
+        "the flag beats settings: {b}"
+    );
+    let b = body_for("anthropic", Some("high"), None);
+    assert_eq!(b["thinking"]["type"], "enabled", "{b}");
+    assert_eq!(b["thinking"]["budget_tokens"], 32768, "{b}");
+    assert!(
+        b["max_tokens"].as_u64().unwrap() > 32768,
+        "room for the answer beyond the budget: {b}"
+    );
+    let b = body_for("anthropic", Some("off"), Some("high"));
+    assert!(b.get("thinking").is_none(), "{b}");
+    let b = body_for("openai", None, None);
+    assert!(b.get("reasoning_effort").is_none(), "{b}");
+
+    let s = Sandbox::new();
+    let out = s.fen(&["-p", "hi", "--thinking", "extreme"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("possible values"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn a_missing_key_says_how_to_configure_one() {
     let s = Sandbox::new();

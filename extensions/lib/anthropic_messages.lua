@@ -116,8 +116,11 @@ return function(api, cfg)
       body.system = { { type = "text", text = ctx.system_prompt, cache_control = EPHEMERAL } }
     end
     if ctx.tools and #ctx.tools > 0 then body.tools = convert_tools(ctx.tools) end
-    if options.thinking_budget then
-      body.thinking = { type = "enabled", budget_tokens = options.thinking_budget }
+    local budget = options.thinking_budget or kit.THINKING_BUDGET[options.thinking or "off"]
+    if budget then
+      body.thinking = { type = "enabled", budget_tokens = budget }
+      -- The API wants room for the answer beyond the thinking budget.
+      if body.max_tokens <= budget then body.max_tokens = budget + ctx.max_tokens end
     end
     return body
   end

@@ -93,7 +93,7 @@ return function(api, cfg)
     }
     body[cfg.max_tokens_field or "max_completion_tokens"] = ctx.max_tokens
     if ctx.tools and #ctx.tools > 0 then body.tools = convert_tools(ctx.tools) end
-    if options.reasoning_effort then body.reasoning_effort = options.reasoning_effort end
+    body.reasoning_effort = kit.reasoning_effort(options)
     return body
   end
   spec.parse_response = function(resp)

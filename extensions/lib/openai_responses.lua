@@ -90,8 +90,9 @@ return function(api, cfg)
     }
     if ctx.system_prompt and ctx.system_prompt ~= "" then body.instructions = ctx.system_prompt end
     if ctx.tools and #ctx.tools > 0 then body.tools = convert_tools(ctx.tools) end
-    if options.reasoning_effort then
-      body.reasoning = { effort = options.reasoning_effort, summary = "auto" }
+    local effort = kit.reasoning_effort(options)
+    if effort then
+      body.reasoning = { effort = effort, summary = "auto" }
       body.include = { "reasoning.encrypted_content" }
     end
     return body

@@ -332,6 +332,17 @@ function M.completer(api, cfg, spec, wire)
   end
 end
 
+--- Anthropic thinking budgets (tokens) of the `--thinking` levels; OpenAI takes the level's
+--- name as its reasoning effort. "off" sends nothing.
+M.THINKING_BUDGET = { minimal = 1024, low = 4096, medium = 10240, high = 32768 }
+
+--- The OpenAI reasoning effort of the options (`reasoning_effort`, else the `thinking` level).
+function M.reasoning_effort(options)
+  if options.reasoning_effort then return options.reasoning_effort end
+  if options.thinking and options.thinking ~= "off" then return options.thinking end
+  return nil
+end
+
 --- Bearer-token authentication (the OpenAI APIs and most compatible servers).
 function M.bearer(headers, key) headers.authorization = "Bearer " .. key end
 
