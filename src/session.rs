@@ -267,15 +267,18 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let code = crate::runtime::block_on(async {
         let a = agent.clone();
         tokio::task::spawn_local(async move {
-            // First Ctrl-C cancels the turn; a second one leaves at once.
-            let mut presses = 0;
+            let mut ctrl_c = CtrlC::default();
             while tokio::signal::ctrl_c().await.is_ok() {
-                presses += 1;
-                if presses > 1 {
-                    crate::native::process::terminate_all_groups();
-                    std::process::exit(130);
+                match ctrl_c.press(a.is_busy(), std::time::Instant::now()) {
+                    CtrlCAction::CancelTurn => a.cancel(),
+                    CtrlCAction::Hint => {
+                        eprintln!("\nfen: press Ctrl-C again to quit (Ctrl-D also quits)")
+                    }
+                    CtrlCAction::Quit => {
+                        crate::native::process::terminate_all_groups();
+                        std::process::exit(130);
+                    }
                 }
-                a.cancel();
             }
         });
         let started = serde_json::json!({"type": "agent-started", "cwd": agent.config.cwd, "model": agent.config.model, "provider": agent.config.provider});
@@ -307,4 +310,68 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Ok::<u8, mlua::Error>(code)
     })?;
     Ok(ExitCode::from(code.map_err(|e| anyhow::anyhow!("{e}"))?))
+}
+
+/// What a Ctrl-C does: cancel the running turn; with no turn running, say how to quit; a
+/// second press soon after the first quits at once (also when a cancel is slow to land).
+#[derive(Debug, Default)]
+struct CtrlC {
+    last: Option<std::time::Instant>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum CtrlCAction {
+    CancelTurn,
+    Hint,
+    Quit,
+}
+
+/// How close two presses must be to count as "again".
+const CTRL_C_AGAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl CtrlC {
+    fn press(&mut self, busy: bool, now: std::time::Instant) -> CtrlCAction {
+        let again = self
+            .last
+            .is_some_and(|t| now.saturating_duration_since(t) < CTRL_C_AGAIN);
+        self.last = Some(now);
+        match (again, busy) {
+            (true, _) => CtrlCAction::Quit,
+            (false, true) => CtrlCAction::CancelTurn,
+            (false, false) => CtrlCAction::Hint,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn ctrl_c_cancels_a_turn_hints_when_idle_and_quits_when_pressed_again() {
+        let t0 = Instant::now();
+        let mut c = CtrlC::default();
+        assert_eq!(c.press(true, t0), CtrlCAction::CancelTurn);
+        // Much later, another turn: cancel again, not quit.
+        let t1 = t0 + Duration::from_secs(30);
+        assert_eq!(c.press(true, t1), CtrlCAction::CancelTurn);
+        // The cancel is slow; the user presses again: quit.
+        assert_eq!(
+            c.press(true, t1 + Duration::from_millis(500)),
+            CtrlCAction::Quit
+        );
+        let mut c = CtrlC::default();
+        assert_eq!(c.press(false, t0), CtrlCAction::Hint);
+        assert_eq!(
+            c.press(false, t0 + Duration::from_secs(1)),
+            CtrlCAction::Quit
+        );
+        let mut c = CtrlC::default();
+        assert_eq!(c.press(false, t0), CtrlCAction::Hint);
+        assert_eq!(
+            c.press(false, t0 + Duration::from_secs(5)),
+            CtrlCAction::Hint
+        );
+    }
 }
