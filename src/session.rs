@@ -281,21 +281,35 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         });
-        let started = serde_json::json!({"type": "agent-started", "cwd": agent.config.cwd, "model": agent.config.model, "provider": agent.config.provider});
-        if let Ok(Value::Table(t)) = convert::json_to_lua(&lua, &started) {
-            let _ = t.set("agent", agent.handle.clone());
-            let _ = kernel.emit(t);
-        }
         let ctx: Table = lua.create_table()?;
         ctx.set("prompt", prompt.as_str())?;
         ctx.set("mode", presenter)?;
-        let run: Function = spec.get("run")?;
-        let result = run.call_async::<Value>(ctx).await;
-        let (code, error) = match result {
-            Ok(Value::Integer(n)) => (n as u8, None),
-            Ok(Value::Number(n)) => (n as u8, None),
-            Ok(_) => (0, None),
-            Err(e) => (1, Some(convert::error_parts(&e).0)),
+        // Lifecycle: init, agent-started, run, agent-shutdown, shutdown. A failed init ends
+        // the run before anything started; shutdown runs whatever run did.
+        let lifecycle = |name: &str| spec.get::<Option<Function>>(name).ok().flatten();
+        let init_error = match lifecycle("init") {
+            Some(init) => init
+                .call_async::<()>(ctx.clone())
+                .await
+                .err()
+                .map(|e| format!("init: {}", convert::error_parts(&e).0)),
+            None => None,
+        };
+        let (code, error) = if let Some(e) = init_error {
+            (1, Some(e))
+        } else {
+            let started = serde_json::json!({"type": "agent-started", "cwd": agent.config.cwd, "model": agent.config.model, "provider": agent.config.provider});
+            if let Ok(Value::Table(t)) = convert::json_to_lua(&lua, &started) {
+                let _ = t.set("agent", agent.handle.clone());
+                let _ = kernel.emit(t);
+            }
+            let run: Function = spec.get("run")?;
+            match run.call_async::<Value>(ctx.clone()).await {
+                Ok(Value::Integer(n)) => (n as u8, None),
+                Ok(Value::Number(n)) => (n as u8, None),
+                Ok(_) => (0, None),
+                Err(e) => (1, Some(convert::error_parts(&e).0)),
+            }
         };
         let shutdown = lua.create_table()?;
         shutdown.set("type", "agent-shutdown")?;
@@ -306,6 +320,14 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         sessions::close(&agent).await;
         if let Some(e) = error {
             eprintln!("fen: the {presenter} presenter failed: {e}");
+        }
+        if let Some(f) = lifecycle("shutdown") {
+            if let Err(e) = f.call_async::<()>(ctx).await {
+                eprintln!(
+                    "fen: the {presenter} presenter's shutdown failed: {}",
+                    convert::error_parts(&e).0
+                );
+            }
         }
         Ok::<u8, mlua::Error>(code)
     })?;

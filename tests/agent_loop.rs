@@ -407,3 +407,101 @@ fn ctrl_c_cancels_a_running_tool_and_exits_130() {
         .unwrap_or(false);
     assert!(!alive, "grandchild {pid} survived the cancel");
 }
+
+/// A presenter's optional `init` and `shutdown` run around `run`, in order, with `run` seeing
+/// `agent-started` after `init`; an `init` that raises ends the run before any turn, with a
+/// clear message and exit 1, and `shutdown` still runs.
+#[test]
+fn presenter_init_and_shutdown_run_around_run_and_a_failed_init_stops_the_run() {
+    let s = Sandbox::new();
+    let log = s.root().join("lifecycle.log");
+    let ext = |fail_init: bool| {
+        format!(
+            r#"
+return function(api)
+  local function note(s)
+    local f = assert(io.open({log:?}, "a")); f:write(s, "\n"); f:close()
+  end
+  api.on("agent-started", function() note("agent-started") end)
+  api.on("agent-shutdown", function() note("agent-shutdown") end)
+  api.register("presenter", {{
+    name = "print",
+    init = function(ctx) note("init " .. ctx.prompt) {fail} end,
+    run = function(ctx)
+      note("run")
+      local r = api.turn.submit(ctx.prompt)
+      note("turn " .. r.status)
+      return 0
+    end,
+    shutdown = function() note("shutdown") end,
+  }})
+end
+"#,
+            fail = if fail_init {
+                "error('no terminal here')"
+            } else {
+                ""
+            }
+        )
+    };
+    let script = s.write("script.json", r#"[{"text":"done"}]"#);
+    let ok = s.write("ok.lua", &ext(false));
+    let out = s.fen(&[
+        "--extension",
+        ok.to_str().unwrap(),
+        "-p",
+        "go",
+        "--mock-script",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "init go\nagent-started\nrun\nturn ok\nagent-shutdown\nshutdown\n"
+    );
+
+    std::fs::remove_file(&log).unwrap();
+    let bad = s.write("bad.lua", &ext(true));
+    let out = s.fen(&[
+        "--extension",
+        bad.to_str().unwrap(),
+        "-p",
+        "go",
+        "--mock-script",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("presenter failed: init:") && err.contains("no terminal here"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "init go\nagent-shutdown\nshutdown\n",
+        "no turn ran"
+    );
+}
+
+/// `--mode json` starts with `agent-started` and ends with the result line.
+#[test]
+fn json_mode_starts_with_agent_started_and_ends_with_the_result() {
+    let s = Sandbox::new();
+    let script = s.write("script.json", r#"[{"text":"done"}]"#);
+    let out = s.fen(&[
+        "--mode",
+        "json",
+        "go",
+        "--mock-script",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.first().unwrap()["type"], "agent-started");
+    assert_eq!(lines.first().unwrap()["provider"], "mock");
+    assert_eq!(lines.last().unwrap()["type"], "result");
+    assert_eq!(lines.last().unwrap()["final_text"], "done");
+}

@@ -1,5 +1,6 @@
--- json: `--mode json`. Every event as one JSON object a line on stdout, in contract shape, then
--- a last line `{"type": "result", status, final_text, error, stop_reason, usage, message_count}`.
+-- json: `--mode json`. Every event from `agent-started` on, as one JSON object a line on stdout,
+-- in contract shape, then a last line `{"type": "result", status, final_text, error,
+-- stop_reason, usage, message_count}` (it stands for the end: `agent-shutdown` is not printed).
 local native = require("fen.native")
 
 return function(api)
@@ -12,6 +13,7 @@ return function(api)
 
   api.register("presenter", {
     name = "json",
+    init = function() active = true end,
     run = function(ctx)
       active = true
       local r = api.turn.submit(ctx.prompt or "")
