@@ -483,11 +483,15 @@ end
     );
 }
 
-/// `--mode json` starts with `agent-started` and ends with the result line.
+/// `--mode json` starts with `agent-started`, carries the whole-block events, and ends with the
+/// result line.
 #[test]
 fn json_mode_starts_with_agent_started_and_ends_with_the_result() {
     let s = Sandbox::new();
-    let script = s.write("script.json", r#"[{"text":"done"}]"#);
+    let script = s.write(
+        "script.json",
+        r#"[{"thinking":"let me see","text":"done"}]"#,
+    );
     let out = s.fen(&[
         "--mode",
         "json",
@@ -504,4 +508,15 @@ fn json_mode_starts_with_agent_started_and_ends_with_the_result() {
     assert_eq!(lines.first().unwrap()["provider"], "mock");
     assert_eq!(lines.last().unwrap()["type"], "result");
     assert_eq!(lines.last().unwrap()["final_text"], "done");
+    // Whole-block events after the stream: thinking, then the stream's end, before llm-end.
+    let at = |ty: &str| {
+        lines
+            .iter()
+            .position(|l| l["type"] == ty)
+            .unwrap_or_else(|| panic!("no {ty}"))
+    };
+    assert_eq!(lines[at("assistant-thinking")]["text"], "let me see");
+    assert!(at("assistant-thinking") < at("assistant-stream-end"));
+    assert!(at("assistant-stream-end") < at("llm-end"));
+    assert_eq!(lines[at("assistant-text")]["text"], "done");
 }

@@ -562,10 +562,33 @@ async fn step(
         Some(Err(_)) if cancel.is_cancelled() => aborted_message(lua, agent)?,
         Some(Err(e)) => error_message(lua, agent, &convert::error_parts(&e).0)?,
     };
+    emit_stream_summary(lua, inner, &message)?;
     let end = event(lua, "llm-end")?;
     end.set("message", message.clone())?;
     emit(lua, inner, end);
     Ok(message)
+}
+
+/// After a model call: `assistant-thinking` with the message's whole reasoning (for presenters
+/// that show blocks, not deltas; `assistant-text` follows from the loop), then
+/// `assistant-stream-end`.
+fn emit_stream_summary(lua: &Lua, inner: &Inner, message: &Table) -> mlua::Result<()> {
+    let mut thinking = String::new();
+    if let Ok(blocks) = message.get::<Table>("content") {
+        for block in blocks.sequence_values::<Table>().flatten() {
+            if block.get::<Option<String>>("type")?.as_deref() == Some("thinking") {
+                thinking.push_str(&block.get::<Option<String>>("thinking")?.unwrap_or_default());
+            }
+        }
+    }
+    if !thinking.is_empty() {
+        let ev = event(lua, "assistant-thinking")?;
+        ev.set("text", thinking)?;
+        ev.set("final", true)?;
+        emit(lua, inner, ev);
+    }
+    emit(lua, inner, event(lua, "assistant-stream-end")?);
+    Ok(())
 }
 
 /// Fills what a provider left out of its message (role, content array, timestamp, names).
