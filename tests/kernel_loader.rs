@@ -382,7 +382,10 @@ fn require_and_api_load_find_sibling_files() {
         r#"local text = require("helpers.text")
 return function(api)
   local data = api.load("data")
-  api.register("tool", { name = "multi_tool", description = text.shout(data.word),
+  local nested = api.load("helpers.text")
+  local ok, missing = pcall(api.load, "helpers.nope")
+  assert(not ok and tostring(missing):find("helpers/nope.lua", 1, true), tostring(missing))
+  api.register("tool", { name = "multi_tool", description = nested.shout(data.word),
     parameters = {}, execute = function() end })
 end"#,
     );

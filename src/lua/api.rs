@@ -112,9 +112,14 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
     api.set(
         "load",
         lua.create_function(move |_, name: String| {
-            if location.read(&format!("{name}.lua")).is_err() {
+            // The same files the sibling `require` looks for: dots are directories.
+            let rel = name.replace('.', "/");
+            let found = [format!("{rel}.lua"), format!("{rel}/init.lua")]
+                .iter()
+                .any(|f| location.read(f).is_ok());
+            if !found {
                 return Err(mlua::Error::runtime(format!(
-                    "api.load: no sibling file {name}.lua beside {}",
+                    "api.load: no sibling file {rel}.lua or {rel}/init.lua beside {}",
                     location.display_file("")
                 )));
             }
