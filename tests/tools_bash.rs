@@ -188,7 +188,33 @@ fn bash_output_with_invalid_utf8_is_valid_json() {
     assert_eq!(run.code, 0);
     assert!(std::str::from_utf8(&run.stdout).is_ok());
     let t = text(&run.json());
-    assert!(t.starts_with('a') && t.contains("b\n[exit 0]"), "{t:?}");
+    // The bytes stay visible as escapes, not as U+FFFD.
+    assert!(t.starts_with("a\\xff\\xfeb\n"), "{t:?}");
+    assert!(t.contains("[exit 0]"), "{t:?}");
+}
+
+/// Any tool's result is bytes from Lua: bytes that are not UTF-8 reach the model as `\xNN`
+/// escapes with the sanitizer's marker, never as U+FFFD.
+#[test]
+fn a_lua_tool_returning_invalid_utf8_gets_escapes_and_the_marker() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.user_extensions().join("raw.lua"),
+        r#"return function(api)
+  api.register("tool", { name = "raw_bytes", description = "raw", parameters = {},
+    execute = function() return { content = { { type = "text", text = "ok \xff\xfe end" } } } end })
+end"#,
+    )
+    .unwrap();
+    let run = tool_raw(&sb, "raw_bytes", "{}");
+    assert_eq!(run.code, 0);
+    let t = text(&run.json());
+    assert!(t.starts_with("ok \\xff\\xfe end"), "{t:?}");
+    assert!(
+        t.contains("[fen: output sanitized: 2 bytes escaped]"),
+        "{t:?}"
+    );
+    assert!(!t.contains('\u{FFFD}'), "{t:?}");
 }
 
 #[test]

@@ -51,6 +51,18 @@ impl ToolOutcome {
     }
 }
 
+/// A text block from Lua. Lua strings are bytes: ones that are not UTF-8 are sanitized here,
+/// while the bytes are still at hand, so they show as `\xNN` with the sanitizer's marker
+/// instead of being lost to U+FFFD (the final pass leaves sanitized text unchanged).
+fn block_text(s: &mlua::LuaString) -> String {
+    match s.to_str() {
+        Ok(text) => text.to_owned(),
+        Err(_) => sanitize::sanitize(&s.as_bytes(), sanitize::default_max_bytes())
+            .text
+            .into_owned(),
+    }
+}
+
 /// Context handed to `execute` as its third argument.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCallContext {
@@ -199,7 +211,7 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
         ran: true,
     };
     match value {
-        Value::String(s) => out.content.push(s.to_string_lossy()),
+        Value::String(s) => out.content.push(block_text(&s)),
         Value::Table(t) => {
             out.is_error = t
                 .get::<Option<bool>>("is_error")
@@ -207,14 +219,14 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
                 .flatten()
                 .unwrap_or(false);
             match t.get::<Value>("content") {
-                Ok(Value::String(s)) => out.content.push(s.to_string_lossy()),
+                Ok(Value::String(s)) => out.content.push(block_text(&s)),
                 Ok(Value::Table(blocks)) => {
                     for block in blocks.sequence_values::<Value>().flatten() {
                         match block {
-                            Value::String(s) => out.content.push(s.to_string_lossy()),
+                            Value::String(s) => out.content.push(block_text(&s)),
                             Value::Table(b) => {
                                 if let Ok(Some(text)) = b.get::<Option<mlua::LuaString>>("text") {
-                                    out.content.push(text.to_string_lossy());
+                                    out.content.push(block_text(&text));
                                 }
                             }
                             _ => {}

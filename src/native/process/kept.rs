@@ -81,7 +81,7 @@ impl Kept {
             let mut all = self.head;
             all.extend_from_slice(&tail);
             return KeptText {
-                head: String::from_utf8_lossy(&all).into_owned(),
+                head: visible_text(&all),
                 tail: String::new(),
                 truncated: false,
                 omitted_bytes: 0,
@@ -94,8 +94,8 @@ impl Kept {
         let tail = &tail[tail_cut(&tail)..];
         let kept_lines = count_nl(head) + count_nl(tail);
         KeptText {
-            head: String::from_utf8_lossy(head).into_owned(),
-            tail: String::from_utf8_lossy(tail).into_owned(),
+            head: visible_text(head),
+            tail: visible_text(tail),
             truncated: true,
             omitted_bytes: self.total - (head.len() + tail.len()) as u64,
             omitted_lines: self.lines.saturating_sub(kept_lines),
@@ -103,6 +103,13 @@ impl Kept {
             total_lines: self.lines,
         }
     }
+}
+
+/// The kept bytes as text: bytes that are not UTF-8 (and control bytes) become visible `\xNN`
+/// escapes, as the tool-result sanitizer writes them, rather than U+FFFD, which would hide what
+/// the program printed.
+fn visible_text(bytes: &[u8]) -> String {
+    crate::native::sanitize::escape(bytes).0.into_owned()
 }
 
 fn count_nl(s: &[u8]) -> u64 {
