@@ -373,18 +373,27 @@ fn read_manifest(lua: &Lua, c: &Candidate) -> Result<Option<Table>, String> {
     if !c.location.has_manifest() {
         return Ok(None);
     }
-    let src = c
+    let code = c
         .location
-        .read("manifest.lua")
+        .code("manifest.lua")
         .map_err(|e| format!("cannot read manifest.lua: {e}"))?;
     let env = lua.create_table().map_err(|e| e.to_string())?;
     let name = format!("@{}", c.location.display_file("manifest.lua"));
-    match lua
-        .load(src)
-        .set_name(name)
-        .set_environment(env)
-        .eval::<Value>()
-    {
+    // Embedded manifests run from their bytecode; a source manifest is evaluated as before (a
+    // bare table expression is accepted as well as `return {...}`).
+    let precompiled = match &code {
+        loader::Code::Embedded(f) => vm::load_bytecode(lua, f.bytecode, &name, Some(&env)).ok(),
+        loader::Code::Source(_) => None,
+    };
+    let value = match precompiled {
+        Some(f) => f.call::<Value>(()),
+        None => lua
+            .load(code.source())
+            .set_name(name)
+            .set_environment(env)
+            .eval::<Value>(),
+    };
+    match value {
         Ok(Value::Table(t)) => Ok(Some(t)),
         Ok(other) => Err(format!(
             "manifest.lua must return a table, got {}",
@@ -484,13 +493,10 @@ fn load_extension(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> Result
     let result = (|| -> mlua::Result<()> {
         let env = vm::extension_env(lua, rec)?;
         let api_table = api::build(lua, inner, rec)?;
-        let src = rec.location.read(&rec.entry).map_err(|e| {
+        let code = rec.location.code(&rec.entry).map_err(|e| {
             mlua::Error::runtime(format!("cannot read entry {}: {e}", rec.entry_file()))
         })?;
-        let chunk = lua
-            .load(src)
-            .set_name(format!("@{}", rec.entry_file()))
-            .set_environment(env);
+        let chunk = vm::load_code(lua, &code, &format!("@{}", rec.entry_file()), Some(&env))?;
         match chunk.call::<Value>(())? {
             Value::Function(f) => f.call::<()>(api_table),
             other => Err(mlua::Error::runtime(format!(
