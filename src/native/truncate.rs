@@ -436,6 +436,25 @@ pub fn human_bytes(n: usize) -> String {
     }
 }
 
+/// `cat -n` style: each line behind its number (`{:>6}\t`), counting from `first`, one trailing
+/// `\r` per line dropped, lines joined with `\n` and no newline after the last. A final newline
+/// does not start another line, but an empty text is one empty line.
+pub fn number_lines(text: &[u8], first: i64) -> Vec<u8> {
+    use std::io::Write as _;
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    let mut out =
+        Vec::with_capacity(body.len() + 8 * (memchr::memchr_iter(b'\n', body).count() + 1));
+    for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let _ = write!(out, "{:>6}\t", first + i as i64);
+        out.extend_from_slice(line);
+    }
+    out
+}
+
 fn range_of(first: usize, last: usize) -> Option<LineRange> {
     (last >= first).then_some(LineRange { first, last })
 }
@@ -565,6 +584,19 @@ fn take_tail(text: &str, max_lines: usize, max_bytes: usize) -> TailCut {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn number_lines_like_cat_n() {
+        let n =
+            |t: &str, first| String::from_utf8(super::number_lines(t.as_bytes(), first)).unwrap();
+        assert_eq!(n("a\nb\n", 1), "     1\ta\n     2\tb");
+        assert_eq!(n("a\nb", 1), "     1\ta\n     2\tb");
+        assert_eq!(n("a\r\nb\r\r\n", 9), "     9\ta\n    10\tb\r");
+        assert_eq!(n("", 1), "     1\t");
+        assert_eq!(n("\n", 3), "     3\t");
+        assert_eq!(n("a\n\n", 1), "     1\ta\n     2\t");
+        assert_eq!(n("x\n", 1234567), "1234567\tx");
+    }
+
     use super::*;
 
     #[test]
