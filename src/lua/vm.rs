@@ -123,10 +123,19 @@ pub fn extension_env(lua: &Lua, rec: &ExtensionRecord) -> mlua::Result<Table> {
 /// Builds the `require` of one extension. Modules are cached per load of the extension, so a
 /// reload picks up edited siblings.
 pub fn sibling_require(lua: &Lua, rec: &ExtensionRecord, env: &Table) -> mlua::Result<Function> {
+    sibling_require_with(lua, rec, env, lua.globals().get("require")?)
+}
+
+/// [`sibling_require`] falling back to `global_require`.
+pub fn sibling_require_with(
+    lua: &Lua,
+    rec: &ExtensionRecord,
+    env: &Table,
+    global_require: Function,
+) -> mlua::Result<Function> {
     let location = rec.location.clone();
     let env = env.clone();
     let cache = lua.create_table()?;
-    let global_require: Function = lua.globals().get("require")?;
     lua.create_function(move |lua, name: String| {
         if let Some(v) = cache.get::<Option<Value>>(name.as_str())? {
             return Ok(v);
