@@ -190,6 +190,16 @@ pub fn yield_fn(lua: &Lua, cancel: &CancellationToken) -> mlua::Result<Function>
     })
 }
 
+/// A text block as a Rust string (invalid UTF-8 replaced, as `to_string_lossy` does; the
+/// common valid case is checked with SIMD, which matters for a 50 KB read).
+fn text_of(s: &mlua::LuaString) -> String {
+    let bytes = s.as_bytes();
+    match simdutf8::basic::from_utf8(&bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
 /// Accepts what a tool returned: a result table, or a bare string (one text block).
 fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
     let mut out = ToolOutcome {
@@ -199,7 +209,7 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
         ran: true,
     };
     match value {
-        Value::String(s) => out.content.push(s.to_string_lossy()),
+        Value::String(s) => out.content.push(text_of(&s)),
         Value::Table(t) => {
             out.is_error = t
                 .get::<Option<bool>>("is_error")
@@ -207,14 +217,14 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
                 .flatten()
                 .unwrap_or(false);
             match t.get::<Value>("content") {
-                Ok(Value::String(s)) => out.content.push(s.to_string_lossy()),
+                Ok(Value::String(s)) => out.content.push(text_of(&s)),
                 Ok(Value::Table(blocks)) => {
                     for block in blocks.sequence_values::<Value>().flatten() {
                         match block {
-                            Value::String(s) => out.content.push(s.to_string_lossy()),
+                            Value::String(s) => out.content.push(text_of(&s)),
                             Value::Table(b) => {
                                 if let Ok(Some(text)) = b.get::<Option<mlua::LuaString>>("text") {
-                                    out.content.push(text.to_string_lossy());
+                                    out.content.push(text_of(&text));
                                 }
                             }
                             _ => {}
