@@ -247,3 +247,52 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::validate_args;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1},
+                "paths": {"type": "array", "items": {"anyOf": [{"type": "string"}]}},
+            },
+            "required": ["path"],
+        });
+        assert_eq!(
+            validate_args("t", &schema, &json!({"path": "a", "limit": 3})),
+            Ok(())
+        );
+        let err = validate_args("t", &schema, &json!({"path": "a", "limit": 0})).unwrap_err();
+        assert!(
+            err.starts_with("error: invalid arguments for t: limit: "),
+            "{err}"
+        );
+        let err = validate_args("t", &schema, &json!({"limit": 2})).unwrap_err();
+        assert!(err.contains("\"path\" is a required property"), "{err}");
+        let err = validate_args("t", &schema, &json!([])).unwrap_err();
+        assert!(err.contains("expected a JSON object"), "{err}");
+    }
+
+    /// A schema that is not valid JSON Schema (checked against the draft 2020-12 meta-schema)
+    /// is the tool author's bug: the call is not blocked on it.
+    #[test]
+    fn a_broken_schema_does_not_block_the_call() {
+        for schema in [
+            json!({"type": "object", "properties": {"path": {"type": 5}}}),
+            json!({"type": "object", "required": "path"}),
+            json!({"type": "object", "properties": {"n": {"minimum": "one"}}}),
+        ] {
+            assert_eq!(
+                validate_args("t", &schema, &json!({"path": 1})),
+                Ok(()),
+                "{schema}"
+            );
+        }
+    }
+}
