@@ -122,8 +122,13 @@ fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
 fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
     let c = contracts();
     let rows: Vec<serde_json::Value> = match what {
-        ListWhat::Events => c.events.entries.iter().map(contract_json).collect(),
-        ListWhat::Kinds => c.register_kinds.entries.iter().map(contract_json).collect(),
+        ListWhat::Events => c.events().entries.iter().map(contract_json).collect(),
+        ListWhat::Kinds => c
+            .register_kinds()
+            .entries
+            .iter()
+            .map(contract_json)
+            .collect(),
         ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
         ListWhat::Models => models_json(&boot(cli)?),
         other => {
