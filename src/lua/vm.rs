@@ -11,7 +11,9 @@ pub fn new_state() -> mlua::Result<Lua> {
     let lua = Lua::new();
     // Streaming makes many short-lived tables (one per event); the generational collector
     // frees them young instead of re-marking the whole heap.
-    lua.load("collectgarbage('generational')").exec()?;
+    lua.gc_set_mode(mlua::state::GcMode::Generational(
+        mlua::state::GcGenParams::default(),
+    ));
     let preload: Table = lua.globals().get::<Table>("package")?.get("preload")?;
     preload.set(
         "fen.native",
@@ -183,6 +185,17 @@ mod tests {
         load_source(lua, source, &chunk_name("test/x.lua"), None)
             .unwrap()
             .dump(false)
+    }
+
+    #[test]
+    fn the_collector_is_generational() {
+        let lua = new_state().unwrap();
+        // Switching mode returns the previous one.
+        let before: String = lua
+            .load("return collectgarbage('incremental')")
+            .eval()
+            .unwrap();
+        assert_eq!(before, "generational");
     }
 
     #[test]
