@@ -372,3 +372,32 @@ end"#,
     assert!(out.starts_with("1|true|false|"), "{out}");
     assert!(out.contains("no sibling file missing.lua"), "{out}");
 }
+
+/// After boot the collector waits until the heap has grown by about its own size (a short
+/// `fen tool` run never collects), and then runs again: garbage made during boot is finalized
+/// only then.
+#[test]
+fn the_first_collection_after_boot_waits_for_the_heap_to_grow() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/boot_garbage.lua",
+        r#"return function(api)
+  setmetatable({}, { __gc = function() _G.BOOT_GARBAGE_FINALIZED = true end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let allocate = r#"
+      local kb = ...
+      local keep = {}
+      for i = 1, math.floor(kb / 8) do keep[i] = string.rep(string.char(i % 256), 8 * 1024 - 64) end
+      return _G.BOOT_GARBAGE_FINALIZED == true
+    "#;
+    let heap_kb = (k.lua.used_memory() / 1024) as i64;
+    let finalized: bool = k.lua.load(allocate).call(heap_kb / 2).unwrap();
+    assert!(
+        !finalized,
+        "a collection ran before the heap grew by half its size"
+    );
+    let finalized: bool = k.lua.load(allocate).call(heap_kb * 3).unwrap();
+    assert!(finalized, "no collection ran after the heap grew threefold");
+}

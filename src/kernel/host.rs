@@ -542,7 +542,24 @@ pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     lua.gc_stop();
     let report = reload_all(lua, inner);
     lua.gc_restart();
+    defer_next_collection(lua);
     report
+}
+
+/// Restarting the collector leaves it due at the next allocation, and that first collection
+/// after boot is a major one (the heap grew far past its last estimate): it marks everything
+/// boot made, most of which lives as long as the process. Let the heap grow by its own size
+/// first (as the incremental collector's default pause would): a short `fen tool` run then
+/// never collects, and a long session collects as before once it has allocated that much.
+fn defer_next_collection(lua: &Lua) {
+    let kb = (lua.used_memory() / 1024).clamp(1, i32::MAX as usize) as std::ffi::c_int;
+    // SAFETY: a GC control call on the state's own thread; with a negative step it only adds
+    // `kb` KB of credit to the collector's debt and runs no collection.
+    let _ = unsafe {
+        lua.exec_raw::<()>((), |state| {
+            mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, -kb);
+        })
+    };
 }
 
 fn reload_all(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
