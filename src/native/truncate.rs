@@ -440,19 +440,42 @@ pub fn human_bytes(n: usize) -> String {
 /// `\r` per line dropped, lines joined with `\n` and no newline after the last. A final newline
 /// does not start another line, but an empty text is one empty line.
 pub fn number_lines(text: &[u8], first: i64) -> Vec<u8> {
-    use std::io::Write as _;
     let body = text.strip_suffix(b"\n").unwrap_or(text);
     let mut out =
         Vec::with_capacity(body.len() + 8 * (memchr::memchr_iter(b'\n', body).count() + 1));
+    let mut n = first;
     for (i, line) in body.split(|&b| b == b'\n').enumerate() {
         if i > 0 {
             out.push(b'\n');
         }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let _ = write!(out, "{:>6}\t", first + i as i64);
+        push_line_number(&mut out, n);
         out.extend_from_slice(line);
+        n = n.wrapping_add(1);
     }
     out
+}
+
+/// `{:>6}\t` of `n` (formatting machinery costs more than the rest of numbering a line).
+fn push_line_number(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    let width = digits.len() - at + usize::from(n < 0);
+    out.extend(std::iter::repeat_n(b' ', 6usize.saturating_sub(width)));
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+    out.push(b'\t');
 }
 
 fn range_of(first: usize, last: usize) -> Option<LineRange> {
@@ -595,6 +618,10 @@ mod tests {
         assert_eq!(n("\n", 3), "     3\t");
         assert_eq!(n("a\n\n", 1), "     1\ta\n     2\t");
         assert_eq!(n("x\n", 1234567), "1234567\tx");
+        assert_eq!(n("x\ny", -1), "    -1\tx\n     0\ty");
+        assert_eq!(n("x", 0), "     0\tx");
+        assert_eq!(n("x", -12345), "-12345\tx");
+        assert_eq!(n("x", i64::MIN), "-9223372036854775808\tx");
     }
 
     use super::*;
