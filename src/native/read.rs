@@ -10,8 +10,9 @@ use super::truncate;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-/// How far past the first shown line `window` checks in one pass whether the text is clean.
-const FAST_SCAN_BYTES: usize = 256 * 1024;
+/// `window` checks whether the text is clean (nothing to escape) this many bytes at a time,
+/// extended to whole lines.
+const CLEAN_CHUNK_BYTES: usize = 16 * 1024;
 
 /// Defaults of the `read` tool.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -152,17 +153,16 @@ fn window(
     stamp: FileStamp,
     opts: &ReadOptions,
 ) -> Result<TextWindow, ReadError> {
-    let scan = FAST_SCAN_BYTES.max(opts.max_bytes.saturating_mul(4));
-    window_scanning(path, bytes, stamp, opts, scan)
+    window_in_chunks(path, bytes, stamp, opts, CLEAN_CHUNK_BYTES)
 }
 
-/// [`window`], checking at most `scan` bytes from the first shown line in one pass.
-fn window_scanning(
+/// [`window`], checking cleanliness `chunk` bytes (and the rest of a line) at a time.
+fn window_in_chunks(
     path: &Path,
     bytes: &[u8],
     stamp: FileStamp,
     opts: &ReadOptions,
-    scan: usize,
+    chunk: usize,
 ) -> Result<TextWindow, ReadError> {
     let bom = bytes.starts_with(b"\xEF\xBB\xBF");
     let body = if bom { &bytes[3..] } else { bytes };
@@ -191,28 +191,27 @@ fn window_scanning(
     let mut first_clipped_line = None;
     let mut text = String::new();
     let mut escaped_bytes = 0;
-    // Most files are clean text: check the stretch a window can reach in one pass; its lines
-    // then need neither escaping nor (when short) clipping. Lines beyond it, or in a file with
-    // something to escape, go line by line.
-    let reach = body.len().min(start.saturating_add(scan));
-    let reach = if reach == body.len() {
-        reach
-    } else {
-        memchr::memrchr(b'\n', &body[start..reach]).map_or(start, |i| start + i + 1)
-    };
-    let clean_prefix = sanitize::clean_str(&body[start..reach]).unwrap_or("");
-    let clean_end = start + clean_prefix.len();
+    // Most files are clean text: check a chunk of whole lines at a time (one pass each); the
+    // lines of a clean chunk need neither escaping nor (when short) clipping. A chunk with
+    // something to escape goes line by line.
+    let mut clean_chunk = "";
+    let mut chunk_start = start;
+    let mut chunk_end = start;
     while end < body.len() {
         if shown == opts.limit {
             truncated_by = Some("lines");
             break;
         }
+        if end == chunk_end {
+            let want = end.saturating_add(chunk).min(body.len());
+            chunk_end = memchr::memchr(b'\n', &body[want..]).map_or(body.len(), |i| want + i + 1);
+            chunk_start = end;
+            clean_chunk = sanitize::clean_str(&body[end..chunk_end]).unwrap_or("");
+        }
         let line_end = memchr::memchr(b'\n', &body[end..]).map_or(body.len(), |i| end + i + 1);
-        let (clean, escaped) = if line_end <= clean_end {
-            (
-                Cow::Borrowed(&clean_prefix[end - start..line_end - start]),
-                0,
-            )
+        let (clean, escaped) = if chunk_start + clean_chunk.len() == chunk_end {
+            let at = end - chunk_start;
+            (Cow::Borrowed(&clean_chunk[at..at + (line_end - end)]), 0)
         } else {
             sanitize::escape(&body[end..line_end])
         };
@@ -355,8 +354,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1500))]
 
-        /// Checking cleanliness in one pass gives exactly what line-by-line escaping gives,
-        /// wherever the checked stretch ends.
+        /// Checking cleanliness a chunk at a time gives exactly what line-by-line escaping
+        /// gives, whatever the chunk size.
         #[test]
         fn one_pass_window_matches_line_by_line(
             body in proptest::collection::vec(
@@ -373,12 +372,12 @@ mod tests {
             max_bytes in 1usize..200,
             max_columns in 1usize..20,
             numbered: bool,
-            scan in 0usize..150,
+            chunk in 0usize..150,
         ) {
             let opts = ReadOptions { offset, limit, max_bytes, max_columns, numbered };
             let stamp = FileStamp { mtime_ns: 0, size: 0, hash: 0 };
             let total = count_lines(&body);
-            let got = window_scanning(Path::new("p"), &body, stamp, &opts, scan);
+            let got = window_in_chunks(Path::new("p"), &body, stamp, &opts, chunk);
             if offset > total.max(1) {
                 prop_assert!(got.is_err());
                 return Ok(());
