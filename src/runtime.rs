@@ -57,7 +57,9 @@ fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode> {
         };
         crate::kernel::tools::run_tool(&kernel.lua, &kernel.inner, name, args, ctx).await
     })?;
-    stdout(&format!("{}\n", serde_json::to_string(&outcome.to_json())?))?;
+    let mut line = outcome.to_json_string();
+    line.push('\n');
+    stdout(&line)?;
     if !outcome.ran {
         eprintln!(
             "fen: {}",

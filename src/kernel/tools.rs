@@ -38,6 +38,36 @@ impl ToolOutcome {
         })
     }
 
+    /// [`ToolOutcome::to_json`] as JSON text, written without copying the text blocks into a
+    /// `serde_json::Value` first (same bytes: keys in the same, sorted, order).
+    pub fn to_json_string(&self) -> String {
+        #[derive(serde::Serialize)]
+        struct Block<'a> {
+            text: &'a str,
+            #[serde(rename = "type")]
+            kind: &'static str,
+        }
+        #[derive(serde::Serialize)]
+        struct Outcome<'a> {
+            content: Vec<Block<'a>>,
+            details: &'a serde_json::Value,
+            is_error: bool,
+        }
+        let view = Outcome {
+            content: self
+                .content
+                .iter()
+                .map(|t| Block {
+                    text: t,
+                    kind: "text",
+                })
+                .collect(),
+            details: &self.details,
+            is_error: self.is_error,
+        };
+        serde_json::to_string(&view).unwrap_or_else(|_| self.to_json().to_string())
+    }
+
     /// Sanitizes every text block (the one sanitizer pass before results are stored or sent).
     fn sanitized(mut self) -> ToolOutcome {
         let cap = sanitize::default_max_bytes();
@@ -250,8 +280,33 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
 
 #[cfg(test)]
 mod tests {
-    use super::validate_args;
+    use super::{validate_args, ToolOutcome};
     use serde_json::json;
+
+    #[test]
+    fn the_json_text_is_that_of_to_json() {
+        let outcomes = [
+            ToolOutcome {
+                content: vec!["a\tb\n\"q\"".into(), "\u{1b}é".into()],
+                is_error: false,
+                details: json!({"z": 1, "a": [null, {"k": "v"}], "m": "x"}),
+                ran: true,
+            },
+            ToolOutcome::error("error: nope"),
+            ToolOutcome {
+                content: Vec::new(),
+                is_error: true,
+                details: json!([]),
+                ran: true,
+            },
+        ];
+        for o in outcomes {
+            assert_eq!(
+                o.to_json_string(),
+                serde_json::to_string(&o.to_json()).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn arguments_are_checked_against_the_schema() {
