@@ -444,16 +444,20 @@ pub fn number_lines(text: &[u8], first: i64) -> Vec<u8> {
     let mut out =
         Vec::with_capacity(body.len() + 8 * (memchr::memchr_iter(b'\n', body).count() + 1));
     let mut n = first;
-    for (i, line) in body.split(|&b| b == b'\n').enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
+    let mut start = 0;
+    loop {
+        let end = memchr::memchr(b'\n', &body[start..]).map_or(body.len(), |i| start + i);
+        let line = &body[start..end];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         push_line_number(&mut out, n);
         out.extend_from_slice(line);
+        if end == body.len() {
+            return out;
+        }
+        out.push(b'\n');
         n = n.wrapping_add(1);
+        start = end + 1;
     }
-    out
 }
 
 /// `{:>6}\t` of `n` (formatting machinery costs more than the rest of numbering a line).
