@@ -401,3 +401,55 @@ end"#,
     let finalized: bool = k.lua.load(allocate).call(heap_kb * 3).unwrap();
     assert!(finalized, "no collection ran after the heap grew threefold");
 }
+
+/// The built-in providers register at boot without loading their wire protocol modules; the
+/// first call of a spec function loads the module and answers as it does.
+#[test]
+fn provider_protocol_modules_load_on_first_use() {
+    let s = Sandbox::new();
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let loaded = |m: &str| -> bool {
+        k.lua
+            .load(format!("return package.loaded[{m:?}] ~= nil"))
+            .eval()
+            .unwrap()
+    };
+    for m in [
+        "fen.lib.provider",
+        "fen.lib.anthropic_messages",
+        "fen.lib.openai_completions",
+        "fen.lib.openai_responses",
+    ] {
+        assert!(!loaded(m), "{m} loaded at boot");
+    }
+    let spec = |name: &str| {
+        k.inner
+            .registry
+            .borrow()
+            .get("provider", name)
+            .unwrap()
+            .spec
+            .clone()
+    };
+    let anthropic = spec("anthropic");
+    assert_eq!(
+        anthropic.get::<String>("api").unwrap(),
+        "anthropic-messages"
+    );
+    let stop: String = anthropic
+        .get::<mlua::Function>("map_stop_reason")
+        .unwrap()
+        .call("tool_use")
+        .unwrap();
+    assert_eq!(stop, "tool-use");
+    assert!(loaded("fen.lib.anthropic_messages") && loaded("fen.lib.provider"));
+    assert!(!loaded("fen.lib.openai_responses"));
+    let openai = spec("openai");
+    let tools: mlua::Table = openai
+        .get::<mlua::Function>("convert_tools")
+        .unwrap()
+        .call(k.lua.load(r#"return {{ name = "t", description = "d", parameters = { type = "object" } }}"#).eval::<mlua::Table>().unwrap())
+        .unwrap();
+    let first: mlua::Table = tools.get(1).unwrap();
+    assert_eq!(first.get::<String>("type").unwrap(), "function");
+}
