@@ -57,7 +57,9 @@ fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode> {
         };
         crate::kernel::tools::run_tool(&kernel.lua, &kernel.inner, name, args, ctx).await
     })?;
-    stdout(&format!("{}\n", serde_json::to_string(&outcome.to_json())?))?;
+    let mut line = outcome.to_json_string();
+    line.push('\n');
+    stdout(&line)?;
     if !outcome.ran {
         eprintln!(
             "fen: {}",
@@ -122,8 +124,13 @@ fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
 fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
     let c = contracts();
     let rows: Vec<serde_json::Value> = match what {
-        ListWhat::Events => c.events.entries.iter().map(contract_json).collect(),
-        ListWhat::Kinds => c.register_kinds.entries.iter().map(contract_json).collect(),
+        ListWhat::Events => c.events().entries.iter().map(contract_json).collect(),
+        ListWhat::Kinds => c
+            .register_kinds()
+            .entries
+            .iter()
+            .map(contract_json)
+            .collect(),
         ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
         ListWhat::Models => models_json(&boot(cli)?),
         other => {

@@ -294,3 +294,162 @@ fn api_log_writes_json_lines_to_the_state_dir() {
     assert_eq!(line["owner"], "logger");
     assert_eq!(line["msg"], "careful now");
 }
+
+/// The api functions that do not depend on the extension are made once, but every extension
+/// gets tables of its own: changing a field of one's `api.turn` changes nobody else's, and
+/// `api.kernel` is still there for first-party extensions only.
+#[test]
+fn each_extension_gets_api_tables_of_its_own() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/aaa_vandal.lua",
+        r#"return function(api)
+  api.turn.submit = "vandalized"
+  api.session.list = nil
+  api.kernel = "not mine"
+end"#,
+    );
+    s.write(
+        "config/fen/extensions/zzz_probe.lua",
+        r#"return function(api)
+  local kinds = {}
+  for _, k in ipairs({ "submit", "cancel", "busy", "complete", "replace_messages",
+      "context_window", "messages" }) do
+    kinds[#kinds + 1] = "turn." .. k .. "=" .. type(api.turn[k])
+  end
+  for _, k in ipairs({ "info", "list", "new", "resume", "append_state", "latest_state",
+      "append_compaction" }) do
+    kinds[#kinds + 1] = "session." .. k .. "=" .. type(api.session[k])
+  end
+  kinds[#kinds + 1] = "kernel=" .. type(api.kernel)
+  kinds[#kinds + 1] = "list=" .. type(api.list) .. " enqueue=" .. type(api.enqueue)
+  api.register("command", { name = "probe", description = "d", handler = function()
+    return table.concat(kinds, " ")
+  end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let out = k.run_command("/probe").unwrap().unwrap();
+    for want in [
+        "turn.submit=function",
+        "turn.messages=function",
+        "session.list=function",
+        "session.append_state=function",
+        "session.append_compaction=function",
+        "kernel=nil",
+        "list=function enqueue=function",
+    ] {
+        assert!(out.contains(want), "{want} not in {out}");
+    }
+    // A first-party extension's api.kernel works (the reload command goes through it), also
+    // after a user extension replaced its own.
+    let reloaded = k.run_command("/reload").unwrap().unwrap_or_default();
+    assert!(reloaded.contains("reloaded"), "{reloaded}");
+    assert_eq!(k.run_command("/probe").unwrap().unwrap(), out);
+}
+
+/// `api.load` finds sibling files (its `require` is made on first use) and caches modules.
+#[test]
+fn api_load_loads_sibling_files_on_demand() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/loader/helper.lua",
+        "LOADS = (LOADS or 0) + 1\nreturn { n = LOADS }",
+    );
+    s.write(
+        "config/fen/extensions/loader/init.lua",
+        r#"return function(api)
+  api.register("command", { name = "load_twice", description = "d", handler = function()
+    local a = api.load("helper")
+    local b = api.load("helper")
+    local ok, err = pcall(api.load, "missing")
+    return tostring(a.n) .. "|" .. tostring(a == b) .. "|" .. tostring(ok) .. "|" .. tostring(err)
+  end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let out = k.run_command("/load_twice").unwrap().unwrap();
+    assert!(out.starts_with("1|true|false|"), "{out}");
+    assert!(out.contains("no sibling file missing.lua"), "{out}");
+}
+
+/// After boot the collector waits until the heap has grown by about its own size (a short
+/// `fen tool` run never collects), and then runs again: garbage made during boot is finalized
+/// only then.
+#[test]
+fn the_first_collection_after_boot_waits_for_the_heap_to_grow() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/boot_garbage.lua",
+        r#"return function(api)
+  setmetatable({}, { __gc = function() _G.BOOT_GARBAGE_FINALIZED = true end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let allocate = r#"
+      local kb = ...
+      local keep = {}
+      for i = 1, math.floor(kb / 8) do keep[i] = string.rep(string.char(i % 256), 8 * 1024 - 64) end
+      return _G.BOOT_GARBAGE_FINALIZED == true
+    "#;
+    let heap_kb = (k.lua.used_memory() / 1024) as i64;
+    let finalized: bool = k.lua.load(allocate).call(heap_kb / 2).unwrap();
+    assert!(
+        !finalized,
+        "a collection ran before the heap grew by half its size"
+    );
+    let finalized: bool = k.lua.load(allocate).call(heap_kb * 3).unwrap();
+    assert!(finalized, "no collection ran after the heap grew threefold");
+}
+
+/// The built-in providers register at boot without loading their wire protocol modules; the
+/// first call of a spec function loads the module and answers as it does.
+#[test]
+fn provider_protocol_modules_load_on_first_use() {
+    let s = Sandbox::new();
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let loaded = |m: &str| -> bool {
+        k.lua
+            .load(format!("return package.loaded[{m:?}] ~= nil"))
+            .eval()
+            .unwrap()
+    };
+    for m in [
+        "fen.lib.provider",
+        "fen.lib.anthropic_messages",
+        "fen.lib.openai_completions",
+        "fen.lib.openai_responses",
+    ] {
+        assert!(!loaded(m), "{m} loaded at boot");
+    }
+    let spec = |name: &str| {
+        k.inner
+            .registry
+            .borrow()
+            .get("provider", name)
+            .unwrap()
+            .spec
+            .clone()
+    };
+    let anthropic = spec("anthropic");
+    assert_eq!(
+        anthropic.get::<String>("api").unwrap(),
+        "anthropic-messages"
+    );
+    let stop: String = anthropic
+        .get::<mlua::Function>("map_stop_reason")
+        .unwrap()
+        .call("tool_use")
+        .unwrap();
+    assert_eq!(stop, "tool-use");
+    assert!(loaded("fen.lib.anthropic_messages") && loaded("fen.lib.provider"));
+    assert!(!loaded("fen.lib.openai_responses"));
+    let openai = spec("openai");
+    let tools: mlua::Table = openai
+        .get::<mlua::Function>("convert_tools")
+        .unwrap()
+        .call(k.lua.load(r#"return {{ name = "t", description = "d", parameters = { type = "object" } }}"#).eval::<mlua::Table>().unwrap())
+        .unwrap();
+    let first: mlua::Table = tools.get(1).unwrap();
+    assert_eq!(first.get::<String>("type").unwrap(), "function");
+}

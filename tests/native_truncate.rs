@@ -335,3 +335,36 @@ proptest! {
         }
     }
 }
+
+/// The Lua `util.number_lines` the read tool used before numbering moved to native code.
+const LUA_NUMBER_LINES: &str = r#"
+return function(text, first)
+  local out, n = {}, first
+  if text:sub(-1) ~= "\n" then text = text .. "\n" end
+  for line in text:gmatch("(.-)\n") do
+    out[#out + 1] = string.format("%6d\t%s", n, (line:gsub("\r$", "")))
+    n = n + 1
+  end
+  return table.concat(out, "\n")
+end
+"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// `native.truncate.number_lines` numbers exactly as the Lua it replaced.
+    #[test]
+    fn number_lines_matches_the_lua_it_replaced(
+        text in proptest::collection::vec(
+            prop_oneof![Just(b'\n'), Just(b'\r'), Just(b'a'), Just(b'\t'), Just(0xffu8), Just(0u8)],
+            0..60,
+        ),
+        first in -2_000_000i64..2_000_000,
+    ) {
+        let lua = mlua::Lua::new();
+        let f: mlua::Function = lua.load(LUA_NUMBER_LINES).eval().unwrap();
+        let expected: mlua::LuaString = f.call((lua.create_string(&text).unwrap(), first)).unwrap();
+        let got = fen::native::truncate::number_lines(&text, first);
+        prop_assert_eq!(got, expected.as_bytes().to_vec());
+    }
+}

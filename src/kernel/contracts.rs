@@ -63,13 +63,10 @@ pub struct Section {
     pub entries: Vec<Contract>,
 }
 
-/// All four sections.
-#[derive(Debug, Clone)]
+/// All four sections, each parsed on first use (boot needs only the register kinds).
+#[derive(Debug, Default)]
 pub struct Contracts {
-    pub events: Section,
-    pub types: Section,
-    pub register_kinds: Section,
-    pub interfaces: Section,
+    parsed: [OnceLock<Section>; 4],
 }
 
 /// The contract sources, embedded so the binary needs no data files at run time. build.rs
@@ -102,34 +99,49 @@ fn parse_section(file: &str, text: &str) -> Section {
     }
 }
 
-/// The parsed contracts (parsed once, on first use).
+/// The contracts (each section parsed once, on first use).
 pub fn contracts() -> &'static Contracts {
-    static CONTRACTS: OnceLock<Contracts> = OnceLock::new();
-    CONTRACTS.get_or_init(|| Contracts {
-        events: parse_section(SOURCES[0].0, SOURCES[0].1),
-        types: parse_section(SOURCES[1].0, SOURCES[1].1),
-        register_kinds: parse_section(SOURCES[2].0, SOURCES[2].1),
-        interfaces: parse_section(SOURCES[3].0, SOURCES[3].1),
-    })
+    static CONTRACTS: Contracts = Contracts {
+        parsed: [const { OnceLock::new() }; 4],
+    };
+    &CONTRACTS
 }
 
 impl Contracts {
+    fn section(&self, i: usize) -> &Section {
+        self.parsed[i].get_or_init(|| parse_section(SOURCES[i].0, SOURCES[i].1))
+    }
+    pub fn events(&self) -> &Section {
+        self.section(0)
+    }
+    pub fn types(&self) -> &Section {
+        self.section(1)
+    }
+    pub fn register_kinds(&self) -> &Section {
+        self.section(2)
+    }
+    pub fn interfaces(&self) -> &Section {
+        self.section(3)
+    }
     pub fn sections(&self) -> [&Section; 4] {
         [
-            &self.events,
-            &self.types,
-            &self.register_kinds,
-            &self.interfaces,
+            self.events(),
+            self.types(),
+            self.register_kinds(),
+            self.interfaces(),
         ]
     }
     pub fn event(&self, name: &str) -> Option<&Contract> {
-        self.events.entries.iter().find(|c| c.name == name)
+        self.events().entries.iter().find(|c| c.name == name)
     }
     pub fn register_kind(&self, name: &str) -> Option<&Contract> {
-        self.register_kinds.entries.iter().find(|c| c.name == name)
+        self.register_kinds()
+            .entries
+            .iter()
+            .find(|c| c.name == name)
     }
     pub fn kind_names(&self) -> Vec<&str> {
-        self.register_kinds
+        self.register_kinds()
             .entries
             .iter()
             .map(|c| c.name.as_str())
@@ -352,7 +364,7 @@ mod tests {
 
     #[test]
     fn every_event_has_a_matching_discriminator() {
-        for e in &contracts().events.entries {
+        for e in &contracts().events().entries {
             let ty = e
                 .fields
                 .iter()

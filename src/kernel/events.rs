@@ -62,7 +62,7 @@ pub fn event_contract(ty: &str) -> Option<&'static Contract> {
     INDEX
         .get_or_init(|| {
             contracts()
-                .events
+                .events()
                 .entries
                 .iter()
                 .map(|c| (c.name.as_str(), c))

@@ -373,18 +373,27 @@ fn read_manifest(lua: &Lua, c: &Candidate) -> Result<Option<Table>, String> {
     if !c.location.has_manifest() {
         return Ok(None);
     }
-    let src = c
+    let code = c
         .location
-        .read("manifest.lua")
+        .code("manifest.lua")
         .map_err(|e| format!("cannot read manifest.lua: {e}"))?;
     let env = lua.create_table().map_err(|e| e.to_string())?;
     let name = format!("@{}", c.location.display_file("manifest.lua"));
-    match lua
-        .load(src)
-        .set_name(name)
-        .set_environment(env)
-        .eval::<Value>()
-    {
+    // Embedded manifests run from their bytecode; a source manifest is evaluated as before (a
+    // bare table expression is accepted as well as `return {...}`).
+    let precompiled = match &code {
+        loader::Code::Embedded(f) => vm::load_bytecode(lua, f.bytecode, &name, Some(&env)).ok(),
+        loader::Code::Source(_) => None,
+    };
+    let value = match precompiled {
+        Some(f) => f.call::<Value>(()),
+        None => lua
+            .load(code.source())
+            .set_name(name)
+            .set_environment(env)
+            .eval::<Value>(),
+    };
+    match value {
         Ok(Value::Table(t)) => Ok(Some(t)),
         Ok(other) => Err(format!(
             "manifest.lua must return a table, got {}",
@@ -484,13 +493,10 @@ fn load_extension(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> Result
     let result = (|| -> mlua::Result<()> {
         let env = vm::extension_env(lua, rec)?;
         let api_table = api::build(lua, inner, rec)?;
-        let src = rec.location.read(&rec.entry).map_err(|e| {
+        let code = rec.location.code(&rec.entry).map_err(|e| {
             mlua::Error::runtime(format!("cannot read entry {}: {e}", rec.entry_file()))
         })?;
-        let chunk = lua
-            .load(src)
-            .set_name(format!("@{}", rec.entry_file()))
-            .set_environment(env);
+        let chunk = vm::load_code(lua, &code, &format!("@{}", rec.entry_file()), Some(&env))?;
         match chunk.call::<Value>(())? {
             Value::Function(f) => f.call::<()>(api_table),
             other => Err(mlua::Error::runtime(format!(
@@ -536,7 +542,24 @@ pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     lua.gc_stop();
     let report = reload_all(lua, inner);
     lua.gc_restart();
+    defer_next_collection(lua);
     report
+}
+
+/// Restarting the collector leaves it due at the next allocation, and that first collection
+/// after boot is a major one (the heap grew far past its last estimate): it marks everything
+/// boot made, most of which lives as long as the process. Let the heap grow by its own size
+/// first (as the incremental collector's default pause would): a short `fen tool` run then
+/// never collects, and a long session collects as before once it has allocated that much.
+fn defer_next_collection(lua: &Lua) {
+    let kb = (lua.used_memory() / 1024).clamp(1, i32::MAX as usize) as std::ffi::c_int;
+    // SAFETY: a GC control call on the state's own thread; with a negative step it only adds
+    // `kb` KB of credit to the collector's debt and runs no collection.
+    let _ = unsafe {
+        lua.exec_raw::<()>((), |state| {
+            mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, -kb);
+        })
+    };
 }
 
 fn reload_all(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {

@@ -15,9 +15,20 @@
 
 use std::path::{Path, PathBuf};
 
-/// The first-party extension sources, embedded at build time from `extensions/`:
-/// `(path relative to extensions/, contents)`.
-pub static EMBEDDED: &[(&str, &str)] =
+/// One first-party file embedded at build time from `extensions/`.
+#[derive(Debug)]
+pub struct EmbeddedFile {
+    /// Path relative to `extensions/`, e.g. `behaviors/kernel/builtin-tools/init.lua`.
+    pub path: &'static str,
+    pub source: &'static str,
+    /// Lua 5.4 bytecode of `source` compiled by build.rs under the chunk name
+    /// `@<embedded>/extensions/{path}`, debug information kept; empty when it did not compile
+    /// (the source is loaded then, which reports the error).
+    pub bytecode: &'static [u8],
+}
+
+/// The first-party extension files, embedded at build time from `extensions/`, sorted by path.
+pub static EMBEDDED: &[EmbeddedFile] =
     include!(concat!(env!("OUT_DIR"), "/embedded_extensions.rs"));
 
 /// Which kind of root a candidate came from.
@@ -85,19 +96,33 @@ impl Location {
                 let dir = file.parent().unwrap_or(Path::new("."));
                 std::fs::read_to_string(dir.join(rel))
             }
+            Location::EmbeddedDir(_) => self.code(rel).map(|c| c.source().to_string()),
+        }
+    }
+
+    /// A file of the extension as code to load: the source read from disk, or the embedded
+    /// file (source and bytecode).
+    pub fn code(&self, rel: &str) -> std::io::Result<Code> {
+        match self {
+            Location::Dir(_) | Location::File(_) => self.read(rel).map(Code::Source),
             Location::EmbeddedDir(prefix) => {
                 let key = format!("{prefix}/{rel}");
-                EMBEDDED
-                    .iter()
-                    .find(|(p, _)| *p == key)
-                    .map(|(_, src)| src.to_string())
-                    .ok_or_else(|| {
-                        std::io::Error::new(
-                            std::io::ErrorKind::NotFound,
-                            format!("no embedded file {key}"),
-                        )
-                    })
+                embedded(&key).map(Code::Embedded).ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("no embedded file {key}"),
+                    )
+                })
             }
+        }
+    }
+
+    /// Whether the extension has the file `rel`.
+    pub fn has_file(&self, rel: &str) -> bool {
+        match self {
+            Location::Dir(dir) => dir.join(rel).is_file(),
+            Location::File(file) => file.parent().unwrap_or(Path::new(".")).join(rel).is_file(),
+            Location::EmbeddedDir(prefix) => embedded(&format!("{prefix}/{rel}")).is_some(),
         }
     }
 
@@ -131,12 +156,35 @@ impl Location {
         match self {
             Location::Dir(dir) => dir.join("manifest.lua").is_file(),
             Location::File(_) => false,
-            Location::EmbeddedDir(prefix) => {
-                let key = format!("{prefix}/manifest.lua");
-                EMBEDDED.iter().any(|(p, _)| *p == key)
-            }
+            Location::EmbeddedDir(_) => self.has_file("manifest.lua"),
         }
     }
+}
+
+/// Code of one extension file, ready for `crate::lua::vm::load_code`.
+#[derive(Debug, Clone)]
+pub enum Code {
+    /// Source read from disk (user extensions, `--extension-root`).
+    Source(String),
+    /// A first-party file embedded in the binary: loaded from its bytecode.
+    Embedded(&'static EmbeddedFile),
+}
+
+impl Code {
+    pub fn source(&self) -> &str {
+        match self {
+            Code::Source(s) => s,
+            Code::Embedded(f) => f.source,
+        }
+    }
+}
+
+/// The embedded file at `path` (relative to `extensions/`).
+pub fn embedded(path: &str) -> Option<&'static EmbeddedFile> {
+    EMBEDDED
+        .binary_search_by(|f| f.path.cmp(path))
+        .ok()
+        .map(|i| &EMBEDDED[i])
 }
 
 /// A found extension, before its manifest is read.
@@ -314,9 +362,10 @@ fn scan_dir(dir: &Path, root: &Root, recursive: bool, out: &mut Vec<Candidate>) 
 fn embedded_candidates(root: &Root, out: &mut Vec<Candidate>) {
     let mut dirs: Vec<&str> = EMBEDDED
         .iter()
-        .filter_map(|(path, _)| {
-            path.strip_suffix("/init.lua")
-                .or_else(|| path.strip_suffix("/manifest.lua"))
+        .filter_map(|f| {
+            f.path
+                .strip_suffix("/init.lua")
+                .or_else(|| f.path.strip_suffix("/manifest.lua"))
         })
         .collect();
     dirs.sort();

@@ -25,112 +25,155 @@ use crate::kernel::log::Level;
 use crate::kernel::prompt::{PromptContent, PromptFragment};
 use crate::kernel::registry::Contribution;
 use mlua::{Function, Lua, Table, Value};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 /// Builds the `api` table of one extension.
 pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Result<Table> {
-    let api = lua.create_table()?;
     let owner = rec.name.clone();
-    api.set("name", owner.as_str())?;
-    api.set("first_party", rec.first_party)?;
-
-    api.set("register", register_fn(lua, inner, rec)?)?;
+    let register = register_fn(lua, inner, rec)?;
 
     let (i, o) = (inner.clone(), owner.clone());
-    api.set(
-        "on",
-        lua.create_function(move |_, (event, func): (String, Function)| {
-            let handler = Handler {
-                owner: o.clone(),
-                event,
-                func,
-            };
-            if i.with_txn(&o, |t| t.handlers.push(handler.clone()))
-                .is_none()
-            {
-                i.bus.borrow_mut().add(handler);
+    let on = lua.create_function(move |_, (event, func): (String, Function)| {
+        let handler = Handler {
+            owner: o.clone(),
+            event,
+            func,
+        };
+        if i.with_txn(&o, |t| t.handlers.push(handler.clone()))
+            .is_none()
+        {
+            i.bus.borrow_mut().add(handler);
+        }
+        Ok(())
+    })?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    let emit = lua.create_function(move |lua, event: Value| match event {
+        Value::Table(t) => host::emit(lua, &i, t, &format!("extension '{o}'")),
+        other => Err(mlua::Error::runtime(format!(
+            "api.emit expects an event table with a 'type' field, got {}",
+            other.type_name()
+        ))),
+    })?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    let log = lua.create_function(move |_, (level, msg): (String, Value)| {
+        let lvl = Level::parse(&level).ok_or_else(|| {
+            mlua::Error::runtime(format!(
+                "api.log: unknown level {level:?} (use debug, info, warn or error)"
+            ))
+        })?;
+        let text = match msg {
+            Value::String(s) => s.to_string_lossy(),
+            other => format!("{other:?}"),
+        };
+        i.logger.log(lvl, &o, &text);
+        Ok(())
+    })?;
+
+    let prompt = prompt_fn(lua, inner, &owner)?;
+
+    let (i, o) = (inner.clone(), owner.clone());
+    let state = lua.create_function(move |lua, ()| {
+        let mut states = i.states.borrow_mut();
+        if let Some(t) = states.get(&o) {
+            return Ok(t.clone());
+        }
+        let t = lua.create_table()?;
+        states.insert(o.clone(), t.clone());
+        Ok(t)
+    })?;
+
+    // api.load goes through a `require` of the extension's own, made on first use (most
+    // extensions never call it, and boot makes one api table per extension).
+    let load_rec = rec.clone();
+    let global_require: Function = lua.globals().get("require")?;
+    let env_require: RefCell<Option<Function>> = RefCell::new(None);
+    let load = lua.create_function(move |lua, name: String| {
+        let location = &load_rec.location;
+        // The same files the sibling `require` looks for: dots are directories.
+        let rel = name.replace('.', "/");
+        let found = [format!("{rel}.lua"), format!("{rel}/init.lua")]
+            .iter()
+            .any(|f| location.read(f).is_ok());
+        if !found {
+            return Err(mlua::Error::runtime(format!(
+                "api.load: no sibling file {rel}.lua or {rel}/init.lua beside {}",
+                location.display_file("")
+            )));
+        }
+        let existing = env_require.borrow().clone();
+        let require = match existing {
+            Some(f) => f,
+            None => {
+                let env = super::vm::extension_env(lua, &load_rec)?;
+                let f =
+                    super::vm::sibling_require_with(lua, &load_rec, &env, global_require.clone())?;
+                *env_require.borrow_mut() = Some(f.clone());
+                f
             }
-            Ok(())
-        })?,
-    )?;
+        };
+        require.call::<Value>(name)
+    })?;
 
-    let (i, o) = (inner.clone(), owner.clone());
-    api.set(
-        "emit",
-        lua.create_function(move |lua, event: Value| match event {
-            Value::Table(t) => host::emit(lua, &i, t, &format!("extension '{o}'")),
-            other => Err(mlua::Error::runtime(format!(
-                "api.emit expects an event table with a 'type' field, got {}",
-                other.type_name()
-            ))),
-        })?,
-    )?;
+    let (append_state, latest_state) = owned_session_fns(lua, inner, &owner)?;
+    let shared = shared(lua, inner)?;
+    // One call into Lua assembles the table (a field set from Rust costs more than in Lua).
+    shared.get::<Function>("assemble")?.call((
+        shared.clone(),
+        owner.as_str(),
+        rec.first_party,
+        register,
+        on,
+        emit,
+        log,
+        prompt,
+        state,
+        load,
+        append_state,
+        latest_state,
+    ))
+}
 
-    let (i, o) = (inner.clone(), owner.clone());
-    api.set(
-        "log",
-        lua.create_function(move |_, (level, msg): (String, Value)| {
-            let lvl = Level::parse(&level).ok_or_else(|| {
-                mlua::Error::runtime(format!(
-                    "api.log: unknown level {level:?} (use debug, info, warn or error)"
-                ))
-            })?;
-            let text = match msg {
-                Value::String(s) => s.to_string_lossy(),
-                other => format!("{other:?}"),
-            };
-            i.logger.log(lvl, &o, &text);
-            Ok(())
-        })?,
-    )?;
+/// Assembles one extension's api table from the shared functions and its own; each extension
+/// gets tables of its own, so one that changes a field of its `api.turn` changes nobody else's.
+const ASSEMBLE: &str = r#"
+local function copy(t)
+  local c = {}
+  for k, v in next, t do c[k] = v end
+  return c
+end
+return function(shared, name, first_party, register, on, emit, log, prompt, state, load,
+    append_state, latest_state)
+  local session = copy(shared.session)
+  session.append_state = append_state
+  session.latest_state = latest_state
+  return {
+    name = name, first_party = first_party, register = register, on = on, emit = emit,
+    log = log, prompt = prompt, list = shared.list, state = state, load = load,
+    turn = copy(shared.turn), session = session, enqueue = shared.enqueue,
+    kernel = first_party and copy(shared.kernel) or nil,
+  }
+end
+"#;
 
-    api.set("prompt", prompt_fn(lua, inner, &owner)?)?;
-
+/// The functions of the api that do not depend on the extension (they act on the kernel, the
+/// running agent or its session), made once per Lua state: boot builds one api table per
+/// extension, and an async function is costly to make. Also `assemble` (see [`ASSEMBLE`]).
+fn shared(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
+    const KEY: &str = "fen.api.shared";
+    if let Ok(t) = lua.named_registry_value::<Table>(KEY) {
+        return Ok(t);
+    }
+    let t = lua.create_table()?;
     let i = inner.clone();
-    api.set(
+    t.set(
         "list",
         lua.create_function(move |lua, kind: String| list(lua, &i, &kind))?,
     )?;
-
-    let (i, o) = (inner.clone(), owner.clone());
-    api.set(
-        "state",
-        lua.create_function(move |lua, ()| {
-            let mut states = i.states.borrow_mut();
-            if let Some(t) = states.get(&o) {
-                return Ok(t.clone());
-            }
-            let t = lua.create_table()?;
-            states.insert(o.clone(), t.clone());
-            Ok(t)
-        })?,
-    )?;
-
-    // api.load goes through the extension's own `require`, so it shares its module cache.
-    let env_require = super::vm::sibling_require(lua, rec, &super::vm::extension_env(lua, rec)?)?;
-    let location = rec.location.clone();
-    api.set(
-        "load",
-        lua.create_function(move |_, name: String| {
-            // The same files the sibling `require` looks for: dots are directories.
-            let rel = name.replace('.', "/");
-            let found = [format!("{rel}.lua"), format!("{rel}/init.lua")]
-                .iter()
-                .any(|f| location.read(f).is_ok());
-            if !found {
-                return Err(mlua::Error::runtime(format!(
-                    "api.load: no sibling file {rel}.lua or {rel}/init.lua beside {}",
-                    location.display_file("")
-                )));
-            }
-            env_require.call::<Value>(name)
-        })?,
-    )?;
-
-    api.set("turn", turn_table(lua, inner)?)?;
-    api.set("session", session_table(lua, inner, &owner)?)?;
     let i = inner.clone();
-    api.set(
+    t.set(
         "enqueue",
         lua.create_function(move |lua, (kind, text): (String, String)| {
             let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
@@ -143,26 +186,25 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
             host::emit(lua, &i, ev, "kernel")
         })?,
     )?;
-
-    if rec.first_party {
-        api.set("kernel", kernel_table(lua, inner)?)?;
-    }
-    Ok(api)
+    t.set("turn", turn_table(lua, inner)?)?;
+    t.set("session", session_table(lua, inner)?)?;
+    t.set("kernel", kernel_table(lua, inner)?)?;
+    t.set(
+        "assemble",
+        lua.load(ASSEMBLE).set_name("=fen.api").eval::<Function>()?,
+    )?;
+    lua.set_named_registry_value(KEY, &t)?;
+    Ok(t)
 }
 
 /// `api.session`: `info()` -> `{path, id}` or nil; `list()` -> this directory's sessions, newest
 /// first; `new()` and `resume(query)` switch the running agent's session (async; `nil, message`
 /// on failure); `append_state(name_or_state, state?)` / `latest_state(name?)` persist and read
-/// an extension's state in the session (the name defaults to the calling extension).
-fn session_table(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Table> {
+/// an extension's state in the session (the name defaults to the calling extension). These are
+/// the shared ones; `owned_session_fns` makes the two that know the extension.
+fn session_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     use crate::kernel::sessions::{self, Target};
     let t = lua.create_table()?;
-    let current = |i: &Inner| {
-        i.agent
-            .borrow()
-            .as_ref()
-            .and_then(|a| a.persistence.borrow().clone())
-    };
     let i = inner.clone();
     t.set(
         "info",
@@ -223,27 +265,6 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Tabl
             })?,
         )?;
     }
-    let (i, o) = (inner.clone(), owner.to_string());
-    t.set(
-        "append_state",
-        lua.create_function(move |_, (a, b): (Value, Value)| {
-            // `append_state(name, state)` or `append_state(state)` (named after the caller).
-            let (name, state) = match (&a, b) {
-                (Value::String(n), state) if !state.is_nil() => (n.to_string_lossy(), state),
-                _ => (o.clone(), a.clone()),
-            };
-            let Some(p) = current(&i) else {
-                return Ok(false);
-            };
-            match p.backend.get::<Option<Function>>("append_state")? {
-                Some(f) => {
-                    f.call::<()>((p.session, name, state))?;
-                    Ok(true)
-                }
-                None => Ok(false),
-            }
-        })?,
-    )?;
     let i = inner.clone();
     // Async: the backend makes the entry durable before the context is replaced.
     t.set(
@@ -262,20 +283,52 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Tabl
             }
         })?,
     )?;
-    let (i, o) = (inner.clone(), owner.to_string());
-    t.set(
-        "latest_state",
-        lua.create_function(move |_, name: Option<String>| {
-            let Some(p) = current(&i) else {
-                return Ok(Value::Nil);
-            };
-            match p.backend.get::<Option<Function>>("latest_state")? {
-                Some(f) => f.call::<Value>((p.session, name.unwrap_or_else(|| o.clone()))),
-                None => Ok(Value::Nil),
-            }
-        })?,
-    )?;
     Ok(t)
+}
+
+/// The persistence of the running agent's session, if any.
+fn current(i: &Inner) -> Option<crate::kernel::agent::Persistence> {
+    i.agent
+        .borrow()
+        .as_ref()
+        .and_then(|a| a.persistence.borrow().clone())
+}
+
+/// `api.session.append_state` and `latest_state`, whose state name defaults to `owner`.
+fn owned_session_fns(
+    lua: &Lua,
+    inner: &Rc<Inner>,
+    owner: &str,
+) -> mlua::Result<(Function, Function)> {
+    let (i, o) = (inner.clone(), owner.to_string());
+    let append_state = lua.create_function(move |_, (a, b): (Value, Value)| {
+        // `append_state(name, state)` or `append_state(state)` (named after the caller).
+        let (name, state) = match (&a, b) {
+            (Value::String(n), state) if !state.is_nil() => (n.to_string_lossy(), state),
+            _ => (o.clone(), a.clone()),
+        };
+        let Some(p) = current(&i) else {
+            return Ok(false);
+        };
+        match p.backend.get::<Option<Function>>("append_state")? {
+            Some(f) => {
+                f.call::<()>((p.session, name, state))?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    })?;
+    let (i, o) = (inner.clone(), owner.to_string());
+    let latest_state = lua.create_function(move |_, name: Option<String>| {
+        let Some(p) = current(&i) else {
+            return Ok(Value::Nil);
+        };
+        match p.backend.get::<Option<Function>>("latest_state")? {
+            Some(f) => f.call::<Value>((p.session, name.unwrap_or_else(|| o.clone()))),
+            None => Ok(Value::Nil),
+        }
+    })?;
+    Ok((append_state, latest_state))
 }
 
 fn no_agent() -> mlua::Error {

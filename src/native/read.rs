@@ -7,7 +7,12 @@ use super::filetype::{self, FileKind};
 use super::fs::{self, FileStamp, FsError};
 use super::sanitize;
 use super::truncate;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+
+/// `window` checks whether the text is clean (nothing to escape) this many bytes at a time,
+/// extended to whole lines.
+const CLEAN_CHUNK_BYTES: usize = 16 * 1024;
 
 /// Defaults of the `read` tool.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -148,6 +153,17 @@ fn window(
     stamp: FileStamp,
     opts: &ReadOptions,
 ) -> Result<TextWindow, ReadError> {
+    window_in_chunks(path, bytes, stamp, opts, CLEAN_CHUNK_BYTES)
+}
+
+/// [`window`], checking cleanliness `chunk` bytes (and the rest of a line) at a time.
+fn window_in_chunks(
+    path: &Path,
+    bytes: &[u8],
+    stamp: FileStamp,
+    opts: &ReadOptions,
+    chunk: usize,
+) -> Result<TextWindow, ReadError> {
     let bom = bytes.starts_with(b"\xEF\xBB\xBF");
     let body = if bom { &bytes[3..] } else { bytes };
     let total_lines = count_lines(body);
@@ -175,15 +191,37 @@ fn window(
     let mut first_clipped_line = None;
     let mut text = String::new();
     let mut escaped_bytes = 0;
+    // Most files are clean text: check a chunk of whole lines at a time (one pass each); the
+    // lines of a clean chunk need neither escaping nor (when short) clipping. A chunk with
+    // something to escape goes line by line.
+    let mut clean_chunk = "";
+    let mut chunk_start = start;
+    let mut chunk_end = start;
     while end < body.len() {
         if shown == opts.limit {
             truncated_by = Some("lines");
             break;
         }
+        if end == chunk_end {
+            let want = end.saturating_add(chunk).min(body.len());
+            chunk_end = memchr::memchr(b'\n', &body[want..]).map_or(body.len(), |i| want + i + 1);
+            chunk_start = end;
+            clean_chunk = sanitize::clean_str(&body[end..chunk_end]).unwrap_or("");
+        }
         let line_end = memchr::memchr(b'\n', &body[end..]).map_or(body.len(), |i| end + i + 1);
-        let raw = &body[end..line_end];
-        let (clean, escaped) = sanitize::escape(raw);
-        let (line, clipped) = truncate::clip_long_lines(&clean, opts.max_columns);
+        let (clean, escaped) = if chunk_start + clean_chunk.len() == chunk_end {
+            let at = end - chunk_start;
+            (Cow::Borrowed(&clean_chunk[at..at + (line_end - end)]), 0)
+        } else {
+            sanitize::escape(&body[end..line_end])
+        };
+        // A line of at most `max_columns` bytes has at most that many characters.
+        let (line, clipped) = if clean.len() <= opts.max_columns {
+            (clean, 0)
+        } else {
+            let (l, c) = truncate::clip_long_lines(&clean, opts.max_columns);
+            (Cow::Owned(l), c)
+        };
         let cost = line.len()
             + if opts.numbered {
                 number_width(offset + shown)
@@ -248,6 +286,115 @@ pub fn count_lines(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The window loop before the one-pass check: every line escaped and clipped on its own.
+    /// `(text, shown, truncated_by, clipped, first_clipped, escaped)`.
+    #[allow(clippy::type_complexity)]
+    fn line_by_line(
+        body: &[u8],
+        offset: usize,
+        opts: &ReadOptions,
+    ) -> (
+        String,
+        usize,
+        Option<&'static str>,
+        usize,
+        Option<usize>,
+        usize,
+    ) {
+        let mut start = 0;
+        for _ in 1..offset {
+            match memchr::memchr(b'\n', &body[start..]) {
+                Some(i) => start += i + 1,
+                None => break,
+            }
+        }
+        let (mut end, mut shown, mut used, mut truncated_by) = (start, 0, 0, None);
+        let (mut clipped_lines, mut first_clipped, mut escaped_bytes) = (0, None, 0);
+        let mut text = String::new();
+        while end < body.len() {
+            if shown == opts.limit {
+                truncated_by = Some("lines");
+                break;
+            }
+            let line_end = memchr::memchr(b'\n', &body[end..]).map_or(body.len(), |i| end + i + 1);
+            let (clean, escaped) = sanitize::escape(&body[end..line_end]);
+            let (line, clipped) = truncate::clip_long_lines(&clean, opts.max_columns);
+            let cost = line.len()
+                + if opts.numbered {
+                    number_width(offset + shown)
+                } else {
+                    0
+                };
+            if shown > 0 && used + cost > opts.max_bytes {
+                truncated_by = Some("bytes");
+                break;
+            }
+            escaped_bytes += escaped;
+            clipped_lines += clipped;
+            if clipped > 0 && first_clipped.is_none() {
+                first_clipped = Some(offset + shown);
+            }
+            used += cost;
+            text.push_str(&line);
+            shown += 1;
+            end = line_end;
+        }
+        (
+            text,
+            shown,
+            truncated_by,
+            clipped_lines,
+            first_clipped,
+            escaped_bytes,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1500))]
+
+        /// Checking cleanliness a chunk at a time gives exactly what line-by-line escaping
+        /// gives, whatever the chunk size.
+        #[test]
+        fn one_pass_window_matches_line_by_line(
+            body in proptest::collection::vec(
+                prop_oneof![
+                    20 => Just(&b"a"[..]), 8 => Just(&b"\n"[..]), 3 => Just("ж".as_bytes()),
+                    2 => Just(&b"\r\n"[..]), 1 => Just(&b"\t"[..]), 1 => Just(&b"\0"[..]),
+                    1 => Just(&b"\x1b"[..]), 1 => Just("\u{85}".as_bytes()),
+                    1 => Just(&b"\xc2"[..]), 1 => Just(&b"\xff"[..]), 1 => Just(&b"\xb6"[..]),
+                ],
+                0..120,
+            ).prop_map(|parts| parts.concat()),
+            offset in 1usize..6,
+            limit in 1usize..30,
+            max_bytes in 1usize..200,
+            max_columns in 1usize..20,
+            numbered: bool,
+            chunk in 0usize..150,
+        ) {
+            let opts = ReadOptions { offset, limit, max_bytes, max_columns, numbered };
+            let stamp = FileStamp { mtime_ns: 0, size: 0, hash: 0 };
+            let total = count_lines(&body);
+            let got = window_in_chunks(Path::new("p"), &body, stamp, &opts, chunk);
+            if offset > total.max(1) {
+                prop_assert!(got.is_err());
+                return Ok(());
+            }
+            let w = got.unwrap();
+            let (text, shown, truncated_by, clipped, first_clipped, escaped) =
+                line_by_line(&body, offset, &opts);
+            prop_assert_eq!(&w.text, &text);
+            prop_assert_eq!(w.last_line, if shown == 0 { 0 } else { offset + shown - 1 });
+            prop_assert_eq!(w.clipped_lines, clipped);
+            prop_assert_eq!(w.first_clipped_line, first_clipped);
+            prop_assert_eq!(w.escaped_bytes, escaped);
+            if w.next_offset.is_some() {
+                prop_assert_eq!(w.truncated_by, truncated_by.or(Some("lines")));
+            }
+        }
+    }
 
     fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
         let p = dir.join(name);

@@ -137,6 +137,12 @@ pub fn escape(input: &[u8]) -> (Cow<'_, str>, usize) {
     (Cow::Owned(out), body.escaped)
 }
 
+/// The input as `&str` when [`escape`] would return it unchanged (valid UTF-8, no control to
+/// escape). Clean text stays clean when cut at newlines.
+pub fn clean_str(input: &[u8]) -> Option<&str> {
+    as_clean_str(input)
+}
+
 /// Report for input passed through unchanged.
 fn untouched(len: usize) -> SanitizeReport {
     SanitizeReport {

@@ -436,6 +436,52 @@ pub fn human_bytes(n: usize) -> String {
     }
 }
 
+/// `cat -n` style: each line behind its number (`{:>6}\t`), counting from `first`, one trailing
+/// `\r` per line dropped, lines joined with `\n` and no newline after the last. A final newline
+/// does not start another line, but an empty text is one empty line.
+pub fn number_lines(text: &[u8], first: i64) -> Vec<u8> {
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    let mut out =
+        Vec::with_capacity(body.len() + 8 * (memchr::memchr_iter(b'\n', body).count() + 1));
+    let mut n = first;
+    let mut start = 0;
+    loop {
+        let end = memchr::memchr(b'\n', &body[start..]).map_or(body.len(), |i| start + i);
+        let line = &body[start..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        push_line_number(&mut out, n);
+        out.extend_from_slice(line);
+        if end == body.len() {
+            return out;
+        }
+        out.push(b'\n');
+        n = n.wrapping_add(1);
+        start = end + 1;
+    }
+}
+
+/// `{:>6}\t` of `n` (formatting machinery costs more than the rest of numbering a line).
+fn push_line_number(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    let width = digits.len() - at + usize::from(n < 0);
+    out.extend(std::iter::repeat_n(b' ', 6usize.saturating_sub(width)));
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+    out.push(b'\t');
+}
+
 fn range_of(first: usize, last: usize) -> Option<LineRange> {
     (last >= first).then_some(LineRange { first, last })
 }
@@ -565,6 +611,23 @@ fn take_tail(text: &str, max_lines: usize, max_bytes: usize) -> TailCut {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn number_lines_like_cat_n() {
+        let n =
+            |t: &str, first| String::from_utf8(super::number_lines(t.as_bytes(), first)).unwrap();
+        assert_eq!(n("a\nb\n", 1), "     1\ta\n     2\tb");
+        assert_eq!(n("a\nb", 1), "     1\ta\n     2\tb");
+        assert_eq!(n("a\r\nb\r\r\n", 9), "     9\ta\n    10\tb\r");
+        assert_eq!(n("", 1), "     1\t");
+        assert_eq!(n("\n", 3), "     3\t");
+        assert_eq!(n("a\n\n", 1), "     1\ta\n     2\t");
+        assert_eq!(n("x\n", 1234567), "1234567\tx");
+        assert_eq!(n("x\ny", -1), "    -1\tx\n     0\ty");
+        assert_eq!(n("x", 0), "     0\tx");
+        assert_eq!(n("x", -12345), "-12345\tx");
+        assert_eq!(n("x", i64::MIN), "-9223372036854775808\tx");
+    }
+
     use super::*;
 
     #[test]

@@ -39,6 +39,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
+/// Files up to this size are read on the Lua thread (well under a millisecond).
+const INLINE_READ_MAX: u64 = 1024 * 1024;
+
 /// `fs.read(path, {offset, limit, max_bytes, max_columns, numbered})` -> `{kind = "text" |
 /// "binary" | "directory", ...}` or `nil, message`. Text: `text, first_line, last_line, total_lines,
 /// total_bytes, next_offset, truncated_by, clipped_lines, first_clipped_line, escaped_bytes,
@@ -56,7 +59,15 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
     }
     let full = expand_path(&path);
     let target = full.clone();
-    let outcome = match blocking(move || read::read(&target, &o)).await? {
+    // A small regular file is read right here: handing it to a worker thread costs more than
+    // reading it, and the two thread wake-ups add latency on a busy machine.
+    let small = std::fs::metadata(&full).is_ok_and(|m| m.is_file() && m.len() <= INLINE_READ_MAX);
+    let result = if small {
+        read::read(&target, &o)
+    } else {
+        blocking(move || read::read(&target, &o)).await?
+    };
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => return failure(&lua, e.to_string()),
     };

@@ -34,25 +34,66 @@ pub use ledger::ReadLedger;
 
 use mlua::{Lua, Table, Value};
 
-/// Builds the `fen.native` table (called once, by `require`).
+/// The fields of `fen.native` made on first use (see [`module`]).
+const LAZY: [&str; 9] = [
+    "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session",
+];
+
+fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
+    Ok(Value::Table(match name {
+        "truncate" => text::truncate_module(lua)?,
+        "fs" => fs::module(lua)?,
+        "edit" => edit::module(lua)?,
+        "search" => search::module(lua)?,
+        "process" => process::module(lua)?,
+        "json" => misc::json_module(lua)?,
+        "http" => http::module(lua)?,
+        "term" => term::module(lua)?,
+        "session" => session::module(lua)?,
+        _ => return Ok(Value::Nil),
+    }))
+}
+
+/// Builds the `fen.native` table (called once, by `require`). The module tables are made on
+/// first access (every extension requires `fen.native` at boot, few use most of it, and their
+/// functions cost start-up time to make); `pairs` makes them all first, so the table lists the
+/// same fields as if they had been made up front.
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let native = lua.create_table()?;
     native.set("version", env!("CARGO_PKG_VERSION"))?;
     native.set("sanitize", text::sanitize_fn(lua)?)?;
-    native.set("truncate", text::truncate_module(lua)?)?;
-    native.set("fs", fs::module(lua)?)?;
-    native.set("edit", edit::module(lua)?)?;
-    native.set("search", search::module(lua)?)?;
-    native.set("process", process::module(lua)?)?;
-    native.set("json", misc::json_module(lua)?)?;
-    native.set("http", http::module(lua)?)?;
-    native.set("term", term::module(lua)?)?;
-    native.set("session", session::module(lua)?)?;
     let platform = lua.create_table()?;
     platform.set("os", std::env::consts::OS)?;
     platform.set("arch", std::env::consts::ARCH)?;
     native.set("platform", platform)?;
     native.set("sleep", misc::sleep_fn(lua)?)?;
+    let meta = lua.create_table()?;
+    meta.set(
+        "__index",
+        lua.create_function(|lua, (t, key): (Table, Value)| {
+            let Value::String(name) = &key else {
+                return Ok(Value::Nil);
+            };
+            let value = lazy_field(lua, &name.to_str()?)?;
+            if !value.is_nil() {
+                t.raw_set(key, value.clone())?;
+            }
+            Ok(value)
+        })?,
+    )?;
+    let next: mlua::Function = lua.globals().get("next")?;
+    meta.set(
+        "__pairs",
+        lua.create_function(move |lua, t: Table| {
+            for name in LAZY {
+                if t.raw_get::<Value>(name)?.is_nil() {
+                    t.raw_set(name, lazy_field(lua, name)?)?;
+                }
+            }
+            Ok((next.clone(), t, Value::Nil))
+        })?,
+    )?;
+    native.set_metatable(Some(meta))?;
     Ok(native)
 }
 
@@ -102,4 +143,34 @@ pub fn expand_path(path: &str) -> std::path::PathBuf {
         }
     }
     std::path::PathBuf::from(path)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The module tables are made on first access, once; `pairs` lists every field.
+    #[test]
+    fn native_fields_are_made_on_first_use_and_listed_by_pairs() {
+        let lua = crate::lua::vm::new_state().unwrap();
+        let out: String = lua
+            .load(
+                r#"
+                local native = require("fen.native")
+                local before = rawget(native, "fs") == nil
+                local same = native.fs == native.fs and type(native.fs.read) == "function"
+                local names = {}
+                for k, v in pairs(native) do names[#names + 1] = k .. ":" .. type(v) end
+                table.sort(names)
+                return tostring(before) .. " " .. tostring(same) .. " " .. tostring(native.nope)
+                  .. " " .. table.concat(names, ",")
+                "#,
+            )
+            .eval()
+            .unwrap();
+        assert_eq!(
+            out,
+            "true true nil edit:table,fs:table,http:table,json:table,platform:table,process:table,\
+             sanitize:function,search:table,session:table,sleep:function,term:table,truncate:table,\
+             version:string"
+        );
+    }
 }

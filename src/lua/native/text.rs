@@ -60,6 +60,12 @@ pub fn truncate_module(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|_, n: usize| Ok(truncate::human_bytes(n)))?,
     )?;
     m.set(
+        "number_lines",
+        lua.create_function(|lua, (text, first): (mlua::LuaString, Option<i64>)| {
+            lua.create_string(truncate::number_lines(&text.as_bytes(), first.unwrap_or(1)))
+        })?,
+    )?;
+    m.set(
         "count_lines",
         lua.create_function(|_, text: Value| {
             Ok(match text {

@@ -1,10 +1,10 @@
 -- anthropic: the Messages API, keyed by ANTHROPIC_API_KEY.
-local messages = require("fen.lib.anthropic_messages")
+local wire = require("fen.lib.wire")
 
 local models = require("fen.lib.models")
 
 return function(api)
-  local spec = messages(api, {
+  local spec = wire.spec(api, "anthropic-messages", {
     name = "anthropic", base_url = "https://api.anthropic.com/v1", key_env = "ANTHROPIC_API_KEY",
   })
   spec.models = {

@@ -6,11 +6,7 @@
 -- pi's and the original fen's camelCase spellings (baseUrl, apiKey) are read too. A name that
 -- matches a built-in provider replaces it (the built-ins check fen.lib.models and stand back).
 
-local IMPLEMENTATIONS = {
-  ["openai-completions"] = "fen.lib.openai_completions",
-  ["openai-responses"] = "fen.lib.openai_responses",
-  ["anthropic-messages"] = "fen.lib.anthropic_messages",
-}
+local wire = require("fen.lib.wire")
 
 return function(api)
   local models = require("fen.lib.models")
@@ -20,13 +16,12 @@ return function(api)
   state.models = {}
   for name, p in pairs(config.providers or {}) do
     local kind = p.api or "openai-completions"
-    local impl = IMPLEMENTATIONS[kind]
-    if not impl then
+    if not wire.known(kind) then
       error(string.format("%s: provider %s has unknown api %q (use openai-completions, openai-responses or anthropic-messages)", path, name, kind), 0)
     end
     local base = p.base_url or p.baseUrl
     local compat = p.compat or {}
-    local spec = require(impl)(api, {
+    local spec = wire.spec(api, kind, {
       name = name, base_url = base, base_url_override = base, api_key = p.api_key or p.apiKey,
       headers = p.headers, key_env = nil,
       max_tokens_field = compat.max_tokens_field or compat.maxTokensField or "max_tokens",

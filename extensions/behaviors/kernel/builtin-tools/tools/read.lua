@@ -51,6 +51,8 @@ local function read_one(req)
   if r.crlf then
     parts[#parts + 1] = "[fen: this file uses CRLF line endings (shown without \\r); edit keeps them]"
   end
+  -- The usual single part is returned as is (concat would copy 50 KB).
+  if #parts == 1 then return parts[1], details end
   return table.concat(parts, "\n"), details
 end
 
