@@ -16,6 +16,7 @@
 pub mod append;
 pub mod doctor;
 pub mod lease;
+mod quick;
 pub mod reader;
 pub mod scan;
 

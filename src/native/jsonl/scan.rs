@@ -7,14 +7,19 @@
 //!   append-only (one writer, whole lines; see [`super::append`]), so bytes once written never
 //!   change while mapped; only a file truncated by hand while it is being read could fault.
 //!   Where a file cannot be mapped it is read into memory instead.
-//! - **No tree.** Each line is run through `serde_json`'s deserializer with a visitor that
-//!   keeps nothing but the spans of the top-level `type`, `id` and `parent_id` strings. It
-//!   takes the very path `serde_json::Value` takes (`deserialize_any` everywhere, string keys,
-//!   numbers converted, recursion limit), so a line passes exactly when it parses as a `Value`
-//!   object: [`SessionBytes::value`] cannot fail for a record it returned.
-//! - **Bad lines are rare**, so they are judged again by the reader's line parser
-//!   ([`super::reader::parse_line`]): kind (torn or malformed) and message are the same as
-//!   ever. Only that verdict counts.
+//! - **No tree, and exact.** A line is a record exactly when it parses as a
+//!   `serde_json::Value` object, so [`SessionBytes::value`] cannot fail for a record returned.
+//!   Three checks, cheapest first, each only ever *accepting*:
+//!   1. `quick::check_line_at`: a small grammar walk with a SIMD string scan, for lines it is
+//!      sure about (valid UTF-8, no surrogate escape, no escaped key, numbers far inside
+//!      `f64`, nesting up to 100); it also finds the line's end, so there is no separate
+//!      line-splitting pass. Nearly every real line ends here.
+//!   2. `serde_json`'s deserializer with a visitor that keeps nothing but the spans of the
+//!      top-level `type`, `id` and `parent_id` strings. It takes the very path `Value` takes
+//!      (`deserialize_any` everywhere, string keys, numbers converted, recursion limit); one
+//!      deserializer runs over a piece from line to line, so its scratch buffer is reused.
+//!   3. The reader's own line parser ([`super::reader::parse_line`]) for whatever is left:
+//!      bad lines (rare) get their kind (torn or malformed) and message from it, as ever.
 //! - **Parallel, balanced.** The bytes are cut at line starts into 4 MB pieces that up to 4
 //!   threads take in turn (a thread slowed by other work on the machine just takes fewer);
 //!   line numbers are fixed up in file order afterwards, so no separate counting pass is needed.
@@ -30,6 +35,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::quick;
 use super::reader::{parse_line, BadLine, RawLine};
 use super::{JsonlError, Result};
 
@@ -172,14 +178,14 @@ pub struct Record {
 
 /// Where the top-level `type`, `id` and `parent_id` strings are inside a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Fields {
-    kind: Field,
-    id: Field,
-    parent_id: Field,
+pub(crate) struct Fields {
+    pub(crate) kind: Field,
+    pub(crate) id: Field,
+    pub(crate) parent_id: Field,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Field {
+pub(crate) enum Field {
     /// Absent, or not a string.
     #[default]
     Absent,
@@ -307,20 +313,22 @@ fn validate_piece(bytes: &[u8], base: u64, count_lines: bool) -> Lines {
     // Checking UTF-8 once per piece (SIMD) spares the parser checking it string by string;
     // a piece with invalid UTF-8 somewhere is parsed from bytes, as the line parser does.
     match simdutf8::basic::from_utf8(bytes) {
-        Ok(text) => validate_piece_from(bytes, base, count_lines, |at| {
+        Ok(text) => validate_piece_from(bytes, base, count_lines, true, |at| {
             serde_json::Deserializer::from_str(&text[at..]).into_iter()
         }),
-        Err(_) => validate_piece_from(bytes, base, count_lines, |at| {
+        Err(_) => validate_piece_from(bytes, base, count_lines, false, |at| {
             serde_json::Deserializer::from_slice(&bytes[at..]).into_iter()
         }),
     }
 }
 
-/// [`validate_piece`] with `stream_at(i)`: a deserializer over the piece from byte `i` on.
+/// [`validate_piece`] with `stream_at(i)`: a deserializer over the piece from byte `i` on;
+/// `utf8`: the piece is valid UTF-8, so [`quick::check`] may vouch for lines.
 fn validate_piece_from<'a, R: serde_json::de::Read<'a>>(
     bytes: &'a [u8],
     base: u64,
     count_lines: bool,
+    utf8: bool,
     stream_at: impl Fn(usize) -> serde_json::StreamDeserializer<'a, R, TopLine<'a>>,
 ) -> Lines {
     let mut out = Lines::default();
@@ -328,14 +336,30 @@ fn validate_piece_from<'a, R: serde_json::de::Read<'a>>(
     let mut stream: Option<(usize, serde_json::StreamDeserializer<'a, R, TopLine<'a>>)> = None;
     let mut start = 0usize;
     while start < bytes.len() {
+        out.lines += 1;
+        let (no, offset) = (out.lines, base + start as u64);
+        let record = |fields, len| Record {
+            line: count_lines.then_some(no),
+            offset,
+            len,
+            fields,
+        };
+        if let Some((fields, len)) = utf8
+            .then(|| quick::check_line_at(&bytes[start..]))
+            .flatten()
+        {
+            out.records.push(record(fields, len));
+            stream = None; // it is behind now
+            start += len + 1;
+            continue;
+        }
         let (end, next, terminated) = match memchr::memchr(b'\n', &bytes[start..]) {
             Some(i) => (start + i, start + i + 1, true),
             None => (bytes.len(), bytes.len(), false),
         };
-        out.lines += 1;
         let raw = RawLine {
-            no: out.lines,
-            offset: base + start as u64,
+            no,
+            offset,
             bytes: &bytes[start..end],
             terminated,
         };
@@ -356,12 +380,7 @@ fn validate_piece_from<'a, R: serde_json::de::Read<'a>>(
             _ => None,
         };
         match fields {
-            Some(fields) => out.records.push(Record {
-                line: count_lines.then_some(raw.no),
-                offset: raw.offset,
-                len: raw.bytes.len(),
-                fields,
-            }),
+            Some(fields) => out.records.push(record(fields, raw.bytes.len())),
             None => {
                 stream = None;
                 match validate_line(&raw, count_lines) {
@@ -785,7 +804,21 @@ mod tests {
         let good = got
             .records
             .iter()
-            .map(|r| (r.line.unwrap(), bytes.value(r).expect("value of a record")))
+            .map(|r| {
+                let v = bytes.value(r).expect("value of a record");
+                for (name, got) in [
+                    ("type", bytes.record_type(r)),
+                    ("id", bytes.id(r)),
+                    ("parent_id", bytes.parent_id(r)),
+                ] {
+                    assert_eq!(
+                        got.as_deref(),
+                        v.get(name).and_then(Value::as_str),
+                        "{name}"
+                    );
+                }
+                (r.line.unwrap(), v)
+            })
             .collect();
         (good, got.bad_lines, got.blank_lines)
     }
@@ -813,8 +846,9 @@ mod tests {
             piece in 1usize..400,
         ) {
             let mut text = Vec::new();
-            for v in &values {
-                text.extend(serde_json::to_vec(&serde_json::json!({"type": "t", "v": v})).unwrap());
+            for (i, v) in values.iter().enumerate() {
+                let rec = serde_json::json!({"type": "t", "id": format!("i{i}\u{e9}"), "parent_id": v, "v": v});
+                text.extend(serde_json::to_vec(&rec).unwrap());
                 text.push(b'\n');
             }
             let i = at.index(text.len() + 1);
