@@ -8,10 +8,11 @@
 //!   The file is mapped, not copied, and validated in parallel: see [`super::scan`].
 //! - [`RecordIter`]: the same per-line verdicts as a stream of `Value`s, one line at a time
 //!   (memory: one read buffer), for consumers that want to stop early.
-//! - [`read_from_latest_compaction`]: scans backwards in blocks (memrchr) for the latest valid
-//!   `compaction` and for its first kept entry, then validates forward from there like
-//!   `read_all`; the rest of the file is never touched, so time and memory follow the kept
-//!   context, not the file size. Without a compaction that is the whole file after the header.
+//! - [`read_from_latest_compaction`]: searches the mapped file backwards (memmem) for the
+//!   latest valid `compaction` and for its first kept entry, then validates forward from
+//!   there like `read_all`; with a recent compaction the rest of the file is never touched, so
+//!   time and memory follow the kept context, not the file size. Without a compaction (the
+//!   search then runs in parallel pieces) it replays the whole file after the header.
 //! - [`list_sessions`]: header + first KBs for id/created/title, plus a raw-byte count of
 //!   `"type":"message"` occurrences for the message count; no JSON parse of whole files.
 
@@ -442,10 +443,10 @@ struct FoundCompaction {
 
 /// Resume a session: header + the records from the latest valid compaction on.
 ///
-/// Scans backwards from the end in blocks for the last line holding `"compaction"` that parses
-/// as a `type = "compaction"` record with a `summary`; then, if it names
-/// `first_kept_entry_id`, keeps scanning back for the line whose top-level `id` is that (a
-/// byte search for `"id":"<id>"` first); then reads forward from there to the end.
+/// Searches backwards from the end for the last line holding `"compaction"` that parses as a
+/// `type = "compaction"` record with a `summary`; then, if it names `first_kept_entry_id`,
+/// keeps searching back for the line whose top-level `id` is that (a byte search for
+/// `"id":"<id>"` first); then validates forward from there to the end, as [`read_all`] does.
 /// Without a compaction it replays everything after the header.
 pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
     let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
@@ -528,7 +529,9 @@ fn read_header(bytes: &[u8], report: &mut ResumeReport) -> u64 {
 
 /// The last line at or after `floor` holding `"compaction"` that is a valid compaction.
 fn find_compaction(bytes: &[u8], floor: usize, notes: &mut Vec<String>) -> Option<FoundCompaction> {
-    for (offset, line) in RevMatches::new(bytes, floor, bytes.len(), b"\"compaction\"") {
+    let needle = b"\"compaction\"";
+    let end = last_match_end(bytes, floor, needle);
+    for (offset, line) in RevMatches::new(bytes, floor, end, needle) {
         let Ok(v) = serde_json::from_slice::<Value>(line) else {
             notes.push(format!(
                 "skipped an unreadable compaction-like line at byte {offset}"
@@ -551,6 +554,50 @@ fn find_compaction(bytes: &[u8], floor: usize, notes: &mut Vec<String>) -> Optio
         return Some(FoundCompaction { offset, first_kept });
     }
     None
+}
+
+/// Bytes searched from the end by one thread before the rest is searched in parallel.
+const TAIL_SEARCH: usize = 8 << 20;
+
+/// An end for [`RevMatches`] with no match of `needle` in `bytes[end..]`: just past the line of
+/// the last match, or `floor` when there is none. The last 8 MB are searched first (a recent
+/// compaction is found there); a file without a match is then searched in parallel pieces,
+/// so a file that has none costs a fraction of a serial pass.
+fn last_match_end(bytes: &[u8], floor: usize, needle: &[u8]) -> usize {
+    let floor = floor.min(bytes.len());
+    let tail = bytes.len().saturating_sub(TAIL_SEARCH).max(floor);
+    let line_end =
+        |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+    let finder = memmem::FinderRev::new(needle);
+    if let Some(at) = finder.rfind(&bytes[tail..]) {
+        return line_end(tail + at);
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    // Pieces overlap by the needle's length so no match is cut in two.
+    let piece = (tail - floor).div_ceil(threads).max(1);
+    let hit = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let a = floor + k * piece;
+                let b = (a + piece + needle.len())
+                    .min(tail + needle.len())
+                    .min(bytes.len());
+                let finder = &finder;
+                s.spawn(move || {
+                    (a < b)
+                        .then(|| finder.rfind(&bytes[a..b]).map(|i| a + i))
+                        .flatten()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .max()
+    });
+    hit.map_or(floor, line_end)
 }
 
 /// The offset of the last line in `[floor, before)` whose top-level `id` is `id`.
@@ -801,6 +848,44 @@ mod tests {
             .collect();
         assert_eq!(got, vec![7, 0]);
         assert_eq!(RevMatches::new(b"", 0, 0, b"x").count(), 0);
+    }
+
+    #[test]
+    fn last_match_end_is_past_the_line_of_the_last_match() {
+        let mut text = String::from("head\n");
+        let mut want = None;
+        for i in 0..(3 * TAIL_SEARCH / 100) {
+            if i == 7 || i == 1000 || i == 1001 {
+                text.push_str("a \"needle\" here\n");
+                want = Some(text.len());
+            } else {
+                text.push_str(&format!("{i:0>98}\n"));
+            }
+        }
+        let b = text.as_bytes();
+        assert!(
+            b.len() > 2 * TAIL_SEARCH,
+            "the parallel search is exercised"
+        );
+        assert_eq!(last_match_end(b, 5, b"\"needle\""), want.unwrap());
+        assert_eq!(last_match_end(b, 5, b"\"absent\""), 5);
+        // A match in the tail, and a match cut by a piece boundary.
+        let tail = b.len() - TAIL_SEARCH;
+        let mut places = vec![b.len() - 50, tail - 3, 5];
+        for threads in 2..=4 {
+            let piece = (tail - 5).div_ceil(threads);
+            places.extend((1..threads).map(|k| 5 + k * piece - 3));
+        }
+        for at in places {
+            let mut t = b.to_vec();
+            t[at..at + 8].copy_from_slice(b"\"absent\"");
+            let got = last_match_end(&t, 5, b"\"absent\"");
+            let end = t[at..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(t.len(), |i| at + i + 1);
+            assert_eq!(got, end, "match at {at}");
+        }
     }
 
     #[test]
