@@ -138,22 +138,27 @@ fn text_of(content: &serde_json::Value) -> String {
 fn show(id: &str, tail: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
     let path = resolve(id)?;
     let report = jsonl::read_all(&path)?;
-    let mut records: Vec<&serde_json::Value> = report
+    // Only the shown messages are parsed into trees, one at a time.
+    let mut records: Vec<&jsonl::Record> = report
         .records
         .iter()
-        .filter(|r| r["type"] == "message")
+        .filter(|r| report.record_type(r).as_deref() == Some("message"))
         .collect();
     if let Some(n) = tail {
         records = records.split_off(records.len().saturating_sub(n));
     }
     if json {
-        let v: Vec<&serde_json::Value> = records.iter().map(|r| &r["message"]).collect();
+        let v = records
+            .iter()
+            .map(|r| Ok(report.value(r)?["message"].take()))
+            .collect::<anyhow::Result<Vec<serde_json::Value>>>()?;
         crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = format!("session {}\n", path.display());
     for r in records {
-        let m = &r["message"];
+        let record = report.value(r)?;
+        let m = &record["message"];
         let prefix = match m["role"].as_str() {
             Some("user") => "you>".to_string(),
             Some("assistant") if m["stop_reason"] == "error" => "err>".to_string(),

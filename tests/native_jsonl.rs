@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use fen::native::jsonl::{
-    self, doctor, lease, list_sessions, read_all, read_all_raw, read_from_latest_compaction,
-    repair, BadLineKind, Entry, IssueCode, JsonlError, RecordIter, SessionWriter,
+    self, doctor, lease, list_sessions, read_all, read_from_latest_compaction, repair, BadLineKind,
+    Entry, IssueCode, JsonlError, ReadReport, RecordIter, SessionWriter,
 };
 use serde_json::{json, Value};
 
@@ -45,6 +45,11 @@ fn result(id: &str, parent: Option<&str>, call: &str, text: &str) -> Value {
         parent,
         json!({"role":"tool-result","tool_call_id":call,"tool_name":"read","content":[{"type":"text","text":text}],"is_error":false}),
     )
+}
+
+/// Line numbers of a report's records.
+fn record_lines(rep: &ReadReport) -> Vec<usize> {
+    rep.records.iter().map(|r| r.line.unwrap()).collect()
 }
 
 fn write_lines(path: &Path, records: &[Value]) {
@@ -90,16 +95,23 @@ fn round_trip_of_every_record_type() {
         w.sync().unwrap();
     }
     let rep = read_all(&path).unwrap();
-    assert_eq!(rep.records, records);
+    assert_eq!(rep.values().unwrap(), records);
     assert!(rep.bad_lines.is_empty());
     assert!(rep.ends_with_newline);
     assert_eq!(rep.lines, records.len());
-    assert_eq!(rep.record_lines, (1..=records.len()).collect::<Vec<_>>());
+    assert_eq!(record_lines(&rep), (1..=records.len()).collect::<Vec<_>>());
+    // The structural fields are at hand without a parse, and agree with the trees.
+    for (r, v) in rep.records.iter().zip(&records) {
+        assert_eq!(rep.record_type(r).as_deref(), v["type"].as_str());
+        assert_eq!(rep.id(r).as_deref(), v["id"].as_str());
+        assert_eq!(rep.parent_id(r).as_deref(), v["parent_id"].as_str());
+        assert_eq!(rep.text(r), serde_json::to_string(v).unwrap());
+    }
 
     // Resume: the compaction keeps m3 onwards; header comes separately.
     let res = read_from_latest_compaction(&path).unwrap();
     assert_eq!(res.header.as_ref(), Some(&records[0]));
-    assert_eq!(res.records, records[3..].to_vec());
+    assert_eq!(res.values().unwrap(), records[3..].to_vec());
     assert_eq!(res.compaction_index, Some(2));
     assert!(res.notes.is_empty(), "{:?}", res.notes);
 
@@ -131,14 +143,11 @@ fn torn_last_line_is_reported_and_never_appended_onto() {
     drop(f);
 
     let rep = read_all(&path).unwrap();
-    assert_eq!(rep.records, recs.to_vec());
+    assert_eq!(rep.values().unwrap(), recs.to_vec());
     assert_eq!(rep.bad_lines.len(), 1);
     assert_eq!(rep.bad_lines[0].line, Some(4));
     assert_eq!(rep.bad_lines[0].kind, BadLineKind::TornLine);
     assert!(!rep.ends_with_newline);
-    let raw = read_all_raw(&path).unwrap();
-    assert_eq!(raw.bad_lines, rep.bad_lines);
-    assert!(!raw.ends_with_newline);
 
     let mut w = SessionWriter::open(&path).unwrap();
     assert!(w.repaired_torn_tail());
@@ -149,23 +158,24 @@ fn torn_last_line_is_reported_and_never_appended_onto() {
     let rep = read_all(&path).unwrap();
     let mut want = recs.to_vec();
     want.push(m4);
-    assert_eq!(rep.records, want, "nothing before the tear is lost");
+    assert_eq!(
+        rep.values().unwrap(),
+        want,
+        "nothing before the tear is lost"
+    );
     assert_eq!(rep.bad_lines.len(), 1);
     assert_eq!(rep.bad_lines[0].line, Some(4));
     assert_eq!(rep.bad_lines[0].kind, BadLineKind::TornLine);
     assert!(rep.ends_with_newline);
-    assert_eq!(rep.record_lines.last(), Some(&5));
+    assert_eq!(record_lines(&rep).last(), Some(&5));
 }
 
 #[test]
 fn malformed_middle_line_is_counted_not_silently_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
-    fs::write(
-        &path,
-        "{\"type\":\"session\",\"id\":\"s\"}\nnot json at all\n\n[1,2]\n{\"type\":\"message\",\"id\":\"a\"}\n",
-    )
-    .unwrap();
+    let text = "{\"type\":\"session\",\"id\":\"s\"}\nnot json at all\n\n[1,2]\n{\"type\":\"message\",\"id\":\"a\"}\n";
+    fs::write(&path, text).unwrap();
     let rep = read_all(&path).unwrap();
     assert_eq!(rep.records.len(), 2);
     let bad: Vec<(Option<usize>, BadLineKind)> =
@@ -180,18 +190,21 @@ fn malformed_middle_line_is_counted_not_silently_skipped() {
     assert_eq!(rep.blank_lines, 1);
     assert_eq!(rep.lines, 5);
 
-    // The raw reader agrees line for line and keeps the exact text.
-    let raw = read_all_raw(&path).unwrap();
-    assert_eq!(raw.bad_lines, rep.bad_lines);
+    // Records keep their exact text and place.
+    assert_eq!(record_lines(&rep), vec![1, 5]);
     assert_eq!(
-        raw.records.iter().map(|r| r.line).collect::<Vec<_>>(),
-        rep.record_lines
+        rep.records[1].offset,
+        text.find("{\"type\":\"message\"").unwrap() as u64
     );
+    assert_eq!(rep.bad_lines[1].offset, text.find("[1,2]").unwrap() as u64);
     assert_eq!(
-        raw.text(&raw.records[1]),
+        rep.text(&rep.records[1]),
         "{\"type\":\"message\",\"id\":\"a\"}"
     );
-    assert_eq!(raw.value(&raw.records[1]).unwrap(), rep.records[1]);
+    assert_eq!(
+        rep.value(&rep.records[1]).unwrap(),
+        json!({"type":"message","id":"a"})
+    );
 }
 
 /// When run as a child with WRITER_ENV set: append numbered records forever (until killed).
@@ -273,8 +286,9 @@ fn kill_9_of_a_real_writer_leaves_every_complete_line_intact() {
         assert_eq!(bad.line, Some(rep.lines), "only the last line may be bad");
         assert_eq!(bad.kind, BadLineKind::TornLine);
     }
-    assert_eq!(rep.records[0]["type"], "session");
-    for (i, r) in rep.records[1..].iter().enumerate() {
+    let values = rep.values().unwrap();
+    assert_eq!(values[0]["type"], "session");
+    for (i, r) in values[1..].iter().enumerate() {
         assert_eq!(r["seq"], json!(i), "records are complete and in order");
     }
     let n = rep.records.len();
@@ -287,7 +301,7 @@ fn kill_9_of_a_real_writer_leaves_every_complete_line_intact() {
     drop(w);
     let rep2 = read_all(&path).unwrap();
     assert_eq!(rep2.records.len(), n + 1);
-    assert_eq!(rep2.records[n]["id"], "after");
+    assert_eq!(rep2.id(&rep2.records[n]).as_deref(), Some("after"));
     assert_eq!(rep2.bad_lines.len(), rep.bad_lines.len());
     assert!(
         !lease::lock_path_for(&path).exists(),
@@ -406,24 +420,23 @@ fn hundred_thousand_message_session_loads_and_resumes_near_the_end() {
     let rep = read_all(&path).unwrap();
     assert_eq!(rep.records.len(), n + 2);
     assert!(rep.bad_lines.is_empty());
-    assert_eq!(rep.records[n + 1]["id"], json!(ids[n - 1]));
-    drop(rep);
-    let raw = read_all_raw(&path).unwrap();
-    assert_eq!(raw.records.len(), n + 2);
+    assert_eq!(rep.id(&rep.records[n + 1]).as_deref(), Some(&*ids[n - 1]));
     assert_eq!(
-        raw.value(&raw.records[n + 1]).unwrap()["id"],
+        rep.value(&rep.records[n + 1]).unwrap()["id"],
         json!(ids[n - 1])
     );
-    drop(raw);
+    assert_eq!(rep.records[n + 1].line, Some(n + 2));
+    drop(rep);
 
     let res = read_from_latest_compaction(&path).unwrap();
     assert_eq!(res.header.as_ref().unwrap()["id"], "big");
     // 60 kept + compaction + the 1000 after it.
     assert_eq!(res.records.len(), 60 + 1 + (n - compact_at));
-    assert_eq!(res.records[0]["id"], json!(ids[compact_at - 60]));
+    let values = res.values().unwrap();
+    assert_eq!(values[0]["id"], json!(ids[compact_at - 60]));
     assert_eq!(res.compaction_index, Some(60));
-    assert_eq!(res.records[60]["type"], "compaction");
-    assert_eq!(res.records.last().unwrap()["id"], json!(ids[n - 1]));
+    assert_eq!(values[60]["type"], "compaction");
+    assert_eq!(values.last().unwrap()["id"], json!(ids[n - 1]));
     assert!(res.start_offset > size * 9 / 10);
 }
 
@@ -443,14 +456,14 @@ fn resume_skips_an_invalid_latest_compaction_and_handles_none() {
     ];
     write_lines(&path, &recs);
     let res = read_from_latest_compaction(&path).unwrap();
-    assert_eq!(res.records, recs[2..].to_vec());
+    assert_eq!(res.values().unwrap(), recs[2..].to_vec());
     assert_eq!(res.compaction_index, Some(0));
     assert_eq!(res.notes.len(), 1, "{:?}", res.notes);
 
     let plain = dir.path().join("p.jsonl");
     write_lines(&plain, &recs[..2]);
     let res = read_from_latest_compaction(&plain).unwrap();
-    assert_eq!(res.records, recs[1..2].to_vec());
+    assert_eq!(res.values().unwrap(), recs[1..2].to_vec());
     assert_eq!(res.compaction_index, None);
 
     // Unknown first_kept_entry_id: replay from the compaction, with a note.
@@ -467,6 +480,55 @@ fn resume_skips_an_invalid_latest_compaction_and_handles_none() {
     assert_eq!(res.records.len(), 1);
     assert_eq!(res.compaction_index, Some(0));
     assert!(res.notes[0].contains("nope"));
+}
+
+#[test]
+fn resume_without_compaction_replays_everything_and_reports_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let (h, m1, m2) = (
+        header("s"),
+        user("m1", None, "one"),
+        user("m2", Some("m1"), "two \u{e9}"),
+    );
+    let text = format!("{h}\n{m1}\nnot json\n\n{m2}\n{{\"type\":\"message\",\"id\":");
+    fs::write(&path, &text).unwrap();
+    let res = read_from_latest_compaction(&path).unwrap();
+    assert_eq!(res.header.as_ref(), Some(&h));
+    assert_eq!(res.values().unwrap(), vec![m1.clone(), m2.clone()]);
+    assert_eq!(res.record_type(&res.records[1]).as_deref(), Some("message"));
+    assert_eq!(res.compaction_index, None);
+    let bad: Vec<_> = res
+        .bad_lines
+        .iter()
+        .map(|b| (b.line, b.offset, b.kind))
+        .collect();
+    assert_eq!(
+        bad,
+        vec![
+            (
+                None,
+                text.find("not json").unwrap() as u64,
+                BadLineKind::MalformedJson
+            ),
+            (
+                None,
+                text.rfind("{\"type\"").unwrap() as u64,
+                BadLineKind::TornLine
+            ),
+        ]
+    );
+    // Without a header, replay starts at the file start and lines are counted.
+    let headless = dir.path().join("h.jsonl");
+    fs::write(&headless, format!("{m1}\nbad\n{m2}\n")).unwrap();
+    let res = read_from_latest_compaction(&headless).unwrap();
+    assert_eq!(res.start_offset, 0);
+    assert_eq!(
+        res.records.iter().map(|r| r.line).collect::<Vec<_>>(),
+        vec![Some(1), Some(3)]
+    );
+    assert_eq!(res.bad_lines[0].line, Some(2));
+    assert_eq!(res.notes.len(), 1, "{:?}", res.notes);
 }
 
 #[test]
@@ -723,13 +785,14 @@ fn repair_writes_a_healthy_copy_beside_the_original() {
 
     let out = read_all(&rep.repaired_path).unwrap();
     assert!(out.bad_lines.is_empty());
-    let ids: Vec<&str> = out.records[1..]
+    let records = out.values().unwrap();
+    let ids: Vec<&str> = records[1..]
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
     // The synthesized result for c2 comes right after the group of `a` (after r1).
     assert_eq!(&ids[..3], &["u", "a", "r1"]);
-    let synth = &out.records[4];
+    let synth = &records[4];
     assert_eq!(synth["message"]["tool_call_id"], "c2");
     assert_eq!(synth["message"]["is_error"], true);
     assert_eq!(
@@ -738,19 +801,19 @@ fn repair_writes_a_healthy_copy_beside_the_original() {
     );
     assert!(!ids.contains(&"r1b") && !ids.contains(&"ghost"));
     // u2 pointed at the dropped orphan; it now hangs below the inserted result.
-    assert_eq!(out.records[5]["id"], "u2");
-    assert_eq!(out.records[5]["parent_id"], synth["id"]);
+    assert_eq!(records[5]["id"], "u2");
+    assert_eq!(records[5]["parent_id"], synth["id"]);
     // Every parent is an earlier id (or null).
     let mut seen = std::collections::HashSet::new();
-    for r in &out.records[1..] {
+    for r in &records[1..] {
         if let Some(p) = r["parent_id"].as_str() {
             assert!(seen.contains(p), "dangling parent {p} in {r}");
         }
         seen.insert(r["id"].as_str().unwrap().to_string());
     }
-    let r3 = out.records.iter().find(|r| r["id"] == "r3").unwrap();
+    let r3 = records.iter().find(|r| r["id"] == "r3").unwrap();
     assert_eq!(r3["message"]["content"][0]["text"], "esc\\x1b[31mred\\x00");
-    let r4 = out.records.iter().find(|r| r["id"] == "r4").unwrap();
+    let r4 = records.iter().find(|r| r["id"] == "r4").unwrap();
     let t = r4["message"]["content"][0]["text"].as_str().unwrap();
     assert!(t.len() <= 100_000 && t.contains("[session doctor: tool result cut from 150000"));
     // Unchanged lines are copied byte for byte.

@@ -140,8 +140,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     let t = lua.create_table()?;
                     t.set("header", lua.to_value(&r.header)?)?;
                     let records = lua.create_table()?;
+                    // Straight from the validated text to Lua tables: no `Value` trees.
                     for rec in &r.records {
-                        records.push(convert::json_to_lua(&lua, rec)?)?;
+                        let v = convert::json_text_to_lua(&lua, r.text(rec).as_bytes())
+                            .map_err(mlua::Error::runtime)?;
+                        records.push(v)?;
                     }
                     t.set("records", records)?;
                     t.set("compaction_index", r.compaction_index.map(|i| i + 1))?;

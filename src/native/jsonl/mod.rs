@@ -7,14 +7,18 @@
 //! - [`append`]: the single writer ([`SessionWriter`]): whole lines, one `write(2)` each,
 //!   `sync()` at turn boundaries, never appends onto a torn last line.
 //! - [`lease`]: one writer per session ([`Lease`]), `SessionBusy { pid, host }` otherwise.
-//! - [`reader`]: tolerant streaming reader, resume from the latest compaction by scanning
-//!   backwards, cheap session listing.
+//! - [`reader`]: tolerant reader (whole file, or streaming), resume from the latest
+//!   compaction by scanning backwards, cheap session listing.
+//! - [`scan`]: the whole-file validation behind `read_all` and resume: the file mapped, lines
+//!   validated in parallel, records kept as spans ([`Record`], [`SessionBytes`]).
 //! - [`doctor`]: integrity checks and a non-destructive repair.
 
 pub mod append;
 pub mod doctor;
 pub mod lease;
+mod quick;
 pub mod reader;
+pub mod scan;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -25,10 +29,10 @@ pub use doctor::{
 };
 pub use lease::Lease;
 pub use reader::{
-    latest_session, list_sessions, read_all, read_all_raw, read_from_latest_compaction, BadLine,
-    BadLineKind, Entry, RawReadReport, RawRecord, ReadReport, RecordIter, ResumeReport,
-    SessionSummary,
+    latest_session, list_sessions, read_all, read_from_latest_compaction, BadLine, BadLineKind,
+    Entry, ReadReport, RecordIter, ResumeReport, SessionSummary,
 };
+pub use scan::{Record, SessionBytes};
 
 /// Errors of the session storage core.
 #[derive(Debug, thiserror::Error)]

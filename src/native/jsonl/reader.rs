@@ -1,16 +1,22 @@
-//! Tolerant, streaming reading of session files.
+//! Tolerant reading of session files.
 //!
-//! - [`RecordIter`] / [`read_all`]: every line, in order; bad lines are reported with their
-//!   line number and kind (`TornLine` = a cut-off prefix of a record, `MalformedJson` = other
-//!   garbage), never dropped silently. `read_all` parses in parallel in 16 MB steps.
-//! - [`read_all_raw`]: the same checks without building `Value` trees: records are spans of
-//!   one buffer, parsed on demand (for consumers that convert JSON themselves).
-//! - [`read_from_latest_compaction`]: scans backwards in blocks (memrchr) for the latest valid
-//!   `compaction` and for its first kept entry, then reads forward from there; the rest of the
-//!   file is never read, so time and memory follow the kept context, not the file size.
+//! - [`read_all`]: the whole file, every line validated (UTF-8, the full JSON grammar, an
+//!   object), in file order; bad lines are reported with their line number, offset and kind
+//!   (`TornLine` = a cut-off prefix of a record, `MalformedJson` = other garbage), never
+//!   dropped silently. Good records are spans of the mapped file with `type`, `id` and
+//!   `parent_id` at hand; a `Value` tree is built only when asked for ([`ReadReport::value`]).
+//!   The file is mapped, not copied, and validated in parallel: see [`super::scan`].
+//! - [`RecordIter`]: the same per-line verdicts as a stream of `Value`s, one line at a time
+//!   (memory: one read buffer), for consumers that want to stop early.
+//! - [`read_from_latest_compaction`]: searches the mapped file backwards (memmem) for the
+//!   latest valid `compaction` and for its first kept entry, then validates forward from
+//!   there like `read_all`; with a recent compaction the rest of the file is never touched, so
+//!   time and memory follow the kept context, not the file size. Without a compaction (the
+//!   search then runs in parallel pieces) it replays the whole file after the header.
 //! - [`list_sessions`]: header + first KBs for id/created/title, plus a raw-byte count of
 //!   `"type":"message"` occurrences for the message count; no JSON parse of whole files.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -19,12 +25,11 @@ use std::time::SystemTime;
 use memchr::memmem;
 use serde_json::Value;
 
+use super::scan::{validate_lines, Record, SessionBytes};
 use super::{JsonlError, Result};
 
 /// Read buffer of the forward scanner: big enough to amortize syscalls, small enough for memory.
 const READ_BUF: usize = 1 << 20;
-/// Block size of the backward scan.
-const REV_BLOCK: usize = 256 << 10;
 
 /// Why a line could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -65,13 +70,12 @@ pub enum Entry {
     Bad(BadLine),
 }
 
-/// Result of [`read_all`].
-#[derive(Debug, Clone, Default, serde::Serialize)]
+/// Result of [`read_all`]: the good records in file order (the header included), as spans
+/// of the file's bytes, and every bad line.
+#[derive(Debug, Default)]
 pub struct ReadReport {
-    /// All good records, in file order (the header included).
-    pub records: Vec<Value>,
-    /// 1-based line number of each record (parallel to `records`).
-    pub record_lines: Vec<usize>,
+    /// All good records, in file order; `line` is always Some.
+    pub records: Vec<Record>,
     /// Skipped lines.
     pub bad_lines: Vec<BadLine>,
     /// Number of lines seen (including bad and blank ones).
@@ -82,6 +86,39 @@ pub struct ReadReport {
     pub bytes: u64,
     /// False when the file's last line has no `\n` (the writer crashed mid-line).
     pub ends_with_newline: bool,
+    data: SessionBytes,
+}
+
+impl ReadReport {
+    /// The JSON text of `record`.
+    pub fn text(&self, record: &Record) -> &str {
+        self.data.text(record)
+    }
+
+    /// `record` as a `Value` tree (cannot fail for records of this report).
+    pub fn value(&self, record: &Record) -> Result<Value> {
+        self.data.value(record)
+    }
+
+    /// Every record as a `Value` tree, in file order (costs what building them costs).
+    pub fn values(&self) -> Result<Vec<Value>> {
+        self.records.iter().map(|r| self.value(r)).collect()
+    }
+
+    /// The record's top-level `type`, when it is a string (no parse for plain strings).
+    pub fn record_type(&self, record: &Record) -> Option<Cow<'_, str>> {
+        self.data.record_type(record)
+    }
+
+    /// The record's top-level `id`, when it is a string.
+    pub fn id(&self, record: &Record) -> Option<Cow<'_, str>> {
+        self.data.id(record)
+    }
+
+    /// The record's top-level `parent_id`, when it is a string (None for null or absent).
+    pub fn parent_id(&self, record: &Record) -> Option<Cow<'_, str>> {
+        self.data.parent_id(record)
+    }
 }
 
 /// A raw line from [`LineScanner`].
@@ -294,274 +331,41 @@ impl Iterator for RecordIter {
     }
 }
 
-/// Bytes read per step of [`read_all`]; each step's lines are parsed in parallel.
-const PAR_CHUNK: usize = 16 << 20;
-
-/// Read a whole session: all records, every bad line reported.
+/// Read a whole session: every line validated, bad lines reported, good ones kept as spans.
 ///
-/// Streams the file in 16 MB steps; the complete lines of each step are split at line
-/// boundaries across up to 4 threads (JSON parsing dominates; the split keeps file order).
+/// The file is mapped (not copied) and its lines validated in parallel (see [`super::scan`]):
+/// each good line is checked to parse as a JSON object exactly as `serde_json::Value` would
+/// parse it, but no tree is built. Read a record with [`ReadReport::text`] or
+/// [`ReadReport::value`]; `type`, `id` and `parent_id` are at hand without a parse.
 pub fn read_all(path: &Path) -> Result<ReadReport> {
-    read_all_chunked(path, PAR_CHUNK)
-}
-
-fn read_all_chunked(path: &Path, chunk: usize) -> Result<ReadReport> {
-    let mut file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 4);
-    let mut report = ReadReport {
-        ends_with_newline: true,
-        ..ReadReport::default()
-    };
-    let mut buf: Vec<u8> = Vec::new();
-    // `buf[..carry]` is a partial line left from the previous step.
-    let mut carry = 0usize;
-    let mut offset = 0u64; // file offset of buf[0]
-    loop {
-        buf.resize(carry + chunk, 0);
-        let n =
-            read_full(&mut file, &mut buf[carry..]).map_err(|e| JsonlError::io("read", path, e))?;
-        let filled = carry + n;
-        let eof = n == 0 || filled < buf.len();
-        // Complete lines end at the last newline; at EOF the rest is a final (unterminated) line.
-        let upto = if eof {
-            filled
-        } else {
-            // No newline at all: one line longer than the buffer; grow and read on.
-            memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1)
-        };
-        parse_region(&buf[..upto], offset, threads, &mut report);
-        if eof {
-            if upto > 0 && buf[upto - 1] != b'\n' {
-                report.ends_with_newline = false;
-            }
-            report.bytes = offset + upto as u64;
-            return Ok(report);
-        }
-        buf.copy_within(upto..filled, 0);
-        carry = filled - upto;
-        offset += upto as u64;
-    }
-}
-
-/// Parse the lines of `region` (starting at file `offset`) into `report`, in order.
-fn parse_region(region: &[u8], offset: u64, threads: usize, report: &mut ReadReport) {
-    let parts = parse_parts(region, offset, threads, report.lines, |raw| {
-        parse_line(raw, true)
-    });
-    for p in parts {
-        report.records.extend(p.records);
-        report.record_lines.extend(p.record_lines);
-        report.bad_lines.extend(p.bad_lines);
-        report.blank_lines += p.blank_lines;
-        report.lines = p.last_line;
-    }
-}
-
-/// Per-line decoder: Ok(Some) record, Ok(None) blank line, Err bad line.
-type LineFn<R> = fn(&RawLine<'_>) -> std::result::Result<Option<R>, BadLine>;
-
-/// Split `region` at line starts into up to `threads` parts and decode them in parallel.
-fn parse_parts<R: Send>(
-    region: &[u8],
-    offset: u64,
-    threads: usize,
-    lines_before: usize,
-    f: LineFn<R>,
-) -> Vec<Part<R>> {
-    if region.is_empty() {
-        return Vec::new();
-    }
-    let mut cuts = vec![0usize];
-    for k in 1..threads {
-        let target = region.len() * k / threads;
-        let last = *cuts.last().unwrap_or(&0);
-        if target <= last {
-            continue;
-        }
-        if let Some(i) = memchr::memchr(b'\n', &region[target..]) {
-            if target + i + 1 < region.len() {
-                cuts.push(target + i + 1);
-            }
-        }
-    }
-    cuts.push(region.len());
-    // First line number of each part (counting newlines is far cheaper than parsing).
-    let mut first_lines = Vec::with_capacity(cuts.len());
-    let mut line = lines_before;
-    for w in cuts.windows(2) {
-        first_lines.push(line);
-        line += memchr::memchr_iter(b'\n', &region[w[0]..w[1]]).count();
-    }
-    if cuts.len() <= 2 {
-        return vec![parse_part(region, offset, lines_before, f)];
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = cuts
-            .windows(2)
-            .zip(&first_lines)
-            .map(|(w, &first)| {
-                let bytes = &region[w[0]..w[1]];
-                let off = offset + w[0] as u64;
-                s.spawn(move || parse_part(bytes, off, first, f))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| JsonlError::io("stat", path, e))?
+        .len();
+    let bytes = SessionBytes::load(&file, path, len)?;
+    let lines = validate_lines(&bytes, 0, true);
+    Ok(ReadReport {
+        records: lines.records,
+        bad_lines: lines.bad_lines,
+        lines: lines.lines,
+        blank_lines: lines.blank_lines,
+        bytes: bytes.len() as u64,
+        ends_with_newline: bytes.last().is_none_or(|&b| b == b'\n'),
+        data: bytes,
     })
 }
 
-/// Decoded lines of one part of a region.
-struct Part<R> {
-    records: Vec<R>,
-    record_lines: Vec<usize>,
-    bad_lines: Vec<BadLine>,
-    blank_lines: usize,
-    last_line: usize,
-}
-
-/// Decode every line of `bytes`; `before` is the number of lines preceding it in the file.
-fn parse_part<R>(bytes: &[u8], offset: u64, before: usize, f: LineFn<R>) -> Part<R> {
-    let mut part = Part {
-        records: Vec::new(),
-        record_lines: Vec::new(),
-        bad_lines: Vec::new(),
-        blank_lines: 0,
-        last_line: before,
-    };
-    let mut start = 0usize;
-    while start < bytes.len() {
-        let (end, next, terminated) = match memchr::memchr(b'\n', &bytes[start..]) {
-            Some(i) => (start + i, start + i + 1, true),
-            None => (bytes.len(), bytes.len(), false),
-        };
-        part.last_line += 1;
-        let raw = RawLine {
-            no: part.last_line,
-            offset: offset + start as u64,
-            bytes: &bytes[start..end],
-            terminated,
-        };
-        match f(&raw) {
-            Ok(Some(v)) => {
-                part.records.push(v);
-                part.record_lines.push(raw.no);
-            }
-            Ok(None) => part.blank_lines += 1,
-            Err(bad) => part.bad_lines.push(bad),
-        }
-        start = next;
-    }
-    part
-}
-
-/// One validated record of a [`RawReadReport`]: a span of its `data`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawRecord {
-    /// 1-based line number.
-    pub line: usize,
-    /// Byte offset of the line in the file (and in `data`).
-    pub offset: u64,
-    /// Length of the JSON text (without the newline).
-    pub len: usize,
-}
-
-/// Result of [`read_all_raw`]: every good line validated as a JSON object, kept as text.
-#[derive(Debug, Clone, Default)]
-pub struct RawReadReport {
-    /// The whole file.
-    pub data: Vec<u8>,
-    /// Good records, in file order.
-    pub records: Vec<RawRecord>,
-    /// Skipped lines.
-    pub bad_lines: Vec<BadLine>,
-    /// Number of lines seen.
-    pub lines: usize,
-    /// Blank lines.
-    pub blank_lines: usize,
-    /// False when the last line has no `\n`.
-    pub ends_with_newline: bool,
-}
-
-impl RawReadReport {
-    /// The JSON text of `record` (validated UTF-8 and JSON at read time).
-    pub fn text(&self, record: &RawRecord) -> &str {
-        let start = record.offset as usize;
-        let bytes = self.data.get(start..start + record.len).unwrap_or_default();
-        std::str::from_utf8(bytes).unwrap_or_default()
-    }
-
-    /// Parse `record` into a Value (cannot fail for records produced by the reader).
-    pub fn value(&self, record: &RawRecord) -> Result<Value> {
-        serde_json::from_str(self.text(record))
-            .map_err(|e| JsonlError::InvalidRecord(e.to_string()))
-    }
-}
-
-/// Read a whole session as validated raw records: the full JSON grammar, UTF-8 and
-/// "is an object" are checked for every line (bad lines reported exactly as in
-/// [`read_all`]), but no tree is built and nothing is allocated per record. Use it when the
-/// consumer converts records itself (e.g. straight into Lua tables) or only needs some.
-pub fn read_all_raw(path: &Path) -> Result<RawReadReport> {
-    let data = std::fs::read(path).map_err(|e| JsonlError::io("read", path, e))?;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 4);
-    let mut report = RawReadReport {
-        ends_with_newline: data.last().is_none_or(|&b| b == b'\n'),
-        ..RawReadReport::default()
-    };
-    let parts = parse_parts(&data, 0, threads, 0, validate_line);
-    for p in parts {
-        report.records.extend(p.records);
-        report.bad_lines.extend(p.bad_lines);
-        report.blank_lines += p.blank_lines;
-        report.lines = p.last_line;
-    }
-    report.data = data;
-    Ok(report)
-}
-
-/// Validate one line without building a tree.
-fn validate_line(raw: &RawLine<'_>) -> std::result::Result<Option<RawRecord>, BadLine> {
-    let first = raw.bytes.iter().position(|b| !b.is_ascii_whitespace());
-    let Some(first) = first else {
-        return Ok(None);
-    };
-    let bad = |kind, message: String| BadLine {
-        line: Some(raw.no),
-        offset: raw.offset,
-        kind,
-        message,
-    };
-    let text = std::str::from_utf8(raw.bytes)
-        .map_err(|e| bad(BadLineKind::MalformedJson, format!("invalid UTF-8: {e}")))?;
-    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-        Ok(_) if raw.bytes[first] == b'{' => Ok(Some(RawRecord {
-            line: raw.no,
-            offset: raw.offset,
-            len: raw.bytes.len(),
-        })),
-        Ok(_) => Err(bad(
-            BadLineKind::MalformedJson,
-            "line is JSON but not an object".into(),
-        )),
-        Err(e) if e.is_eof() => Err(bad(BadLineKind::TornLine, e.to_string())),
-        Err(e) => Err(bad(BadLineKind::MalformedJson, e.to_string())),
-    }
-}
-
 /// Result of [`read_from_latest_compaction`].
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Default)]
 pub struct ResumeReport {
     /// The header (first line) when it is a `session` record.
     pub header: Option<Value>,
     /// Records to replay, in file order: from the compaction's first kept entry (or the
     /// compaction itself) to the end; without a compaction, everything after the header.
-    pub records: Vec<Value>,
+    /// Spans of the file like [`ReadReport::records`] (`line` is None unless replay starts at
+    /// the file's start); read them with [`ResumeReport::text`] or [`ResumeReport::value`].
+    pub records: Vec<Record>,
     /// Index in `records` of the compaction used, if any.
     pub compaction_index: Option<usize>,
     /// Byte offset where `records` start.
@@ -572,64 +376,62 @@ pub struct ResumeReport {
     pub notes: Vec<String>,
     /// File size.
     pub file_len: u64,
+    data: SessionBytes,
 }
 
-/// Lines of a file from the end backwards, in blocks (memory: one block + one line).
-struct RevLines {
-    file: File,
-    /// File offset of `buf[0]`.
-    buf_start: u64,
-    /// Unconsumed bytes `[buf_start, buf_start + buf.len())`.
-    buf: Vec<u8>,
+impl ResumeReport {
+    /// The JSON text of `record`.
+    pub fn text(&self, record: &Record) -> &str {
+        self.data.text(record)
+    }
+
+    /// `record` as a `Value` tree (cannot fail for records of this report).
+    pub fn value(&self, record: &Record) -> Result<Value> {
+        self.data.value(record)
+    }
+
+    /// Every record to replay as a `Value` tree, in file order.
+    pub fn values(&self) -> Result<Vec<Value>> {
+        self.records.iter().map(|r| self.value(r)).collect()
+    }
+
+    /// The record's top-level `type`, when it is a string.
+    pub fn record_type(&self, record: &Record) -> Option<Cow<'_, str>> {
+        self.data.record_type(record)
+    }
 }
 
-impl RevLines {
-    fn new(file: File, len: u64) -> std::io::Result<RevLines> {
-        let mut r = RevLines {
-            file,
-            buf_start: len,
-            buf: Vec::new(),
-        };
-        // Drop the final newline so the last line is not seen as an empty line.
-        r.load_block()?;
-        if r.buf.last() == Some(&b'\n') {
-            r.buf.pop();
-        }
-        Ok(r)
-    }
+/// The lines of `bytes[floor..end]` that contain `needle`, last first, as (offset, line):
+/// one backward substring search over the mapped bytes, no line splitting, no copies.
+struct RevMatches<'a> {
+    bytes: &'a [u8],
+    floor: usize,
+    end: usize,
+    finder: memmem::FinderRev<'a>,
+}
 
-    /// Prepend the previous block; false at the file start.
-    fn load_block(&mut self) -> std::io::Result<bool> {
-        if self.buf_start == 0 {
-            return Ok(false);
+impl<'a> RevMatches<'a> {
+    /// `floor` must be a line start; `end` a line start or `bytes.len()`.
+    fn new(bytes: &'a [u8], floor: usize, end: usize, needle: &'a [u8]) -> Self {
+        RevMatches {
+            bytes,
+            floor: floor.min(bytes.len()),
+            end: end.min(bytes.len()),
+            finder: memmem::FinderRev::new(needle),
         }
-        let n = (self.buf_start as usize).min(REV_BLOCK);
-        let from = self.buf_start - n as u64;
-        let mut block = vec![0u8; n + self.buf.len()];
-        self.file.seek(SeekFrom::Start(from))?;
-        self.file.read_exact(&mut block[..n])?;
-        block[n..].copy_from_slice(&self.buf);
-        self.buf = block;
-        self.buf_start = from;
-        Ok(true)
     }
+}
 
-    /// The previous line as (offset, bytes), or None at the start of the file.
-    fn prev(&mut self) -> std::io::Result<Option<(u64, Vec<u8>)>> {
-        loop {
-            if let Some(i) = memchr::memrchr(b'\n', &self.buf) {
-                let line = self.buf[i + 1..].to_vec();
-                self.buf.truncate(i);
-                return Ok(Some((self.buf_start + i as u64 + 1, line)));
-            }
-            if !self.load_block()? {
-                if self.buf_start == 0 && !self.buf.is_empty() {
-                    let line = std::mem::take(&mut self.buf);
-                    return Ok(Some((0, line)));
-                }
-                return Ok(None);
-            }
-        }
+impl<'a> Iterator for RevMatches<'a> {
+    type Item = (u64, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (bytes, floor) = (self.bytes, self.floor);
+        let at = floor + self.finder.rfind(bytes.get(floor..self.end)?)?;
+        let start = memchr::memrchr(b'\n', &bytes[floor..at]).map_or(floor, |i| floor + i + 1);
+        let stop = memchr::memchr(b'\n', &bytes[at..self.end]).map_or(self.end, |i| at + i);
+        self.end = start;
+        Some((start as u64, &bytes[start..stop]))
     }
 }
 
@@ -641,10 +443,10 @@ struct FoundCompaction {
 
 /// Resume a session: header + the records from the latest valid compaction on.
 ///
-/// Scans backwards from the end in blocks for the last line holding `"compaction"` that parses
-/// as a `type = "compaction"` record with a `summary`; then, if it names
-/// `first_kept_entry_id`, keeps scanning back for the line whose top-level `id` is that (a
-/// byte search for `"id":"<id>"` first); then reads forward from there to the end.
+/// Searches backwards from the end for the last line holding `"compaction"` that parses as a
+/// `type = "compaction"` record with a `summary`; then, if it names `first_kept_entry_id`,
+/// keeps searching back for the line whose top-level `id` is that (a byte search for
+/// `"id":"<id>"` first); then validates forward from there to the end, as [`read_all`] does.
 /// Without a compaction it replays everything after the header.
 pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
     let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
@@ -656,17 +458,15 @@ pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
         file_len: len,
         ..ResumeReport::default()
     };
-    let header_end = read_header(path, &mut report)?;
-    let mut rev = RevLines::new(file, len).map_err(|e| JsonlError::io("read", path, e))?;
-    let found = find_compaction(&mut rev, header_end, &mut report.notes)
-        .map_err(|e| JsonlError::io("read", path, e))?;
+    let bytes = SessionBytes::load(&file, path, len)?;
+    let header_end = read_header(&bytes, &mut report);
+    let floor = usize::try_from(header_end).unwrap_or(usize::MAX);
+    let found = find_compaction(&bytes, floor, &mut report.notes);
     let start = match &found {
         None => header_end,
         Some(c) => match &c.first_kept {
             None => c.offset,
-            Some(id) => match find_entry_by_id(&mut rev, header_end, id)
-                .map_err(|e| JsonlError::io("read", path, e))?
-            {
+            Some(id) => match find_entry_by_id(&bytes, floor, c.offset, id) {
                 Some(off) => off,
                 None => {
                     report.notes.push(format!(
@@ -677,69 +477,62 @@ pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
             },
         },
     };
-    drop(rev);
     report.start_offset = start;
+    // Forward from `start`: validated in parallel like `read_all`, kept as spans.
+    let from = usize::try_from(start)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    let lines = validate_lines(&bytes[from..], start, start == 0);
     let compaction_offset = found.as_ref().map(|c| c.offset);
-    for entry in RecordIter::open_at(path, start)? {
-        match entry? {
-            Entry::Record { offset, value, .. } => {
-                if Some(offset) == compaction_offset {
-                    report.compaction_index = Some(report.records.len());
-                }
-                report.records.push(value);
-            }
-            Entry::Bad(bad) => report.bad_lines.push(bad),
-        }
-    }
+    report.compaction_index =
+        compaction_offset.and_then(|off| lines.records.iter().position(|r| r.offset == off));
+    report.records = lines.records;
+    report.bad_lines = lines.bad_lines;
+    report.data = bytes;
     Ok(report)
 }
 
 /// Read the first line as the header; returns the offset just past it (0 if not a header).
-fn read_header(path: &Path, report: &mut ResumeReport) -> Result<u64> {
-    let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
-    let mut sc = LineScanner::new(file, 0);
-    // Small first read is fine: LineScanner grows only for long lines.
-    let Some(raw) = sc
-        .next_line()
-        .map_err(|e| JsonlError::io("read", path, e))?
-    else {
-        return Ok(0);
+fn read_header(bytes: &[u8], report: &mut ResumeReport) -> u64 {
+    if bytes.is_empty() {
+        return 0;
+    }
+    let (line, end) = match memchr::memchr(b'\n', bytes) {
+        Some(i) => (&bytes[..i], i + 1),
+        None => (bytes, bytes.len()),
     };
-    let end = raw.offset + raw.bytes.len() as u64 + u64::from(raw.terminated);
+    let raw = RawLine {
+        no: 1,
+        offset: 0,
+        bytes: line,
+        terminated: end > line.len(),
+    };
     match parse_line(&raw, true) {
         Ok(Some(v)) if v.get("type").and_then(Value::as_str) == Some("session") => {
             report.header = Some(v);
-            Ok(end)
+            end as u64
         }
         Ok(_) => {
             report
                 .notes
                 .push("line 1 is not a session header; replaying from the file start".into());
-            Ok(0)
+            0
         }
         Err(bad) => {
             report
                 .notes
                 .push(format!("line 1 (header) is unreadable: {}", bad.message));
-            Ok(end)
+            end as u64
         }
     }
 }
 
-fn find_compaction(
-    rev: &mut RevLines,
-    floor: u64,
-    notes: &mut Vec<String>,
-) -> std::io::Result<Option<FoundCompaction>> {
-    let needle = memmem::Finder::new(b"\"compaction\"");
-    while let Some((offset, line)) = rev.prev()? {
-        if offset < floor {
-            return Ok(None);
-        }
-        if needle.find(&line).is_none() {
-            continue;
-        }
-        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+/// The last line at or after `floor` holding `"compaction"` that is a valid compaction.
+fn find_compaction(bytes: &[u8], floor: usize, notes: &mut Vec<String>) -> Option<FoundCompaction> {
+    let needle = b"\"compaction\"";
+    let end = last_match_end(bytes, floor, needle);
+    for (offset, line) in RevMatches::new(bytes, floor, end, needle) {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
             notes.push(format!(
                 "skipped an unreadable compaction-like line at byte {offset}"
             ));
@@ -758,29 +551,66 @@ fn find_compaction(
             .get("first_kept_entry_id")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        return Ok(Some(FoundCompaction { offset, first_kept }));
+        return Some(FoundCompaction { offset, first_kept });
     }
-    Ok(None)
+    None
 }
 
-fn find_entry_by_id(rev: &mut RevLines, floor: u64, id: &str) -> std::io::Result<Option<u64>> {
-    let quoted = serde_json::to_string(id).unwrap_or_default();
-    let needle_bytes = format!("\"id\":{quoted}");
-    let needle = memmem::Finder::new(needle_bytes.as_bytes());
-    while let Some((offset, line)) = rev.prev()? {
-        if offset < floor {
-            return Ok(None);
-        }
-        if needle.find(&line).is_none() {
-            continue;
-        }
-        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-            if v.get("id").and_then(Value::as_str) == Some(id) {
-                return Ok(Some(offset));
-            }
-        }
+/// Bytes searched from the end by one thread before the rest is searched in parallel.
+const TAIL_SEARCH: usize = 8 << 20;
+
+/// An end for [`RevMatches`] with no match of `needle` in `bytes[end..]`: just past the line of
+/// the last match, or `floor` when there is none. The last 8 MB are searched first (a recent
+/// compaction is found there); a file without a match is then searched in parallel pieces,
+/// so a file that has none costs a fraction of a serial pass.
+fn last_match_end(bytes: &[u8], floor: usize, needle: &[u8]) -> usize {
+    let floor = floor.min(bytes.len());
+    let tail = bytes.len().saturating_sub(TAIL_SEARCH).max(floor);
+    let line_end =
+        |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+    let finder = memmem::FinderRev::new(needle);
+    if let Some(at) = finder.rfind(&bytes[tail..]) {
+        return line_end(tail + at);
     }
-    Ok(None)
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    // Pieces overlap by the needle's length so no match is cut in two.
+    let piece = (tail - floor).div_ceil(threads).max(1);
+    let hit = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let a = floor + k * piece;
+                let b = (a + piece + needle.len())
+                    .min(tail + needle.len())
+                    .min(bytes.len());
+                let finder = &finder;
+                s.spawn(move || {
+                    (a < b)
+                        .then(|| finder.rfind(&bytes[a..b]).map(|i| a + i))
+                        .flatten()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .max()
+    });
+    hit.map_or(floor, line_end)
+}
+
+/// The offset of the last line in `[floor, before)` whose top-level `id` is `id`.
+fn find_entry_by_id(bytes: &[u8], floor: usize, before: u64, id: &str) -> Option<u64> {
+    let quoted = serde_json::to_string(id).unwrap_or_default();
+    let needle = format!("\"id\":{quoted}");
+    let end = usize::try_from(before).unwrap_or(usize::MAX);
+    RevMatches::new(bytes, floor, end, needle.as_bytes())
+        .find(|(_, line)| {
+            serde_json::from_slice::<Value>(line)
+                .is_ok_and(|v| v.get("id").and_then(Value::as_str) == Some(id))
+        })
+        .map(|(offset, _)| offset)
 }
 
 /// One session in a listing.
@@ -1002,28 +832,64 @@ mod tests {
     }
 
     #[test]
-    fn rev_lines_yields_lines_backwards_across_blocks() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        let mut text = String::new();
-        let mut offs = Vec::new();
-        for i in 0..5000 {
-            offs.push(text.len() as u64);
-            text.push_str(&format!("{i}:{}\n", "y".repeat(i % 300)));
-        }
-        std::fs::write(&p, &text).unwrap();
-        let f = File::open(&p).unwrap();
-        let mut r = RevLines::new(f, text.len() as u64).unwrap();
-        for i in (0..5000).rev() {
-            let (off, line) = r.prev().unwrap().unwrap();
-            assert_eq!(off, offs[i]);
-            assert!(line.starts_with(format!("{i}:").as_bytes()));
-        }
-        assert!(r.prev().unwrap().is_none());
+    fn rev_matches_yields_matching_lines_last_first() {
+        let text = "head x\nx one\nnone\nxx two\n\nthree x\nlast";
+        let got: Vec<(u64, &[u8])> =
+            RevMatches::new(text.as_bytes(), 7, text.len(), b"x").collect();
+        let want: Vec<(u64, &[u8])> = vec![
+            (text.find("three").unwrap() as u64, b"three x"),
+            (text.find("xx").unwrap() as u64, b"xx two"),
+            (7, b"x one"),
+        ];
+        assert_eq!(got, want, "one entry per line, never below the floor");
+        let end = text.find("xx").unwrap();
+        let got: Vec<u64> = RevMatches::new(text.as_bytes(), 0, end, b"x")
+            .map(|(o, _)| o)
+            .collect();
+        assert_eq!(got, vec![7, 0]);
+        assert_eq!(RevMatches::new(b"", 0, 0, b"x").count(), 0);
     }
 
     #[test]
-    fn read_all_is_the_same_for_any_chunk_size() {
+    fn last_match_end_is_past_the_line_of_the_last_match() {
+        let mut text = String::from("head\n");
+        let mut want = None;
+        for i in 0..(3 * TAIL_SEARCH / 100) {
+            if i == 7 || i == 1000 || i == 1001 {
+                text.push_str("a \"needle\" here\n");
+                want = Some(text.len());
+            } else {
+                text.push_str(&format!("{i:0>98}\n"));
+            }
+        }
+        let b = text.as_bytes();
+        assert!(
+            b.len() > 2 * TAIL_SEARCH,
+            "the parallel search is exercised"
+        );
+        assert_eq!(last_match_end(b, 5, b"\"needle\""), want.unwrap());
+        assert_eq!(last_match_end(b, 5, b"\"absent\""), 5);
+        // A match in the tail, and a match cut by a piece boundary.
+        let tail = b.len() - TAIL_SEARCH;
+        let mut places = vec![b.len() - 50, tail - 3, 5];
+        for threads in 2..=4 {
+            let piece = (tail - 5).div_ceil(threads);
+            places.extend((1..threads).map(|k| 5 + k * piece - 3));
+        }
+        for at in places {
+            let mut t = b.to_vec();
+            t[at..at + 8].copy_from_slice(b"\"absent\"");
+            let got = last_match_end(&t, 5, b"\"absent\"");
+            let end = t[at..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(t.len(), |i| at + i + 1);
+            assert_eq!(got, end, "match at {at}");
+        }
+    }
+
+    #[test]
+    fn read_all_agrees_with_the_streaming_iterator() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.jsonl");
         let mut text = String::new();
@@ -1043,17 +909,43 @@ mod tests {
         assert_eq!(whole.bad_lines.len(), 7);
         assert_eq!(whole.bad_lines[6].kind, BadLineKind::TornLine);
         assert_eq!(whole.bytes, text.len() as u64);
-        for chunk in [1, 7, 64, 1000] {
-            let r = read_all_chunked(&p, chunk).unwrap();
-            assert_eq!(r.records, whole.records, "chunk {chunk}");
-            assert_eq!(r.record_lines, whole.record_lines);
-            assert_eq!(r.bad_lines, whole.bad_lines);
-            assert_eq!(
-                (r.lines, r.blank_lines, r.bytes),
-                (whole.lines, whole.blank_lines, whole.bytes)
-            );
-            assert!(!r.ends_with_newline);
+        assert!(!whole.ends_with_newline);
+        let mut it = RecordIter::open(&p).unwrap();
+        let (mut records, mut bad) = (Vec::new(), Vec::new());
+        for e in it.by_ref() {
+            match e.unwrap() {
+                Entry::Record {
+                    line,
+                    offset,
+                    value,
+                } => records.push((line, offset, value)),
+                Entry::Bad(b) => bad.push(b),
+            }
         }
+        let got: Vec<_> = whole
+            .records
+            .iter()
+            .map(|r| (r.line, r.offset, whole.value(r).unwrap()))
+            .collect();
+        assert_eq!(got, records);
+        assert_eq!(whole.bad_lines, bad);
+        assert_eq!(
+            (whole.lines, whole.blank_lines),
+            (it.lines(), it.blank_lines())
+        );
+    }
+
+    #[test]
+    fn empty_file_reads_as_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.jsonl");
+        std::fs::write(&p, "").unwrap();
+        let r = read_all(&p).unwrap();
+        assert!(r.records.is_empty() && r.bad_lines.is_empty());
+        assert_eq!((r.lines, r.bytes), (0, 0));
+        assert!(r.ends_with_newline);
+        let res = read_from_latest_compaction(&p).unwrap();
+        assert!(res.records.is_empty() && res.header.is_none());
     }
 
     #[test]
