@@ -73,7 +73,7 @@ fn main() {
         read.as_secs_f64() / version.as_secs_f64()
     );
 
-    let opts = fen::kernel::BootOptions {
+    let opts = fen::host::BootOptions {
         discovery: fen::kernel::loader::DiscoveryConfig {
             explicit: Vec::new(),
             overlay: None,
@@ -88,7 +88,7 @@ fn main() {
         },
     };
     let start = Instant::now();
-    let kernel = fen::kernel::Kernel::boot(opts).expect("boot");
+    let kernel = fen::host::Kernel::boot(opts).expect("boot");
     let boot = start.elapsed();
     let loaded = kernel
         .extensions()

@@ -2,11 +2,11 @@
 //! commands, hooks and session storage are Lua extensions; speed- and safety-critical parts are
 //! native Rust modules exposed to Lua as `require("fen.native")`.
 
-pub mod cli;
+//!
+//! Layers, each pointing only down: `cmd` (the CLI) → `host` (the Lua host) → `kernel`
+//! (registry, events, agent loop, sessions) → `native` (pure cores). See docs/architecture.md.
+
+pub mod cmd;
+pub mod host;
 pub mod kernel;
-pub mod lua;
 pub mod native;
-pub mod runtime;
-pub mod session;
-pub mod session_cmd;
-pub mod suggest;

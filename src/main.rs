@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    fen::runtime::main()
+    fen::cmd::main()
 }

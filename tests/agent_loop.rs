@@ -1,7 +1,7 @@
 //! The agent loop end to end through `fen -p` / `fen --mode json` with the scripted mock
 //! provider, in temp repositories: tools really run, files really change.
 
-mod common;
+use crate::common;
 use common::Sandbox;
 use serde_json::{json, Value};
 

@@ -1,10 +1,10 @@
 //! The agent loop through the library: queues, error turns kept but not re-sent, and the
 //! repair of a history whose tool calls lack results.
 
-mod common;
+use crate::common;
 use common::Sandbox;
+use fen::host::Kernel;
 use fen::kernel::agent::{self, Agent, AgentConfig};
-use fen::kernel::Kernel;
 use std::rc::Rc;
 
 fn boot_with_agent(s: &Sandbox, script: &str) -> (Kernel, Rc<Agent>) {
@@ -18,6 +18,7 @@ fn boot_with_agent(s: &Sandbox, script: &str) -> (Kernel, Rc<Agent>) {
         system_override: None,
         cwd: s.cwd(),
         provider_options: serde_json::json!({"mock_script": path.to_string_lossy()}),
+        no_provider_help: String::new(),
     };
     let a = Rc::new(Agent::new(&k.lua, config).unwrap());
     *k.inner.agent.borrow_mut() = Some(a.clone());
@@ -39,10 +40,10 @@ end"#;
 fn an_error_turn_stays_in_the_transcript_but_is_not_sent_again() {
     let s = Sandbox::new();
     let (k, a) = boot_with_agent(&s, ECHO_CONTEXT);
-    let r1 = fen::runtime::block_on(agent::run_turn(&k.lua, &k.inner, &a, "one")).unwrap();
+    let r1 = fen::cmd::block_on(agent::run_turn(&k.lua, &k.inner, &a, "one")).unwrap();
     assert_eq!(r1.status, "error");
     assert_eq!(r1.error.as_deref(), Some("first call fails"));
-    let r2 = fen::runtime::block_on(agent::run_turn(&k.lua, &k.inner, &a, "two")).unwrap();
+    let r2 = fen::cmd::block_on(agent::run_turn(&k.lua, &k.inner, &a, "two")).unwrap();
     assert_eq!(r2.status, "ok");
     assert_eq!(r2.text.as_deref(), Some("user:one user:two"));
     // The transcript keeps the failed assistant turn.
@@ -63,7 +64,7 @@ end"#;
     let (k, a) = boot_with_agent(&s, script);
     a.enqueue("steering", "steer me".into()).unwrap();
     a.enqueue("follow-up", "and then this".into()).unwrap();
-    let r = fen::runtime::block_on(agent::run_turn(&k.lua, &k.inner, &a, "start")).unwrap();
+    let r = fen::cmd::block_on(agent::run_turn(&k.lua, &k.inner, &a, "start")).unwrap();
     assert_eq!(r.status, "ok");
     // Steering came before the first call; the follow-up ran after the natural stop (turn 3).
     assert_eq!(

@@ -1,6 +1,6 @@
 //! The command line as a user types it: version, help, usage errors, listings, contracts, docs.
 
-mod common;
+use crate::common;
 use common::Sandbox;
 
 fn text(b: &[u8]) -> String {

@@ -1,7 +1,7 @@
 //! Compaction with the mock provider: /compact, the automatic trigger, recovery from a
 //! context-overflow error, and the replay after resume.
 
-mod common;
+use crate::common;
 use common::Sandbox;
 
 /// A mock that writes summaries when asked by the compactor, and otherwise answers with what

@@ -1,7 +1,7 @@
 //! Self-tests of the fake LLM server, using a raw TCP client (no HTTP crate) so the exact bytes
 //! on the wire are what gets checked: HTTP chunk framing, SSE framing, event order, fields.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::io::{Read, Write};

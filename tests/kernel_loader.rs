@@ -1,7 +1,7 @@
 //! Extension discovery and loading through the real `fen` binary: root priority, shadowing,
 //! skip rules, directory-vs-file, manifests, requires.bin, and atomic per-extension loading.
 
-mod common;
+use crate::common;
 use common::{find, tool_extension, Sandbox};
 
 #[test]

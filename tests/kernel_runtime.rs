@@ -1,9 +1,10 @@
 //! The kernel through its library API, on real files: reload semantics, api.state, the event
 //! bus (validation, handler isolation), prompt assembly and command dispatch.
 
-mod common;
+use crate::common;
 use common::{tool_extension, Sandbox};
-use fen::kernel::{Kernel, Status};
+use fen::host::Kernel;
+use fen::kernel::Status;
 
 fn tool_description(k: &Kernel, tool: &str) -> Option<String> {
     k.list_json("tool")
@@ -130,13 +131,13 @@ fn the_reload_command_runs_through_the_essentials_extension() {
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
     std::fs::write(&path, tool_extension("late_tool", "after")).unwrap();
-    let text = k.run_command("/reload").unwrap().unwrap();
+    let text = common::run_command(&k, "/reload").unwrap().unwrap();
     assert!(text.starts_with("reloaded "), "{text}");
     assert_eq!(tool_description(&k, "late_tool").as_deref(), Some("after"));
 
-    let help = k.run_command("/help").unwrap().unwrap();
+    let help = common::run_command(&k, "/help").unwrap().unwrap();
     assert!(help.contains("/help") && help.contains("/reload"), "{help}");
-    let err = k.run_command("/relaod").unwrap_err();
+    let err = common::run_command(&k, "/relaod").unwrap_err();
     assert!(
         err.contains("unknown command: /relaod") && err.contains("did you mean /reload"),
         "{err}"
@@ -174,7 +175,7 @@ end"#,
     let k = Kernel::boot(s.boot_options()).unwrap();
     k.emit_json(&serde_json::json!({"type": "info", "info": "hello"}))
         .unwrap();
-    let probe = k.run_command("/probe").unwrap().unwrap();
+    let probe = common::run_command(&k, "/probe").unwrap().unwrap();
     assert!(probe.contains("seen=hello"), "{probe}");
     assert!(probe.contains("errors=1"), "{probe}");
     assert!(
@@ -208,15 +209,20 @@ fn events_with_a_contract_are_validated() {
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    let bad = k.run_command("/emit_bad").unwrap().unwrap();
+    let bad = common::run_command(&k, "/emit_bad").unwrap().unwrap();
     assert!(
         bad.contains("extension 'emitter'")
             && bad.contains("'tool-result'")
             && bad.contains("field 'result'"),
         "{bad}"
     );
-    assert_eq!(k.run_command("/emit_custom").unwrap().unwrap(), "true");
-    let wrong = k.run_command("/emit_wrong_type").unwrap().unwrap();
+    assert_eq!(
+        common::run_command(&k, "/emit_custom").unwrap().unwrap(),
+        "true"
+    );
+    let wrong = common::run_command(&k, "/emit_wrong_type")
+        .unwrap()
+        .unwrap();
     assert!(
         wrong.contains("field 'line' expected string, got a number"),
         "{wrong}"
@@ -267,7 +273,7 @@ fn api_list_returns_read_only_snapshots() {
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    let out = k.run_command("/try_write").unwrap().unwrap();
+    let out = common::run_command(&k, "/try_write").unwrap().unwrap();
     assert!(
         out.starts_with("false|") && out.contains("read-only"),
         "{out}"
@@ -329,7 +335,7 @@ end"#,
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    let out = k.run_command("/probe").unwrap().unwrap();
+    let out = common::run_command(&k, "/probe").unwrap().unwrap();
     for want in [
         "turn.submit=function",
         "turn.messages=function",
@@ -343,9 +349,11 @@ end"#,
     }
     // A first-party extension's api.kernel works (the reload command goes through it), also
     // after a user extension replaced its own.
-    let reloaded = k.run_command("/reload").unwrap().unwrap_or_default();
+    let reloaded = common::run_command(&k, "/reload")
+        .unwrap()
+        .unwrap_or_default();
     assert!(reloaded.contains("reloaded"), "{reloaded}");
-    assert_eq!(k.run_command("/probe").unwrap().unwrap(), out);
+    assert_eq!(common::run_command(&k, "/probe").unwrap().unwrap(), out);
 }
 
 /// `api.load` finds sibling files (its `require` is made on first use) and caches modules.
@@ -368,7 +376,7 @@ fn api_load_loads_sibling_files_on_demand() {
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    let out = k.run_command("/load_twice").unwrap().unwrap();
+    let out = common::run_command(&k, "/load_twice").unwrap().unwrap();
     assert!(out.starts_with("1|true|false|"), "{out}");
     assert!(out.contains("no sibling file missing.lua"), "{out}");
 }

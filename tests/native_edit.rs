@@ -547,10 +547,17 @@ fn run_unprivileged(test_name: &str) -> bool {
         return true;
     }
     let exe = std::env::current_exe().unwrap();
+    // Inside the one test binary, a test's full name carries its module.
+    let full_name = format!("native_edit::{test_name}");
     let out = {
         use std::os::unix::process::CommandExt;
         Command::new(exe)
-            .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                full_name.as_str(),
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("TMPDIR", "/tmp")
             .uid(65534)
             .gid(65534)

@@ -3,17 +3,14 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::process::Command;
+use std::time::SystemTime;
 
 use fen::native::jsonl::{
     self, doctor, lease, list_sessions, read_all, read_from_latest_compaction, repair, BadLineKind,
     Entry, IssueCode, JsonlError, ReadReport, RecordIter, SessionWriter,
 };
 use serde_json::{json, Value};
-
-/// Env var that turns this test binary into a looping writer (see `child_writer_loop`).
-const WRITER_ENV: &str = "FEN_JSONL_TEST_WRITER";
 
 fn header(id: &str) -> Value {
     jsonl::header_record(id, Path::new("/work/proj"), SystemTime::now(), "0.1.0")
@@ -204,108 +201,6 @@ fn malformed_middle_line_is_counted_not_silently_skipped() {
     assert_eq!(
         rep.value(&rep.records[1]).unwrap(),
         json!({"type":"message","id":"a"})
-    );
-}
-
-/// When run as a child with WRITER_ENV set: append numbered records forever (until killed).
-#[test]
-fn child_writer_loop() {
-    let Some(path) = std::env::var_os(WRITER_ENV) else {
-        return; // normal test run: nothing to do
-    };
-    let path = PathBuf::from(path);
-    let mut w = SessionWriter::create(&path, &header("child")).unwrap();
-    let mut seq: u64 = 0;
-    loop {
-        // Varying sizes, some large, so a kill can land inside a big write.
-        let pad = "x".repeat(((seq * 7919) % 40_000) as usize);
-        w.append(&json!({"type":"message","id":format!("m{seq}"),"seq":seq,"message":{"role":"user","content":pad}}))
-            .unwrap();
-        if seq.is_multiple_of(50) {
-            w.sync().unwrap();
-        }
-        seq += 1;
-    }
-}
-
-fn spawn_writer(path: &Path) -> std::process::Child {
-    let exe = std::env::current_exe().unwrap();
-    Command::new(exe)
-        .args([
-            "--exact",
-            "child_writer_loop",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(WRITER_ENV, path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn wait_for_lines(path: &Path, n: usize) {
-    let t0 = Instant::now();
-    loop {
-        let count = fs::read(path)
-            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-            .unwrap_or(0);
-        if count >= n {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "writer child made no progress"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-#[test]
-fn kill_9_of_a_real_writer_leaves_every_complete_line_intact() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut child = spawn_writer(&path);
-    wait_for_lines(&path, 300);
-
-    // While it lives, a second writer is refused with the child's pid.
-    match SessionWriter::open(&path) {
-        Err(JsonlError::SessionBusy { pid, host, .. }) => {
-            assert_eq!(pid, child.id());
-            assert_eq!(host, lease::hostname());
-        }
-        other => panic!("expected SessionBusy, got {other:?}"),
-    }
-
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap(); // reap, so its pid is really gone
-
-    let rep = read_all(&path).unwrap();
-    assert!(rep.bad_lines.len() <= 1, "{:?}", rep.bad_lines);
-    if let Some(bad) = rep.bad_lines.first() {
-        assert_eq!(bad.line, Some(rep.lines), "only the last line may be bad");
-        assert_eq!(bad.kind, BadLineKind::TornLine);
-    }
-    let values = rep.values().unwrap();
-    assert_eq!(values[0]["type"], "session");
-    for (i, r) in values[1..].iter().enumerate() {
-        assert_eq!(r["seq"], json!(i), "records are complete and in order");
-    }
-    let n = rep.records.len();
-    assert!(n > 300);
-
-    // The dead writer's lease is stale: a new writer takes over and continues cleanly.
-    let mut w = SessionWriter::open(&path).unwrap();
-    w.append(&json!({"type":"message","id":"after","seq":"after"}))
-        .unwrap();
-    drop(w);
-    let rep2 = read_all(&path).unwrap();
-    assert_eq!(rep2.records.len(), n + 1);
-    assert_eq!(rep2.id(&rep2.records[n]).as_deref(), Some("after"));
-    assert_eq!(rep2.bad_lines.len(), rep.bad_lines.len());
-    assert!(
-        !lease::lock_path_for(&path).exists(),
-        "lease released on drop"
     );
 }
 

@@ -2,8 +2,8 @@
 //! real streaming wire format (tests/support/fake_llm.rs), with retries, cut streams, stalls and
 //! error bodies. No test talks to a real LLM API.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 use common::Sandbox;
 use support::fake_llm::{Api, Chunking, FakeLlm, Reply, Scenario, Turn};
 

@@ -1,7 +1,7 @@
 //! Sessions through the CLI: every run is saved as JSONL, continued, resumed, forked, guarded
 //! by a lease, survives kill -9, and can be listed, shown, checked and repaired.
 
-mod common;
+use crate::common;
 use common::Sandbox;
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! The line REPL (`fen` with piped stdin): prefixes, slash commands, starting without a
 //! provider, and quitting at end of input.
 
-mod common;
+use crate::common;
 use common::Sandbox;
 
 fn repl(s: &Sandbox, args: &[&str], input: &str, env: &[(&str, &str)]) -> (String, i32) {

@@ -1,8 +1,8 @@
 //! The built-in bash tool through the real `fen tool` binary: status lines, errors, timeouts,
 //! long output (head + tail + spill file), live `tool-update` events, cancellation.
 
-mod common;
-mod tools_support;
+use crate::common;
+use crate::tools_support;
 
 use common::Sandbox;
 use serde_json::{json, Value};

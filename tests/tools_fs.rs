@@ -2,8 +2,8 @@
 //! sandbox (and, for the strict session rules, through the library's tool pipeline), plus the
 //! pipeline itself: registration, argument validation, exit codes, Lua errors, the sanitizer.
 
-mod common;
-mod tools_support;
+use crate::common;
+use crate::tools_support;
 
 use common::Sandbox;
 use serde_json::{json, Value};
@@ -1029,13 +1029,13 @@ fn ls_errors_and_empty_directories() {
 
 /// A kernel booted in the sandbox and a way to run tools through the real pipeline.
 struct Session {
-    k: fen::kernel::Kernel,
+    k: fen::host::Kernel,
 }
 
 impl Session {
     fn new(sb: &Sandbox) -> Session {
         Session {
-            k: fen::kernel::Kernel::boot(sb.boot_options()).expect("boot kernel"),
+            k: fen::host::Kernel::boot(sb.boot_options()).expect("boot kernel"),
         }
     }
     fn strict(&self, on: bool) {
@@ -1046,7 +1046,7 @@ impl Session {
             .expect("set_strict");
     }
     fn run(&self, name: &str, args: Value) -> fen::kernel::tools::ToolOutcome {
-        fen::runtime::block_on(fen::kernel::tools::run_tool(
+        fen::cmd::block_on(fen::kernel::tools::run_tool(
             &self.k.lua,
             &self.k.inner,
             name,

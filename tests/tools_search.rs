@@ -1,8 +1,8 @@
 //! The built-in grep and find tools through the real `fen tool` binary, in sandbox trees with
 //! .gitignore/.ignore files, hidden directories, binaries, symlinks and loops.
 
-mod common;
-mod tools_support;
+use crate::common;
+use crate::tools_support;
 
 use common::Sandbox;
 use serde_json::json;

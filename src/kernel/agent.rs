@@ -6,9 +6,9 @@
 //! Conversation messages are canonical Lua tables (contracts/types.toml) kept in one Lua array,
 //! so providers, presenters and session backends read them without conversion.
 
-use super::host::{self, Inner};
+use super::convert;
+use super::state::{self, Inner};
 use super::tools::{self, ToolCallContext, ToolOutcome};
-use crate::lua::convert;
 use mlua::{Function, Lua, Table, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -27,6 +27,8 @@ pub struct AgentConfig {
     pub cwd: std::path::PathBuf,
     /// Extra options handed to the provider (`base_url`, `mock_script`, `thinking`, ...).
     pub provider_options: serde_json::Value,
+    /// What a turn answers when no provider is chosen (the CLI words how to set one up).
+    pub no_provider_help: String,
 }
 
 /// The outcome of one submitted user turn.
@@ -125,7 +127,7 @@ fn event(lua: &Lua, ty: &str) -> mlua::Result<Table> {
 }
 
 fn emit(lua: &Lua, inner: &Inner, t: Table) {
-    if let Err(e) = host::emit(lua, inner, t, "kernel") {
+    if let Err(e) = state::emit(lua, inner, t, "kernel") {
         inner.logger.log(
             super::log::Level::Error,
             "kernel",
@@ -494,7 +496,7 @@ async fn step(
         .map(|c| c.spec.clone());
     let Some(spec) = spec else {
         if agent.config.provider.is_empty() {
-            return error_message(lua, agent, crate::session::SETUP_HELP);
+            return error_message(lua, agent, &agent.config.no_provider_help);
         }
         let msg = format!(
             "no provider named '{}' is registered",
@@ -526,12 +528,12 @@ async fn step(
             _ => None,
         };
         let delta: Option<String> = ev.get("delta")?;
-        host::emit(lua, &i, ev, "provider")?;
+        state::emit(lua, &i, ev, "provider")?;
         if let (Some(twin), Some(delta)) = (presenter_twin, delta) {
             let t = lua.create_table()?;
             t.set("type", twin)?;
             t.set("delta", delta)?;
-            host::emit(lua, &i, t, "kernel")?;
+            state::emit(lua, &i, t, "kernel")?;
         }
         Ok(())
     })?;
@@ -615,14 +617,14 @@ fn normalize_assistant(lua: &Lua, agent: &Agent, m: Table) -> mlua::Result<Table
 fn system_prompt(inner: &Inner, agent: &Agent) -> String {
     match &agent.config.system_override {
         Some(base) => {
-            let rest = host::assemble_prompt_without(inner, "base");
+            let rest = state::assemble_prompt_without(inner, "base");
             if rest.is_empty() {
                 base.clone()
             } else {
                 format!("{base}\n\n{rest}")
             }
         }
-        None => host::assemble_prompt(inner),
+        None => state::assemble_prompt(inner),
     }
 }
 
@@ -800,7 +802,7 @@ fn mutated_paths(call: &Call) -> Vec<String> {
     paths
         .into_iter()
         .map(|p| {
-            let full = crate::lua::native::expand_path(&p);
+            let full = crate::native::fs::expand_path(&p);
             std::fs::canonicalize(&full)
                 .unwrap_or(full)
                 .to_string_lossy()

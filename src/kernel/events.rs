@@ -1,6 +1,6 @@
 //! The event bus's subscriber table: `api.on(type, fn)` subscriptions, tagged with their owner,
 //! with a per-type cache of who to call so that emitting (100,000 stream deltas a turn) does
-//! not rebuild the list each time. Delivery and validation live in `host::emit`.
+//! not rebuild the list each time. Delivery and validation live in `state::emit`.
 
 use super::contracts::{contracts, Contract};
 use mlua::Function;

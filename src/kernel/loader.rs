@@ -161,7 +161,7 @@ impl Location {
     }
 }
 
-/// Code of one extension file, ready for `crate::lua::vm::load_code`.
+/// Code of one extension file, ready for `crate::host::vm::load_code`.
 #[derive(Debug, Clone)]
 pub enum Code {
     /// Source read from disk (user extensions, `--extension-root`).

@@ -3,17 +3,19 @@
 
 pub mod agent;
 pub mod contracts;
+pub mod convert;
 pub mod events;
-pub mod host;
 pub mod loader;
 pub mod log;
 pub mod prompt;
 pub mod registry;
 pub mod sessions;
 pub mod settings;
+pub mod state;
+pub mod suggest;
 pub mod tools;
 
-pub use host::{BootOptions, ExtensionRecord, Kernel, ReloadReport, Status};
+pub use state::{ExtensionRecord, ReloadReport, Status};
 
 /// An extension record as JSON (`fen list extensions --json`, `api.kernel.extensions()`).
 pub fn extension_json(r: &ExtensionRecord) -> serde_json::Value {

@@ -3,8 +3,8 @@
 //! (`/new`, `/resume`), close. History is loaded into the agent's conversation.
 
 use super::agent::{Agent, Persistence};
-use super::host::Inner;
-use crate::lua::convert;
+use super::convert;
+use super::state::Inner;
 use mlua::{Function, Lua, Table, Value};
 
 /// What to open.

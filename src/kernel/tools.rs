@@ -3,8 +3,8 @@
 //! or raises into a canonical result, and sanitize every text block. Whatever happens, the
 //! caller gets exactly one result.
 
-use super::host::Inner;
-use crate::lua::convert;
+use super::convert;
+use super::state::Inner;
 use crate::native::sanitize;
 use mlua::{Function, Lua, Table, Value};
 use tokio_util::sync::CancellationToken;
@@ -161,7 +161,7 @@ pub async fn run_tool(
             .iter()
             .filter_map(|c| c.name.clone())
             .collect();
-        let hint = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
+        let hint = crate::kernel::suggest::did_you_mean(name, names.iter().map(String::as_str))
             .map(|s| format!(" (did you mean {s}?)"))
             .unwrap_or_default();
         return ToolOutcome::error(format!(

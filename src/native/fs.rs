@@ -369,6 +369,18 @@ fn sync_dir(dir: &Path) {
     }
 }
 
+/// Expands `~` and `~/...` to the home directory; other paths are returned as given (relative
+/// paths resolve against the process working directory, which is the session's).
+pub fn expand_path(path: &str) -> std::path::PathBuf {
+    if path == "~" || path.starts_with("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return std::path::PathBuf::from(home)
+                .join(path.trim_start_matches('~').trim_start_matches('/'));
+        }
+    }
+    std::path::PathBuf::from(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

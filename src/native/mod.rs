@@ -1,5 +1,5 @@
 //! Native modules: pure Rust cores (no Lua) that the Lua extensions call through the bindings
-//! in `crate::lua::native`.
+//! in `crate::host::native`.
 
 pub mod edit;
 pub mod filetype;

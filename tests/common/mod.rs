@@ -97,8 +97,8 @@ impl Sandbox {
         serde_json::from_slice(&out.stdout).expect("fen printed JSON")
     }
     /// Library boot options equivalent to what `fen` would use in this sandbox.
-    pub fn boot_options(&self) -> fen::kernel::BootOptions {
-        fen::kernel::BootOptions {
+    pub fn boot_options(&self) -> fen::host::BootOptions {
+        fen::host::BootOptions {
             discovery: fen::kernel::loader::DiscoveryConfig {
                 explicit: Vec::new(),
                 overlay: None,
@@ -136,4 +136,9 @@ pub fn find<'a>(rows: &'a serde_json::Value, key: &str, name: &str) -> Vec<&'a s
         .iter()
         .filter(|r| r[key] == name)
         .collect()
+}
+
+/// Runs a slash command to completion on a booted kernel (a runtime for the one call).
+pub fn run_command(k: &fen::host::Kernel, line: &str) -> Result<Option<String>, String> {
+    fen::cmd::block_on(k.run_command(line)).map_err(|e| e.to_string())?
 }

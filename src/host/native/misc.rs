@@ -1,6 +1,6 @@
 //! Small natives: JSON (serde_json) and a cancellable sleep.
 
-use crate::lua::convert;
+use crate::kernel::convert;
 use mlua::{Lua, Table, Value};
 
 /// `native.json`: `decode(text) -> value | nil, err`, `encode(value) -> text` (keys sorted,

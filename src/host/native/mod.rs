@@ -133,24 +133,14 @@ pub(crate) fn success(value: Table) -> mlua::Result<(Value, Value)> {
     Ok((Value::Table(value), Value::Nil))
 }
 
-/// Expands `~` and `~/...` to the home directory; other paths are returned as given (relative
-/// paths resolve against the process working directory, which is the session's).
-pub fn expand_path(path: &str) -> std::path::PathBuf {
-    if path == "~" || path.starts_with("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return std::path::PathBuf::from(home)
-                .join(path.trim_start_matches('~').trim_start_matches('/'));
-        }
-    }
-    std::path::PathBuf::from(path)
-}
+pub use crate::native::fs::expand_path;
 
 #[cfg(test)]
 mod tests {
     /// The module tables are made on first access, once; `pairs` lists every field.
     #[test]
     fn native_fields_are_made_on_first_use_and_listed_by_pairs() {
-        let lua = crate::lua::vm::new_state().unwrap();
+        let lua = crate::host::vm::new_state().unwrap();
         let out: String = lua
             .load(
                 r#"

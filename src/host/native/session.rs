@@ -2,7 +2,7 @@
 //! (one writer per session) until `close()` or until it is collected.
 
 use super::{blocking, failure, success};
-use crate::lua::convert;
+use crate::kernel::convert;
 use crate::native::jsonl::{self, SessionWriter};
 use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataMethods, Value};
 use std::path::PathBuf;

@@ -1,13 +1,13 @@
 //! `fen session list|show|doctor`: look at, check and repair stored sessions without running
 //! an agent. Works on the JSONL store directly (`crate::native::jsonl`).
 
-use crate::cli::SessionCommand;
+use crate::cmd::cli::SessionCommand;
 use crate::native::jsonl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn sessions_dir() -> anyhow::Result<PathBuf> {
-    Ok(crate::lua::native::session::dir_for(
+    Ok(crate::host::native::session::dir_for(
         &std::env::current_dir()?,
     ))
 }
@@ -91,7 +91,7 @@ fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {
     }
     sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.path.cmp(&a.path)));
     if json {
-        crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&sessions)?))?;
+        crate::cmd::stdout(&format!("{}\n", serde_json::to_string_pretty(&sessions)?))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = String::new();
@@ -110,7 +110,7 @@ fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {
             "no sessions yet in this directory (fen session list --all shows every directory's)\n",
         );
     }
-    crate::runtime::stdout(&out)?;
+    crate::cmd::stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -152,7 +152,7 @@ fn show(id: &str, tail: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|r| Ok(report.value(r)?["message"].take()))
             .collect::<anyhow::Result<Vec<serde_json::Value>>>()?;
-        crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+        crate::cmd::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = format!("session {}\n", path.display());
@@ -196,7 +196,7 @@ fn show(id: &str, tail: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
             path.display()
         ));
     }
-    crate::runtime::stdout(&out)?;
+    crate::cmd::stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -221,7 +221,7 @@ fn doctor(path: &Path, repair: bool, json: bool) -> anyhow::Result<ExitCode> {
             v["report_path"] = serde_json::json!(r.report_path);
             v["changes"] = serde_json::to_value(&r.changes)?;
         }
-        crate::runtime::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+        crate::cmd::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
     } else {
         let mut out = String::new();
         if healthy {
@@ -248,7 +248,7 @@ fn doctor(path: &Path, repair: bool, json: bool) -> anyhow::Result<ExitCode> {
                 r.report_path.display()
             ));
         }
-        crate::runtime::stdout(&out)?;
+        crate::cmd::stdout(&out)?;
     }
     Ok(if healthy {
         ExitCode::SUCCESS

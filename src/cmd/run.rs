@@ -1,10 +1,10 @@
 //! A session run from the command line: pick the provider and the presenter, create the agent,
 //! and hand control to the presenter (`fen -p`, `fen --mode json`).
 
-use crate::cli::{Cli, Mode};
+use crate::cmd::cli::{Cli, Mode};
 use crate::kernel::agent::{Agent, AgentConfig};
+use crate::kernel::convert;
 use crate::kernel::sessions;
-use crate::lua::convert;
 use mlua::{Function, Table, Value};
 use std::io::Read;
 use std::process::ExitCode;
@@ -46,12 +46,12 @@ fn settings_defaults() -> SettingsDefaults {
             .map(str::to_string)
     };
     let thinking = get("thinking", "defaultThinkingLevel").filter(|level| {
-        let known = crate::cli::THINKING_LEVELS.contains(&level.as_str());
+        let known = crate::cmd::cli::THINKING_LEVELS.contains(&level.as_str());
         if !known {
             eprintln!(
                 "fen: ignoring thinking level {level:?} in {}: use one of {}",
                 path.display(),
-                crate::cli::THINKING_LEVELS.join(", ")
+                crate::cmd::cli::THINKING_LEVELS.join(", ")
             );
         }
         known
@@ -116,7 +116,7 @@ fn resolve_provider(cli: &Cli) -> Option<(String, Option<String>)> {
 }
 
 /// The model when none was named: the provider's first declared model, else a default.
-fn model_for(inner: &crate::kernel::host::Inner, provider: &str) -> String {
+fn model_for(inner: &crate::kernel::state::Inner, provider: &str) -> String {
     let declared = inner
         .registry
         .borrow()
@@ -146,7 +146,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         .filter(|p| !cli.print && cli.mode != Mode::Json && !p.contains(char::is_whitespace))
     {
         let subcommands = ["list", "show", "docs", "tool", "session", "help"];
-        if let Some(s) = crate::suggest::did_you_mean(word, subcommands) {
+        if let Some(s) = crate::kernel::suggest::did_you_mean(word, subcommands) {
             eprintln!("error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'.");
             return Ok(ExitCode::from(2));
         }
@@ -190,7 +190,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         // The session store reads FEN_SESSION_DIR; the flag is its command-line spelling.
         std::env::set_var("FEN_SESSION_DIR", dir);
     }
-    let kernel = crate::runtime::boot(cli)?;
+    let kernel = crate::cmd::boot(cli)?;
     let lua = kernel.lua.clone();
     let inner = kernel.inner.clone();
     if !provider.is_empty() && inner.registry.borrow().get("provider", &provider).is_none() {
@@ -239,6 +239,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         system_override,
         cwd: std::env::current_dir()?,
         provider_options: options,
+        no_provider_help: SETUP_HELP.to_string(),
     };
     let agent = Rc::new(Agent::new(&lua, config).map_err(|e| anyhow::anyhow!("{e}"))?);
     *inner.agent.borrow_mut() = Some(agent.clone());
@@ -252,7 +253,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(sessions::Target::New)
     };
     let opened = match target {
-        Some(t) => crate::runtime::block_on(sessions::open(&lua, &inner, &agent, t, cli.fork))?,
+        Some(t) => crate::cmd::block_on(sessions::open(&lua, &inner, &agent, t, cli.fork))?,
         None => Ok(()),
     };
     if let Err(e) = opened {
@@ -264,7 +265,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         .exec()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
 
-    let code = crate::runtime::block_on(async {
+    let code = crate::cmd::block_on(async {
         let a = agent.clone();
         tokio::task::spawn_local(async move {
             let mut ctrl_c = CtrlC::default();

@@ -1,8 +1,8 @@
 //! Lua state setup: the standard libraries, `require("fen.native")`, and the per-extension
 //! environment whose `require` finds the extension's sibling files first.
 
-use crate::kernel::host::ExtensionRecord;
 use crate::kernel::loader::Code;
+use crate::kernel::state::ExtensionRecord;
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, Table, Value};
 

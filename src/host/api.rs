@@ -17,13 +17,13 @@
 //! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
 //! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()` |
 
-use super::convert;
 use crate::kernel::contracts::contracts;
+use crate::kernel::convert;
 use crate::kernel::events::Handler;
-use crate::kernel::host::{self, ExtensionRecord, Inner};
 use crate::kernel::log::Level;
 use crate::kernel::prompt::{PromptContent, PromptFragment};
 use crate::kernel::registry::Contribution;
+use crate::kernel::state::{self, ExtensionRecord, Inner};
 use mlua::{Function, Lua, Table, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -50,7 +50,7 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
 
     let (i, o) = (inner.clone(), owner.clone());
     let emit = lua.create_function(move |lua, event: Value| match event {
-        Value::Table(t) => host::emit(lua, &i, t, &format!("extension '{o}'")),
+        Value::Table(t) => state::emit(lua, &i, t, &format!("extension '{o}'")),
         other => Err(mlua::Error::runtime(format!(
             "api.emit expects an event table with a 'type' field, got {}",
             other.type_name()
@@ -183,7 +183,7 @@ fn shared(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             let ev = lua.create_table()?;
             ev.set("type", "queued")?;
             ev.set("line", text)?;
-            host::emit(lua, &i, ev, "kernel")
+            state::emit(lua, &i, ev, "kernel")
         })?,
     )?;
     t.set("turn", turn_table(lua, inner)?)?;
@@ -256,7 +256,7 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                         Ok(()) => {
                             let ev = lua.create_table()?;
                             ev.set("type", "reset-conversation")?;
-                            host::emit(&lua, &i, ev, "kernel")?;
+                            state::emit(&lua, &i, ev, "kernel")?;
                             Ok((true, None::<String>))
                         }
                         Err(e) => Ok((false, Some(e))),
@@ -368,7 +368,7 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                             let ev = lua.create_table()?;
                             ev.set("type", "queued")?;
                             ev.set("line", text)?;
-                            host::emit(&lua, &i, ev, "kernel")?;
+                            state::emit(&lua, &i, ev, "kernel")?;
                             out.set("status", "queued")?;
                         }
                     }
@@ -445,7 +445,7 @@ fn register_fn(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Res
         let whose = format!("extension '{owner}' ({file})");
         let Some(contract) = contracts().register_kind(&kind) else {
             let kinds = contracts().kind_names();
-            let hint = crate::suggest::did_you_mean(&kind, kinds.iter().copied())
+            let hint = crate::kernel::suggest::did_you_mean(&kind, kinds.iter().copied())
                 .map(|s| format!("did you mean '{s}'? "))
                 .unwrap_or_default();
             return Err(mlua::Error::runtime(format!(
@@ -585,7 +585,7 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     t.set(
         "reload",
         lua.create_function(move |lua, ()| {
-            let report = host::reload(lua, &i);
+            let report = super::boot::reload(lua, &i);
             let out = lua.create_table()?;
             out.set("summary", report.summary())?;
             out.set("loaded", report.loaded)?;
@@ -607,7 +607,7 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         lua.create_async_function(move |lua, line: String| {
             let i = i.clone();
             async move {
-                match host::run_command(&lua, &i, &line).await {
+                match state::run_command(&lua, &i, &line).await {
                     Ok(text) => Ok((text, None::<String>)),
                     Err(e) => Ok((None, Some(e))),
                 }

@@ -1,128 +1,18 @@
-//! The kernel host: one Lua state, the registry, the event bus, the prompt fragments and the
-//! extension records; boot, load, reload and dispatch. Lua-facing pieces (`api`, `require`,
-//! `fen.native`) live in `crate::lua`; they call back into the functions here.
+//! Boot and reload: creates the Lua state, discovers extensions, reads their manifests, runs
+//! each entry inside a load transaction with its own `api` table, and commits what it
+//! registered. `Kernel` is the handle the CLI holds.
 
-use super::events::{self, Bus, Handler};
-use super::loader::{self, Candidate, DiscoveryConfig, Location, RootKind};
-use super::log::{Level, Logger};
-use super::prompt::{self, PromptFragment};
-use super::registry::{Contribution, Registry};
-use super::settings::Paths;
-use crate::lua::{api, convert, vm};
-use mlua::{Function, Lua, Table, Value};
-use std::cell::{Cell, RefCell};
+use super::{api, vm};
+use crate::kernel::convert;
+use crate::kernel::loader::{self, Candidate, DiscoveryConfig, RootKind};
+use crate::kernel::log::Level;
+use crate::kernel::settings::Paths;
+use crate::kernel::state::{
+    assemble_prompt, emit, ExtensionRecord, Inner, LoadTxn, ReloadReport, Status,
+};
+use mlua::{Lua, Table, Value};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
-
-/// How an extension ended up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Loaded,
-    Disabled,
-    MissingDeps,
-    Error,
-    Shadowed,
-    /// Found and enabled, not yet run (only during boot and reload).
-    Pending,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Loaded => "loaded",
-            Status::Disabled => "disabled",
-            Status::MissingDeps => "missing-deps",
-            Status::Error => "error",
-            Status::Shadowed => "shadowed",
-            Status::Pending => "pending",
-        }
-    }
-}
-
-/// One discovered extension and what became of it.
-#[derive(Debug, Clone)]
-pub struct ExtensionRecord {
-    pub name: String,
-    pub description: Option<String>,
-    pub status: Status,
-    /// Why it is in error, disabled, missing deps or shadowed.
-    pub message: Option<String>,
-    pub root_kind: RootKind,
-    pub root: String,
-    pub rank: usize,
-    pub location: Location,
-    /// The entry file, relative to the extension's directory.
-    pub entry: String,
-    pub first_party: bool,
-    /// For a shadowed copy: the path of the extension that won the name.
-    pub shadowed_by: Option<String>,
-    pub requires_bin: Vec<String>,
-}
-
-impl ExtensionRecord {
-    /// The path shown for this extension (its directory, file, or embedded location).
-    pub fn path(&self) -> String {
-        match &self.location {
-            Location::Dir(d) => d.display().to_string(),
-            Location::File(f) => f.display().to_string(),
-            Location::EmbeddedDir(p) => format!("<embedded>/extensions/{p}"),
-        }
-    }
-    pub fn entry_file(&self) -> String {
-        self.location.display_file(&self.entry)
-    }
-}
-
-/// What one extension contributes while its entry runs; committed only if the entry succeeds,
-/// so a failed load leaves nothing half-registered.
-#[derive(Default)]
-pub struct LoadTxn {
-    pub owner: String,
-    pub contributions: Vec<Contribution>,
-    pub handlers: Vec<Handler>,
-    pub prompts: Vec<PromptFragment>,
-}
-
-/// Everything the kernel shares with the Lua callbacks.
-pub struct Inner {
-    pub registry: RefCell<Registry>,
-    pub bus: RefCell<Bus>,
-    pub prompts: RefCell<Vec<PromptFragment>>,
-    pub extensions: RefCell<Vec<ExtensionRecord>>,
-    pub states: RefCell<HashMap<String, Table>>,
-    pub txn: RefCell<Option<LoadTxn>>,
-    pub discovery: DiscoveryConfig,
-    pub paths: Paths,
-    pub logger: Logger,
-    /// The agent of this run, once a presenter runs one (`api.turn.*` act on it).
-    pub agent: RefCell<Option<Rc<super::agent::Agent>>>,
-    seq: Cell<u64>,
-}
-
-impl Inner {
-    pub fn next_seq(&self) -> u64 {
-        let n = self.seq.get() + 1;
-        self.seq.set(n);
-        n
-    }
-
-    /// The load transaction of `owner`, when its entry is running now.
-    pub fn with_txn<R>(&self, owner: &str, f: impl FnOnce(&mut LoadTxn) -> R) -> Option<R> {
-        let mut txn = self.txn.borrow_mut();
-        match txn.as_mut() {
-            Some(t) if t.owner == owner => Some(f(t)),
-            _ => None,
-        }
-    }
-
-    pub fn record(&self, name: &str) -> Option<ExtensionRecord> {
-        self.extensions
-            .borrow()
-            .iter()
-            .find(|r| r.name == name && r.status != Status::Shadowed)
-            .cloned()
-    }
-}
 
 /// Options for [`Kernel::boot`].
 #[derive(Debug, Clone)]
@@ -150,35 +40,12 @@ impl BootOptions {
                 explicit,
                 overlay,
                 cwd,
-                extensions_path: super::settings::extensions_path_from_env(),
+                extensions_path: crate::kernel::settings::extensions_path_from_env(),
                 config_dir: paths.config_dir.clone(),
                 embedded: true,
             },
             paths,
         }
-    }
-}
-
-/// What a reload did.
-#[derive(Debug, Clone, Default)]
-pub struct ReloadReport {
-    pub loaded: Vec<String>,
-    /// `(extension, error)`; an extension that was loaded before keeps its old contributions.
-    pub errors: Vec<(String, String)>,
-    /// Extensions whose contributions were removed because they are gone or now disabled.
-    pub removed: Vec<String>,
-}
-
-impl ReloadReport {
-    pub fn summary(&self) -> String {
-        let mut s = format!("reloaded {} extension(s)", self.loaded.len());
-        if !self.removed.is_empty() {
-            s.push_str(&format!("; removed {}", self.removed.join(", ")));
-        }
-        for (name, err) in &self.errors {
-            s.push_str(&format!("\nerror in {name}: {err}"));
-        }
-        s
     }
 }
 
@@ -193,19 +60,7 @@ impl Kernel {
     pub fn boot(opts: BootOptions) -> mlua::Result<Kernel> {
         let lua = vm::new_state()?;
         vm::install_lib_searcher(&lua, opts.discovery.overlay.clone())?;
-        let inner = Rc::new(Inner {
-            registry: RefCell::new(Registry::default()),
-            bus: RefCell::new(Bus::default()),
-            prompts: RefCell::new(Vec::new()),
-            extensions: RefCell::new(Vec::new()),
-            states: RefCell::new(HashMap::new()),
-            txn: RefCell::new(None),
-            logger: Logger::new(&opts.paths.state_dir),
-            discovery: opts.discovery,
-            paths: opts.paths,
-            agent: RefCell::new(None),
-            seq: Cell::new(0),
-        });
+        let inner = Rc::new(Inner::new(opts.discovery, opts.paths));
         let kernel = Kernel { lua, inner };
         kernel.reload();
         Ok(kernel)
@@ -250,122 +105,11 @@ impl Kernel {
             .collect()
     }
 
-    /// Runs a slash command line (`/name args`) to completion (outside any runtime). Returns
-    /// the handler's text, if any.
-    pub fn run_command(&self, line: &str) -> Result<Option<String>, String> {
-        crate::runtime::block_on(run_command(&self.lua, &self.inner, line))
-            .map_err(|e| e.to_string())?
+    /// Runs a slash command line (`/name args`) to completion; the caller provides the runtime
+    /// (see `crate::cmd::block_on`). Returns the handler's text, if any.
+    pub async fn run_command(&self, line: &str) -> Result<Option<String>, String> {
+        crate::kernel::state::run_command(&self.lua, &self.inner, line).await
     }
-}
-
-pub fn assemble_prompt(inner: &Inner) -> String {
-    assemble_prompt_without(inner, "")
-}
-
-/// The prompt without the fragment whose id is `skip` (`--system` replaces the `base` one).
-pub fn assemble_prompt_without(inner: &Inner, skip: &str) -> String {
-    let fragments: Vec<PromptFragment> = inner
-        .prompts
-        .borrow()
-        .iter()
-        .filter(|f| f.id != skip)
-        .cloned()
-        .collect();
-    prompt::assemble(&fragments, |owner, id, err| {
-        inner.logger.log(
-            Level::Error,
-            owner,
-            &format!("prompt fragment {id} failed: {err}"),
-        );
-    })
-}
-
-/// Dispatches `/name args` to the active command of that name. Handlers may wait (they run
-/// as coroutines); one marked `idle_only` is refused while the agent is busy.
-pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String>, String> {
-    let line = line.trim();
-    let body = line.strip_prefix('/').unwrap_or(line);
-    let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-    let handler: Option<Function> = {
-        let registry = inner.registry.borrow();
-        registry
-            .get("command", name)
-            .and_then(|c| c.spec.get::<Function>("handler").ok())
-    };
-    let Some(handler) = handler else {
-        let names: Vec<String> = {
-            let registry = inner.registry.borrow();
-            registry
-                .active("command")
-                .iter()
-                .filter_map(|c| c.name.clone())
-                .collect()
-        };
-        let hint = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
-            .map(|s| format!(" (did you mean /{s}?)"))
-            .unwrap_or_else(|| " (try /help)".to_string());
-        return Err(format!("unknown command: /{name}{hint}"));
-    };
-    let ctx = lua.create_table().map_err(|e| e.to_string())?;
-    match handler.call_async::<Value>((args.trim(), ctx)).await {
-        Ok(Value::String(s)) => Ok(Some(s.to_string_lossy())),
-        Ok(_) => Ok(None),
-        Err(e) => Err(format!("/{name} failed: {}", convert::error_parts(&e).0)),
-    }
-}
-
-/// Validates an event against its contract (when it has one) and delivers it to every
-/// subscriber. A handler that raises does not stop delivery; it produces `extension-error`
-/// (never for an `extension-error` handler, so errors cannot loop).
-pub fn emit(lua: &Lua, inner: &Inner, event: Table, emitter: &str) -> mlua::Result<()> {
-    let ty_value = event.get::<Value>("type")?;
-    let Value::String(ty_lua) = &ty_value else {
-        return Err(mlua::Error::runtime(format!(
-            "{emitter} emitted an event without a string 'type' (got {})",
-            ty_value.type_name()
-        )));
-    };
-    let ty_str = ty_lua.to_str()?;
-    let ty: &str = &ty_str;
-    // The kernel's own events are built by tested code; what extensions emit is checked.
-    if emitter != "kernel" {
-        if let Some(contract) = events::event_contract(ty) {
-            if let Err((field, msg)) = convert::validate_table(contract, &event) {
-                return Err(mlua::Error::runtime(format!(
-                    "{emitter} emitted an invalid '{ty}' event: field '{field}' {msg}"
-                )));
-            }
-        }
-    }
-    let targets = inner.bus.borrow_mut().subscribers(ty);
-    for h in targets.iter() {
-        if let Err(err) = h.func.call::<()>(&event) {
-            let (message, traceback) = convert::error_parts(&err);
-            if ty == "extension-error" {
-                inner.logger.log(
-                    Level::Error,
-                    &h.owner,
-                    &format!("extension-error handler failed: {message}"),
-                );
-                continue;
-            }
-            inner.logger.log(
-                Level::Error,
-                &h.owner,
-                &format!("handler for {ty} failed: {message}"),
-            );
-            let report = lua.create_table()?;
-            report.set("type", "extension-error")?;
-            report.set("owner", h.owner.as_str())?;
-            report.set("event", ty)?;
-            report.set("error", message)?;
-            if let Some(tb) = traceback {
-                report.set("traceback", tb)?;
-            }
-            emit(lua, inner, report, "kernel")?;
-        }
-    }
-    Ok(())
 }
 
 /// Reads a candidate's manifest (a Lua file returning a table, run with no globals).

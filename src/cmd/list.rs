@@ -1,0 +1,99 @@
+//! `fen list [tools|commands|providers|extensions|events|kinds|models] [--json]`.
+
+use super::{boot, cli::Cli, cli::ListWhat, print_json, stdout};
+use crate::host::Kernel;
+use crate::kernel::contracts::{self, contracts};
+use crate::kernel::extension_json;
+use std::process::ExitCode;
+
+pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<ExitCode> {
+    let c = contracts();
+    let rows: Vec<serde_json::Value> = match what {
+        ListWhat::Events => c.events().entries.iter().map(contract_json).collect(),
+        ListWhat::Kinds => c
+            .register_kinds()
+            .entries
+            .iter()
+            .map(contract_json)
+            .collect(),
+        ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
+        ListWhat::Models => models_json(&boot(cli)?),
+        other => {
+            let kind = other.register_kind().unwrap_or("tool");
+            boot(cli)?.list_json(kind)
+        }
+    };
+    if json {
+        print_json(&serde_json::Value::Array(rows))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let s = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let line = match what {
+            ListWhat::Events | ListWhat::Kinds => format!("{:<26} {}", s("name"), s("summary")),
+            ListWhat::Models => format!("{}/{}", s("provider"), s("id")),
+            ListWhat::Extensions => {
+                let msg = s("message");
+                let tail = if msg.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({msg})")
+                };
+                format!(
+                    "{:<22} {:<12} {:<9} {}{tail}",
+                    s("name"),
+                    s("status"),
+                    s("root_kind"),
+                    s("path")
+                )
+            }
+            _ => {
+                let desc = s("description").lines().next().unwrap_or("");
+                let shadow = match row.get("shadowed_by").and_then(|v| v.as_str()) {
+                    Some(by) => format!("  [shadowed by {by}]"),
+                    None => String::new(),
+                };
+                let name = row.get("name").and_then(|v| v.as_str()).unwrap_or("-");
+                format!("{:<20} {:<18} {desc}{shadow}", name, s("owner"))
+            }
+        };
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every model the active providers declare (their optional `models` list), as
+/// `{provider, id, context_window, max_output_tokens, reasoning}`.
+fn models_json(kernel: &Kernel) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for p in kernel.list_json("provider") {
+        if !p["shadowed_by"].is_null() {
+            continue;
+        }
+        for m in p["models"].as_array().into_iter().flatten() {
+            let mut m = m.clone();
+            if let Some(obj) = m.as_object_mut() {
+                obj.insert("provider".into(), p["name"].clone());
+            }
+            out.push(m);
+        }
+    }
+    out
+}
+
+pub(super) fn contract_json(c: &contracts::Contract) -> serde_json::Value {
+    serde_json::json!({
+        "name": c.name,
+        "summary": c.summary,
+        "fields": c.fields.iter().map(|f| serde_json::json!({
+            "name": f.name, "type": f.ty, "required": f.required, "summary": f.summary,
+            "values": f.values, "value": f.value, "signature": f.signature, "default": f.default,
+        })).collect::<Vec<_>>(),
+        "members": c.members.iter().map(|m| serde_json::json!({
+            "name": m.name, "kind": m.kind, "summary": m.summary,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,89 @@
+//! The CLI: parse the command line, boot the kernel when the command needs it, dispatch to
+//! one module per subcommand. The top layer: it may use everything below (host, kernel,
+//! native); nothing below uses it.
+
+pub mod cli;
+mod docs;
+mod list;
+pub mod run;
+pub mod session;
+mod show;
+mod tool;
+
+use crate::host::{BootOptions, Kernel};
+use crate::kernel::Status;
+use clap::Parser;
+use cli::{Cli, Command, ShowWhat};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// The process entry point.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("fen: {err:#}");
+            ExitCode::from(1)
+        }
+    };
+    // No process group fen started outlives it.
+    crate::native::process::terminate_all_groups();
+    code
+}
+
+/// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.
+pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    Ok(local.block_on(&rt, fut))
+}
+
+pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
+    let cwd = std::env::current_dir()?;
+    let opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
+    let kernel =
+        Kernel::boot(opts).map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
+    for r in kernel.extensions() {
+        if r.status == Status::Error {
+            eprintln!(
+                "fen: extension '{}' failed to load: {}",
+                r.name,
+                r.message.as_deref().unwrap_or("?")
+            );
+        }
+    }
+    Ok(kernel)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        None => run::run(&cli),
+        Some(Command::List { what, json }) => list::list(&cli, *what, *json),
+        Some(Command::Show {
+            what: ShowWhat::Contract { name, json },
+        }) => show::show_contract(name, *json),
+        Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
+        Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),
+        Some(Command::Session { what }) => {
+            if let Some(dir) = &cli.session_dir {
+                std::env::set_var("FEN_SESSION_DIR", dir);
+            }
+            session::run(what)
+        }
+    }
+}
+
+/// Writes to stdout; a reader that went away (`fen list | head`) is not an error.
+pub(crate) fn stdout(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+    stdout(&format!("{}\n", serde_json::to_string_pretty(v)?))
+}

@@ -1,0 +1,47 @@
+//! `fen tool NAME ARGS`: run one tool headlessly through the whole pipeline and print its
+//! result as JSON.
+
+use super::{block_on, boot, cli::Cli, stdout};
+use std::process::ExitCode;
+
+/// `fen tool NAME ARGS`: exit 0 when the tool ran (even if its result is an error), 2 when it
+/// could not run (unknown tool, arguments that are not JSON or do not fit the schema).
+pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode> {
+    let args: serde_json::Value = match serde_json::from_str(args) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fen: tool arguments are not valid JSON ({e}); pass one JSON object, e.g. '{{\"path\": \"README.md\"}}'");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let kernel = boot(cli)?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let outcome = block_on(async {
+        let watcher = cancel.clone();
+        tokio::task::spawn_local(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                watcher.cancel();
+            }
+        });
+        let ctx = crate::kernel::tools::ToolCallContext {
+            tool_call_id: None,
+            cancel: cancel.clone(),
+        };
+        crate::kernel::tools::run_tool(&kernel.lua, &kernel.inner, name, args, ctx).await
+    })?;
+    let mut line = outcome.to_json_string();
+    line.push('\n');
+    stdout(&line)?;
+    if !outcome.ran {
+        eprintln!(
+            "fen: {}",
+            outcome
+                .content
+                .first()
+                .map(String::as_str)
+                .unwrap_or("the tool did not run")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}

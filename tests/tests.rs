@@ -1,0 +1,31 @@
+//! The integration tests, as one test binary (as ripgrep does): one link instead of one per
+//! file, and shared helpers (`common`, `support`, `tools_support`) compiled once. Files that
+//! change process-global state (environment variables, every live process group) stay
+//! separate targets in Cargo.toml: native_http_proxy, native_sanitize, native_process_exit,
+//! jsonl_kill.
+
+mod common;
+mod support;
+mod tools_support;
+
+mod agent_loop;
+mod agent_queues;
+mod cli;
+mod compaction;
+mod fake_llm_selftest;
+mod kernel_loader;
+mod kernel_runtime;
+mod native_edit;
+mod native_filetype;
+mod native_http;
+mod native_jsonl;
+mod native_process;
+mod native_search;
+mod native_sse;
+mod native_truncate;
+mod providers;
+mod sessions;
+mod stdio_presenter;
+mod tools_bash;
+mod tools_fs;
+mod tools_search;
