@@ -41,10 +41,10 @@ fn an_error_turn_stays_in_the_transcript_but_is_not_sent_again() {
     let s = Sandbox::new();
     let (k, a) = boot_with_agent(&s, ECHO_CONTEXT);
     let r1 = fen::cmd::block_on(agent::run_turn(&k.lua, &k.inner, &a, "one")).unwrap();
-    assert_eq!(r1.status, "error");
+    assert_eq!(r1.status.as_str(), "error");
     assert_eq!(r1.error.as_deref(), Some("first call fails"));
     let r2 = fen::cmd::block_on(agent::run_turn(&k.lua, &k.inner, &a, "two")).unwrap();
-    assert_eq!(r2.status, "ok");
+    assert_eq!(r2.status.as_str(), "ok");
     assert_eq!(r2.text.as_deref(), Some("user:one user:two"));
     // The transcript keeps the failed assistant turn.
     assert_eq!(a.messages.raw_len(), 4);
@@ -65,7 +65,7 @@ end"#;
     a.enqueue("steering", "steer me".into()).unwrap();
     a.enqueue("follow-up", "and then this".into()).unwrap();
     let r = fen::cmd::block_on(agent::run_turn(&k.lua, &k.inner, &a, "start")).unwrap();
-    assert_eq!(r.status, "ok");
+    assert_eq!(r.status.as_str(), "ok");
     // Steering came before the first call; the follow-up ran after the natural stop (turn 3).
     assert_eq!(
         r.text.as_deref(),
@@ -93,7 +93,7 @@ fn history_with_a_missing_result_or_an_orphan_result_is_repaired_before_sending(
         )
         .eval()
         .unwrap();
-    let ctx = agent::provider_context(&k.lua, &history).unwrap();
+    let ctx = agent::context::provider_context(&k.lua, &history).unwrap();
     let summary: Vec<String> = ctx
         .sequence_values::<mlua::Table>()
         .map(|m| {

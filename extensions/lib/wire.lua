@@ -18,11 +18,19 @@ function M.known(kind)
 end
 
 --- The provider spec for protocol `kind` (an error when it is not one of MODULES).
+--- Phrases (lower case) in a provider's error text that mean "the request is larger than the
+--- model's context window": the loop then compacts and retries once. Spelled by OpenAI,
+--- Anthropic and the common compatible servers.
+M.CONTEXT_OVERFLOW = {
+  "context_length_exceeded", "context length", "context window", "prompt is too long",
+  "too many tokens", "maximum context",
+}
+
 function M.spec(api, kind, cfg)
   local module = MODULES[kind]
   if not module then error(string.format("unknown provider api %q", tostring(kind)), 2) end
   local real
-  local spec = { name = cfg.name, api = kind }
+  local spec = { name = cfg.name, api = kind, context_overflow = M.CONTEXT_OVERFLOW }
   for _, f in ipairs(FUNCTIONS) do
     spec[f] = function(...)
       real = real or require(module)(api, cfg)

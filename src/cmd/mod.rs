@@ -42,6 +42,8 @@ pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
 }
 
 pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
+    // From here on Lua code runs: Ctrl-C must be able to stop it.
+    install_interrupt_handler();
     let cwd = std::env::current_dir()?;
     let opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
     let kernel =
@@ -86,4 +88,14 @@ pub(crate) fn stdout(text: &str) -> anyhow::Result<()> {
 
 pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
     stdout(&format!("{}\n", serde_json::to_string_pretty(v)?))
+}
+
+/// On SIGINT, asks whatever Lua code runs now to stop (an extension looping forever cannot
+/// be reached by the runtime's own Ctrl-C handling, which needs the Lua thread). tokio's
+/// handler for the same signal keeps working beside it.
+fn install_interrupt_handler() {
+    // SAFETY: the action only bumps an atomic counter, which is async-signal-safe.
+    let _ = unsafe {
+        signal_hook_registry::register(libc::SIGINT, crate::kernel::calls::interrupt)
+    };
 }

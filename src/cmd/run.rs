@@ -216,6 +216,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         eprintln!("fen: the {presenter} presenter is not loaded (see `fen list extensions`)");
         return Ok(ExitCode::from(1));
     };
+    *inner.presenter.borrow_mut() = Some(presenter.to_string());
     let model = model.unwrap_or_else(|| model_for(&inner, &provider));
     let mut options = serde_json::json!({});
     if let Some(url) = &cli.base_url {
@@ -267,11 +268,15 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
 
     let code = crate::cmd::block_on(async {
         let a = agent.clone();
+        let i = inner.clone();
         tokio::task::spawn_local(async move {
             let mut ctrl_c = CtrlC::default();
             while tokio::signal::ctrl_c().await.is_ok() {
                 match ctrl_c.press(a.is_busy(), std::time::Instant::now()) {
-                    CtrlCAction::CancelTurn => a.cancel(),
+                    CtrlCAction::CancelTurn => {
+                        a.cancel();
+                        crate::kernel::state::cancel_foreground(&i);
+                    }
                     CtrlCAction::Hint => {
                         eprintln!("\nfen: press Ctrl-C again to quit (Ctrl-D also quits)")
                     }
@@ -306,8 +311,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             }
             let run: Function = spec.get("run")?;
             match run.call_async::<Value>(ctx.clone()).await {
-                Ok(Value::Integer(n)) => (n as u8, None),
-                Ok(Value::Number(n)) => (n as u8, None),
+                Ok(Value::Integer(n)) => (exit_status(n), None),
+                Ok(Value::Number(n)) => (exit_status(n as i64), None),
                 Ok(_) => (0, None),
                 Err(e) => (1, Some(convert::error_parts(&e).0)),
             }
@@ -397,4 +402,10 @@ mod tests {
             CtrlCAction::Hint
         );
     }
+}
+
+/// A presenter's exit status as a process status: 0-255 as given; anything else is a failure
+/// (1), never a silently wrapped value (256 would become 0, success).
+fn exit_status(n: i64) -> u8 {
+    u8::try_from(n).unwrap_or(1)
 }

@@ -152,7 +152,7 @@ return function(shared, name, first_party, register, on, emit, log, prompt, stat
   return {
     name = name, first_party = first_party, register = register, on = on, emit = emit,
     log = log, prompt = prompt, list = shared.list, state = state, load = load,
-    turn = copy(shared.turn), session = session, enqueue = shared.enqueue,
+    turn = copy(shared.turn), session = session, enqueue = shared.enqueue, ui = copy(shared.ui),
     kernel = first_party and copy(shared.kernel) or nil,
   }
 end
@@ -187,6 +187,7 @@ fn shared(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         })?,
     )?;
     t.set("turn", turn_table(lua, inner)?)?;
+    t.set("ui", ui_table(lua, inner)?)?;
     t.set("session", session_table(lua, inner)?)?;
     t.set("kernel", kernel_table(lua, inner)?)?;
     t.set(
@@ -337,6 +338,24 @@ fn no_agent() -> mlua::Error {
     )
 }
 
+/// `api.ui`: `notify(text)`, `select(title, items) -> index|nil`, `prompt(question, default)
+/// -> text|nil`. Async: the calling coroutine waits for the active presenter's answer; a
+/// presenter that cannot ask (print, json) answers `nil, "no user"` at once.
+fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    for name in ["notify", "select", "prompt"] {
+        let i = inner.clone();
+        t.set(
+            name,
+            lua.create_async_function(move |lua, args: mlua::MultiValue| {
+                let i = i.clone();
+                async move { crate::kernel::ui::call_presenter(&lua, &i, name, args).await }
+            })?,
+        )?;
+    }
+    Ok(t)
+}
+
 /// `api.turn`: `submit(text, {when_busy = "reject" | "steering" | "follow-up"})` runs a user
 /// turn and returns `{status = "ok" | "cancelled" | "error" | "queued" | "rejected", text,
 /// error}`; `cancel()` cancels the running turn; `busy()` tells whether one runs.
@@ -375,7 +394,7 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                     return Ok(out);
                 }
                 let r = crate::kernel::agent::run_turn(&lua, &i, &agent, &text).await;
-                out.set("status", r.status)?;
+                out.set("status", r.status.as_str())?;
                 out.set("text", r.text)?;
                 out.set("error", r.error)?;
                 Ok(out)
@@ -386,9 +405,7 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     t.set(
         "cancel",
         lua.create_function(move |_, ()| {
-            if let Some(a) = i.agent.borrow().as_ref() {
-                a.cancel();
-            }
+            state::cancel_foreground(&i);
             Ok(())
         })?,
     )?;

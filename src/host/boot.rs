@@ -3,6 +3,7 @@
 //! registered. `Kernel` is the handle the CLI holds.
 
 use super::{api, vm};
+use crate::kernel::calls;
 use crate::kernel::convert;
 use crate::kernel::loader::{self, Candidate, DiscoveryConfig, RootKind};
 use crate::kernel::log::Level;
@@ -241,8 +242,26 @@ fn load_extension(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> Result
             mlua::Error::runtime(format!("cannot read entry {}: {e}", rec.entry_file()))
         })?;
         let chunk = vm::load_code(lua, &code, &format!("@{}", rec.entry_file()), Some(&env))?;
-        match chunk.call::<Value>(())? {
-            Value::Function(f) => f.call::<()>(api_table),
+        // The file's top level and its entry function share one budget: an extension that
+        // loops at load time fails alone and the others load.
+        let label = format!("extension '{}'", rec.name);
+        let budget = calls::DEFAULT_BUDGET;
+        let started = std::time::Instant::now();
+        let load = |f: &mlua::Function, args: Value| -> mlua::Result<Value> {
+            let left = budget.saturating_sub(started.elapsed());
+            calls::call_sync::<Value>(lua, f, args, left, &label).map_err(|e| {
+                if calls::is_stop_error(&e) && e.to_string().contains("(infinite loop?)") {
+                    mlua::Error::runtime(format!(
+                        "did not finish loading within {} s (infinite loop?)",
+                        budget.as_secs()
+                    ))
+                } else {
+                    e
+                }
+            })
+        };
+        match load(&chunk, Value::Nil)? {
+            Value::Function(f) => load(&f, Value::Table(api_table)).map(|_| ()),
             other => Err(mlua::Error::runtime(format!(
                 "{} must return function(api) ... end, got {}",
                 rec.entry_file(),

@@ -19,6 +19,8 @@ pub fn new_state() -> mlua::Result<Lua> {
     lua.gc_set_mode(mlua::state::GcMode::Generational(
         mlua::state::GcGenParams::default(),
     ));
+    // Every N instructions: is the running call cancelled, interrupted or out of time?
+    crate::kernel::calls::install_hook(&lua)?;
     let preload: Table = lua.globals().get::<Table>("package")?.get("preload")?;
     preload.set(
         "fen.native",

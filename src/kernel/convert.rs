@@ -34,17 +34,179 @@ fn shape_of_non_string(v: &Value) -> Shape<'static> {
     }
 }
 
-fn serde_options() -> mlua::serde::DeserializeOptions {
-    mlua::serde::DeserializeOptions::new()
-        .deny_unsupported_types(false)
-        .deny_recursive_tables(false)
-        .sort_keys(true)
+/// Why a Lua value cannot become JSON: the path of the bad value (Lua indices, 1-based) and
+/// what is wrong with it, e.g. `messages[3].content[1].text: invalid UTF-8 at byte 499`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct ConvertError {
+    pub path: String,
+    pub problem: String,
 }
 
-/// A Lua value as JSON, functions and other non-data values left out, keys sorted.
-pub fn lua_to_json(lua: &Lua, value: Value) -> serde_json::Value {
-    lua.from_value_with::<serde_json::Value>(value, serde_options())
-        .unwrap_or(serde_json::Value::Null)
+/// How deep a value may nest before it is refused (a guard against runaway structures).
+const MAX_DEPTH: usize = 128;
+
+/// A Lua value as JSON, keys sorted. Raises (never a silent `null`) on anything JSON cannot
+/// hold: a string that is not UTF-8, a cycle, a function or other non-data value, a key that is
+/// neither a string nor an integer, NaN or infinity. `native.json.null` becomes `null`.
+pub fn lua_to_json(lua: &Lua, value: &Value) -> Result<serde_json::Value, ConvertError> {
+    Walk::new(lua, false).value(value)
+}
+
+/// Like [`lua_to_json`], but functions (and other non-data values) inside tables are left out
+/// instead of refused: the data fields of a register spec, for listings.
+pub fn lua_data_to_json(lua: &Lua, value: &Value) -> Result<serde_json::Value, ConvertError> {
+    Walk::new(lua, true).value(value)
+}
+
+/// One conversion: where it is (`path`), the tables on the way there (cycle check), and how
+/// an empty table meant as an array is recognised (mlua's array metatable).
+struct Walk {
+    path: String,
+    seen: Vec<*const std::ffi::c_void>,
+    skip_non_data: bool,
+    array_mt: *const std::ffi::c_void,
+}
+
+impl Walk {
+    fn new(lua: &Lua, skip_non_data: bool) -> Walk {
+        Walk {
+            path: String::new(),
+            seen: Vec::new(),
+            skip_non_data,
+            array_mt: lua.array_metatable().to_pointer(),
+        }
+    }
+
+    fn value(&mut self, v: &Value) -> Result<serde_json::Value, ConvertError> {
+        to_json(v, self)
+    }
+}
+
+fn fail(path: &str, problem: impl Into<String>) -> ConvertError {
+    ConvertError {
+        path: if path.is_empty() {
+            "the value".into()
+        } else {
+            path.to_string()
+        },
+        problem: problem.into(),
+    }
+}
+
+fn is_data(v: &Value) -> bool {
+    !matches!(
+        v,
+        Value::Function(_) | Value::Thread(_) | Value::UserData(_) | Value::Error(_)
+    )
+}
+
+fn to_json(value: &Value, w: &mut Walk) -> Result<serde_json::Value, ConvertError> {
+    let path = &w.path;
+    Ok(match value {
+        Value::Nil => serde_json::Value::Null,
+        Value::Boolean(b) => serde_json::Value::Bool(*b),
+        Value::LightUserData(u) if u.0.is_null() => serde_json::Value::Null,
+        Value::Integer(i) => serde_json::Value::from(*i),
+        Value::Number(n) => match serde_json::Number::from_f64(*n) {
+            Some(n) => serde_json::Value::Number(n),
+            None => return Err(fail(path, format!("the number {n} has no JSON form"))),
+        },
+        Value::String(s) => {
+            let bytes = s.as_bytes();
+            match simdutf8::compat::from_utf8(&bytes) {
+                Ok(text) => serde_json::Value::String(text.to_owned()),
+                Err(e) => {
+                    return Err(fail(
+                        path,
+                        format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                    ))
+                }
+            }
+        }
+        Value::Table(t) => table_to_json(t, w)?,
+        other => {
+            return Err(fail(
+                path,
+                format!("a {} cannot become JSON", other.type_name()),
+            ))
+        }
+    })
+}
+
+fn table_to_json(t: &Table, w: &mut Walk) -> Result<serde_json::Value, ConvertError> {
+    let ptr = t.to_pointer();
+    if w.seen.contains(&ptr) {
+        return Err(fail(&w.path, "the table contains itself (a cycle)"));
+    }
+    if w.seen.len() >= MAX_DEPTH {
+        return Err(fail(&w.path, format!("nested deeper than {MAX_DEPTH} levels")));
+    }
+    w.seen.push(ptr);
+    let result = table_body(t, w);
+    w.seen.pop();
+    result
+}
+
+fn table_body(t: &Table, w: &mut Walk) -> Result<serde_json::Value, ConvertError> {
+    let len = t.raw_len();
+    let skip_non_data = w.skip_non_data;
+    let marked_array = t.metatable().is_some_and(|m| m.to_pointer() == w.array_mt);
+    let mut pairs = 0usize;
+    for pair in t.pairs::<Value, Value>() {
+        let (_, v) = pair.map_err(|e| fail(&w.path, e.to_string()))?;
+        if skip_non_data && !is_data(&v) {
+            continue;
+        }
+        pairs += 1;
+    }
+    if marked_array || (len > 0 && pairs == len) {
+        let mut out = Vec::with_capacity(len);
+        let base = w.path.len();
+        for i in 1..=len {
+            let v: Value = t.raw_get(i).map_err(|e| fail(&w.path, e.to_string()))?;
+            if skip_non_data && !is_data(&v) {
+                continue;
+            }
+            w.path.push_str(&format!("[{i}]"));
+            let item = to_json(&v, w);
+            w.path.truncate(base);
+            out.push(item?);
+        }
+        return Ok(serde_json::Value::Array(out));
+    }
+    let mut map = serde_json::Map::new();
+    let base = w.path.len();
+    for pair in t.pairs::<Value, Value>() {
+        let (k, v) = pair.map_err(|e| fail(&w.path, e.to_string()))?;
+        if skip_non_data && !is_data(&v) {
+            continue;
+        }
+        let key = match &k {
+            Value::String(s) => match s.to_str() {
+                Ok(k) => k.to_string(),
+                Err(_) => return Err(fail(&w.path, "a key is not valid UTF-8")),
+            },
+            Value::Integer(i) => i.to_string(),
+            Value::Number(n) if n.fract() == 0.0 && n.is_finite() => (*n as i64).to_string(),
+            other => {
+                return Err(fail(
+                    &w.path,
+                    format!("a {} key cannot become a JSON object key", other.type_name()),
+                ))
+            }
+        };
+        if !w.path.is_empty() {
+            w.path.push('.');
+        }
+        w.path.push_str(&key);
+        let item = to_json(&v, w);
+        w.path.truncate(base);
+        map.insert(key, item?);
+    }
+    // serde_json's map keeps keys sorted (no preserve_order feature): the same text for the
+    // same table, whatever Lua's iteration order.
+    Ok(serde_json::Value::Object(map))
 }
 
 fn lua_serializer(lua: &Lua) -> mlua::serde::Serializer<'_> {
@@ -80,8 +242,8 @@ pub fn json_to_lua(lua: &Lua, value: &serde_json::Value) -> mlua::Result<Value> 
 /// `name`, `kind`, `owner` and `shadowed_by`.
 pub fn contribution_json(lua: &Lua, listed: &Listed<'_>) -> serde_json::Value {
     let c = listed.contribution;
-    let mut obj = match lua_to_json(lua, Value::Table(c.spec.clone())) {
-        serde_json::Value::Object(map) => map,
+    let mut obj = match lua_data_to_json(lua, &Value::Table(c.spec.clone())) {
+        Ok(serde_json::Value::Object(map)) => map,
         _ => serde_json::Map::new(),
     };
     obj.insert("kind".into(), c.kind.clone().into());

@@ -2,6 +2,7 @@
 //! settings. Everything a user might change lives in Lua extensions on top of it.
 
 pub mod agent;
+pub mod calls;
 pub mod contracts;
 pub mod convert;
 pub mod events;
@@ -14,6 +15,7 @@ pub mod settings;
 pub mod state;
 pub mod suggest;
 pub mod tools;
+pub mod ui;
 
 pub use state::{ExtensionRecord, ReloadReport, Status};
 

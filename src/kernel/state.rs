@@ -97,6 +97,13 @@ pub struct Inner {
     pub logger: Logger,
     /// The agent of this run, once a presenter runs one (`api.turn.*` act on it).
     pub agent: RefCell<Option<Rc<super::agent::Agent>>>,
+    /// The presenter running the session (`api.ui.*` and hooks' `ask` go to it).
+    pub presenter: RefCell<Option<String>>,
+    /// Time budget of a synchronous call into an extension (event handlers, panels, status
+    /// items) and of a `before_tool` hook's own running time; settings `handler_budget_ms`.
+    pub handler_budget: Cell<std::time::Duration>,
+    /// Tokens of slash commands running now (Ctrl-C and `api.turn.cancel` stop them too).
+    pub commands: RefCell<Vec<(u64, tokio_util::sync::CancellationToken)>>,
     seq: Cell<u64>,
 }
 
@@ -114,6 +121,9 @@ impl Inner {
             discovery,
             paths,
             agent: RefCell::new(None),
+            presenter: RefCell::new(None),
+            handler_budget: Cell::new(super::calls::DEFAULT_BUDGET),
+            commands: RefCell::new(Vec::new()),
             seq: Cell::new(0),
         }
     }
@@ -188,18 +198,28 @@ pub fn assemble_prompt_without(inner: &Inner, skip: &str) -> String {
 }
 
 /// Dispatches `/name args` to the active command of that name. Handlers may wait (they run
-/// as coroutines); one marked `idle_only` is refused while the agent is busy.
+/// as coroutines, each with a cancellation token of its own that Ctrl-C trips); one marked
+/// `idle_only` is refused while the agent is busy.
 pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String>, String> {
     let line = line.trim();
     let body = line.strip_prefix('/').unwrap_or(line);
     let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-    let handler: Option<Function> = {
+    let found: Option<(Function, bool)> = {
         let registry = inner.registry.borrow();
-        registry
-            .get("command", name)
-            .and_then(|c| c.spec.get::<Function>("handler").ok())
+        registry.get("command", name).and_then(|c| {
+            let idle_only = c
+                .spec
+                .get::<Option<bool>>("idle_only")
+                .ok()
+                .flatten()
+                .unwrap_or(false);
+            c.spec
+                .get::<Function>("handler")
+                .ok()
+                .map(|h| (h, idle_only))
+        })
     };
-    let Some(handler) = handler else {
+    let Some((handler, idle_only)) = found else {
         let names: Vec<String> = {
             let registry = inner.registry.borrow();
             registry
@@ -213,11 +233,35 @@ pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<
             .unwrap_or_else(|| " (try /help)".to_string());
         return Err(format!("unknown command: /{name}{hint}"));
     };
+    let busy = inner.agent.borrow().as_ref().is_some_and(|a| a.is_busy());
+    if idle_only && busy {
+        return Err(format!("/{name} is disabled while the agent is running"));
+    }
     let ctx = lua.create_table().map_err(|e| e.to_string())?;
-    match handler.call_async::<Value>((args.trim(), ctx)).await {
+    let token = tokio_util::sync::CancellationToken::new();
+    let id = inner.next_seq();
+    inner.commands.borrow_mut().push((id, token.clone()));
+    let scope = super::calls::Scope::new(token.clone(), None, &format!("/{name}"));
+    let result =
+        super::calls::call_async::<Value>(lua, &handler, (args.trim(), ctx), scope).await;
+    inner
+        .commands
+        .borrow_mut()
+        .retain(|(n, _)| *n != id);
+    match result {
         Ok(Value::String(s)) => Ok(Some(s.to_string_lossy())),
         Ok(_) => Ok(None),
         Err(e) => Err(format!("/{name} failed: {}", convert::error_parts(&e).0)),
+    }
+}
+
+/// Cancels the running turn and every running command (Ctrl-C, `api.turn.cancel`).
+pub fn cancel_foreground(inner: &Inner) {
+    if let Some(a) = inner.agent.borrow().as_ref() {
+        a.cancel();
+    }
+    for (_, t) in inner.commands.borrow().iter() {
+        t.cancel();
     }
 }
 
@@ -245,8 +289,10 @@ pub fn emit(lua: &Lua, inner: &Inner, event: Table, emitter: &str) -> mlua::Resu
         }
     }
     let targets = inner.bus.borrow_mut().subscribers(ty);
+    let budget = inner.handler_budget.get();
     for h in targets.iter() {
-        if let Err(err) = h.func.call::<()>(&event) {
+        let label = format!("the {ty} handler of {}", h.owner);
+        if let Err(err) = super::calls::call_sync::<()>(lua, &h.func, &event, budget, &label) {
             let (message, traceback) = convert::error_parts(&err);
             if ty == "extension-error" {
                 inner.logger.log(

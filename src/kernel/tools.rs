@@ -169,10 +169,18 @@ pub async fn run_tool(
             names.join(", ")
         ));
     };
-    let schema = spec
+    let schema = match spec
         .get::<Value>("parameters")
-        .map(|v| convert::lua_to_json(lua, v))
-        .unwrap_or_default();
+        .map_err(|e| e.to_string())
+        .and_then(|v| convert::lua_to_json(lua, &v).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            return ToolOutcome::error(format!(
+                "error: the parameters schema of {name} cannot be read: {e}"
+            ))
+        }
+    };
     if let Err(msg) = validate_args(name, &schema, &args) {
         return ToolOutcome::error(msg);
     }
@@ -208,13 +216,20 @@ async fn execute(
     let ctx_table = lua.create_table()?;
     ctx_table.set("tool_call_id", ctx.tool_call_id.clone())?;
     ctx_table.set("tool_name", name)?;
-    // Natives that wait (processes, search) observe the running call's token.
-    lua.set_app_data(ctx.cancel.clone());
-    let value = execute
-        .call_async::<Value>((lua_args, yield_fn, ctx_table))
-        .await;
-    lua.remove_app_data::<CancellationToken>();
-    let value = value?;
+    ctx_table.set("cancelled", {
+        let cancel = ctx.cancel.clone();
+        lua.create_function(move |_, ()| Ok(cancel.is_cancelled()))?
+    })?;
+    // The call runs in a scope of its own: natives that wait (processes, search) observe this
+    // call's token, and the instruction hook stops a runaway loop once it is cancelled.
+    let scope = crate::kernel::calls::Scope::new(ctx.cancel.clone(), None, &format!("tool {name}"));
+    let value = crate::kernel::calls::call_async::<Value>(
+        lua,
+        &execute,
+        (lua_args, yield_fn, ctx_table),
+        scope,
+    )
+    .await?;
     Ok(shape_result(lua, name, value))
 }
 
@@ -269,7 +284,13 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
             }
             if let Ok(details) = t.get::<Value>("details") {
                 if !details.is_nil() {
-                    out.details = convert::lua_to_json(lua, details);
+                    match convert::lua_to_json(lua, &details) {
+                        Ok(d) => out.details = d,
+                        // Details are for presenters; a bad value is reported, not lost silently.
+                        Err(e) => {
+                            out.details = serde_json::json!({"error": format!("details: {e}")})
+                        }
+                    }
                 }
             }
         }

@@ -21,7 +21,11 @@ pub fn json_module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "encode",
-        lua.create_function(|lua, v: Value| Ok(convert::lua_to_json(lua, v).to_string()))?,
+        lua.create_function(|lua, v: Value| {
+            convert::lua_to_json(lua, &v)
+                .map(|j| j.to_string())
+                .map_err(|e| mlua::Error::runtime(format!("json.encode: {e}")))
+        })?,
     )?;
     m.set("null", mlua::LuaSerdeExt::null(lua))?;
     Ok(m)
@@ -31,7 +35,7 @@ pub fn json_module(lua: &Lua) -> mlua::Result<Table> {
 /// running turn is cancelled.
 pub fn sleep_fn(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_async_function(|lua, ms: f64| async move {
-        let cancel = super::cancel_token(&lua);
+        let cancel = crate::kernel::calls::current_cancel(&lua);
         tokio::select! {
             _ = tokio::time::sleep(std::time::Duration::from_millis(ms.max(0.0) as u64)) => Ok(()),
             _ = cancel.cancelled() => Err(mlua::Error::runtime("cancelled")),

@@ -97,12 +97,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(native)
 }
 
-/// The cancellation token of the running turn, installed in the Lua state's app data by
-/// whoever runs tools (the agent loop, `fen tool`); a fresh, never-cancelled token otherwise.
+/// The cancellation token of the call that is running this native (see
+/// `crate::kernel::calls`): a tool call's, the turn's, a command's; one nobody cancels outside
+/// any scope.
 pub fn cancel_token(lua: &Lua) -> tokio_util::sync::CancellationToken {
-    lua.app_data_ref::<tokio_util::sync::CancellationToken>()
-        .map(|t| t.clone())
-        .unwrap_or_default()
+    crate::kernel::calls::current_cancel(lua)
 }
 
 /// Runs blocking work on tokio's blocking pool and awaits it.

@@ -32,7 +32,9 @@ impl UserData for Writer {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         // One whole line per record, written with a single write.
         methods.add_method("append", |lua, this, record: Value| {
-            let json = convert::lua_to_json(lua, record);
+            // A value JSON cannot hold raises (naming where) instead of writing `null`.
+            let json = convert::lua_to_json(lua, &record)
+                .map_err(|e| mlua::Error::runtime(format!("cannot store the record: {e}")))?;
             this.with(|w| w.append(&json))
         });
         // fsync, off the Lua thread (turn boundaries).

@@ -47,6 +47,8 @@ return function(api)
   api.register("provider", {
     name = "mock",
     api = "mock",
+    -- The mock stands in for real providers, overflow errors included.
+    context_overflow = require("fen.lib.wire").CONTEXT_OVERFLOW,
     -- FEN_MOCK_CONTEXT_WINDOW makes compaction testable with small conversations.
     models = { { id = "mock", context_window = tonumber(os.getenv("FEN_MOCK_CONTEXT_WINDOW") or "") or 128000 } },
     build_body = function(model, ctx) return { model = model, messages = ctx.messages, tools = ctx.tools } end,

@@ -60,6 +60,8 @@ return function()
     description = DESCRIPTION,
     risk = "write",
     concurrency = "exclusive",
+    -- The arguments naming the files it changes (one mutation per file per turn).
+    mutates = { "path", "files[].path" },
     parameters = {
       type = "object",
       properties = {

@@ -9,6 +9,7 @@ return function()
     description = [[Write a whole file: creates it (and missing parent directories) or replaces it. Atomic: readers never see a half-written file; an existing file keeps its permissions. Content is written exactly as given (line endings included). To change part of a file use edit instead. In a session, replacing an existing file requires having read it first, and is refused if it changed on disk since.]],
     risk = "write",
     concurrency = "exclusive",
+    mutates = { "path" },
     parameters = {
       type = "object",
       properties = {
