@@ -15,6 +15,7 @@ mod compaction;
 mod fake_llm_selftest;
 mod kernel_loader;
 mod kernel_runtime;
+mod kernel_soundness;
 mod native_edit;
 mod native_filetype;
 mod native_http;

@@ -30,7 +30,12 @@ function M.spec(api, kind, cfg)
   local module = MODULES[kind]
   if not module then error(string.format("unknown provider api %q", tostring(kind)), 2) end
   local real
-  local spec = { name = cfg.name, api = kind, context_overflow = M.CONTEXT_OVERFLOW }
+  -- key_env: the variable holding this provider's key, hidden from tool children.
+  local key_env = cfg.key_env
+  if not key_env and type(cfg.api_key) == "string" and cfg.api_key:match("^[A-Z_][A-Z0-9_]*$") then
+    key_env = cfg.api_key
+  end
+  local spec = { name = cfg.name, api = kind, context_overflow = M.CONTEXT_OVERFLOW, key_env = key_env }
   for _, f in ipairs(FUNCTIONS) do
     spec[f] = function(...)
       real = real or require(module)(api, cfg)

@@ -95,7 +95,6 @@ pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
 /// handler for the same signal keeps working beside it.
 fn install_interrupt_handler() {
     // SAFETY: the action only bumps an atomic counter, which is async-signal-safe.
-    let _ = unsafe {
-        signal_hook_registry::register(libc::SIGINT, crate::kernel::calls::interrupt)
-    };
+    let _ =
+        unsafe { signal_hook_registry::register(libc::SIGINT, crate::kernel::calls::interrupt) };
 }

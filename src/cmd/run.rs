@@ -24,6 +24,8 @@ struct SettingsDefaults {
     provider: Option<String>,
     model: Option<String>,
     thinking: Option<String>,
+    /// `handler_budget_ms`: how long an event handler, panel, status item or hook may run.
+    handler_budget_ms: Option<u64>,
 }
 
 /// Reads `provider`, `model` and `thinking` (also pi's and the original fen's
@@ -60,6 +62,7 @@ fn settings_defaults() -> SettingsDefaults {
         provider: get("provider", "defaultProvider"),
         model: get("model", "defaultModel"),
         thinking,
+        handler_budget_ms: v.get("handler_budget_ms").and_then(|x| x.as_u64()),
     }
 }
 
@@ -217,6 +220,11 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     };
     *inner.presenter.borrow_mut() = Some(presenter.to_string());
+    if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
+        inner
+            .handler_budget
+            .set(std::time::Duration::from_millis(ms));
+    }
     let model = model.unwrap_or_else(|| model_for(&inner, &provider));
     let mut options = serde_json::json!({});
     if let Some(url) = &cli.base_url {
@@ -371,6 +379,12 @@ impl CtrlC {
     }
 }
 
+/// A presenter's exit status as a process status: 0-255 as given; anything else is a failure
+/// (1), never a silently wrapped value (256 would become 0, success).
+pub fn exit_status(n: i64) -> u8 {
+    u8::try_from(n).unwrap_or(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,10 +416,4 @@ mod tests {
             CtrlCAction::Hint
         );
     }
-}
-
-/// A presenter's exit status as a process status: 0-255 as given; anything else is a failure
-/// (1), never a silently wrapped value (256 would become 0, success).
-fn exit_status(n: i64) -> u8 {
-    u8::try_from(n).unwrap_or(1)
 }

@@ -26,6 +26,7 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
         let ctx = crate::kernel::tools::ToolCallContext {
             tool_call_id: None,
             cancel: cancel.clone(),
+            turn: None,
         };
         crate::kernel::tools::run_tool(&kernel.lua, &kernel.inner, name, args, ctx).await
     })?;

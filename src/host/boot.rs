@@ -298,12 +298,31 @@ fn remove_owner(inner: &Inner, owner: &str) {
     inner.prompts.borrow_mut().retain(|p| p.owner != owner);
 }
 
+/// Environment variables tool children must not see (app data of the Lua state).
+#[derive(Debug, Clone, Default)]
+pub struct HiddenEnv(pub Vec<String>);
+
+fn hide_secrets(lua: &Lua, inner: &Inner) {
+    let provider_keys: Vec<String> = inner
+        .registry
+        .borrow()
+        .active("provider")
+        .iter()
+        .filter_map(|c| c.spec.get::<Option<String>>("key_env").ok().flatten())
+        .collect();
+    let (remove, keep) = crate::kernel::settings::tool_env_settings(&inner.paths.config_dir);
+    let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+    let hidden = crate::kernel::settings::hidden_child_env(names, &provider_keys, &remove, &keep);
+    lua.set_app_data(HiddenEnv(hidden));
+}
+
 /// Discovery + load for every extension (boot is the first reload).
 pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     // Loading allocates only what stays alive (specs, closures): collecting during it is
     // wasted work at start-up.
     lua.gc_stop();
     let report = reload_all(lua, inner);
+    hide_secrets(lua, inner);
     lua.gc_restart();
     defer_next_collection(lua);
     report

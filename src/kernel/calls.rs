@@ -49,6 +49,9 @@ pub struct Scope {
     pub deadline: Option<Instant>,
     /// What runs, for the error raised when the budget is spent ("handler for tool-call of x").
     pub label: Rc<str>,
+    /// What a user interrupt cancels: the whole turn for a tool call or a hook (Ctrl-C means
+    /// "stop the turn"), else this scope's own token.
+    pub on_interrupt: Option<CancellationToken>,
     /// The budget as given (for the message when it is spent).
     budget: Option<Duration>,
     interrupts_at_start: u64,
@@ -60,9 +63,16 @@ impl Scope {
             cancel,
             deadline: budget.map(|b| Instant::now() + b),
             label: Rc::from(label),
+            on_interrupt: None,
             budget,
             interrupts_at_start: interrupts(),
         }
+    }
+
+    /// A user interrupt inside this scope cancels `token` (the turn) too.
+    pub fn interrupting(mut self, token: &CancellationToken) -> Scope {
+        self.on_interrupt = Some(token.clone());
+        self
     }
 
     /// Moves the deadline later by `by` (time spent waiting for a person does not count).
@@ -75,6 +85,7 @@ impl Scope {
     /// Why this scope must stop now, if it must.
     fn stop_reason(&self) -> Option<String> {
         if interrupts() > self.interrupts_at_start {
+            self.on_interrupt.as_ref().unwrap_or(&self.cancel).cancel();
             self.cancel.cancel();
             return Some(format!("{} was interrupted", self.label));
         }
@@ -94,7 +105,7 @@ impl Scope {
 
 /// "2 s", "500 ms".
 fn human(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
+    if d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())
@@ -243,7 +254,9 @@ pub fn call_sync<R: FromLuaMulti>(
 /// The error Lua code sees when it was stopped by a scope (cancelled, interrupted, budget).
 pub fn is_stop_error(err: &mlua::Error) -> bool {
     let text = err.to_string();
-    text.contains("cancelled") || text.contains("was interrupted") || text.contains("(infinite loop?)")
+    text.contains("cancelled")
+        || text.contains("was interrupted")
+        || text.contains("(infinite loop?)")
 }
 
 /// A value that keeps the state's registry free of stale scopes in tests.
@@ -266,10 +279,13 @@ mod tests {
     #[test]
     fn a_runaway_synchronous_call_is_stopped_by_its_budget() {
         let lua = state();
-        let f: Function = lua.load("return function() while true do end end").eval().unwrap();
+        let f: Function = lua
+            .load("return function() while true do end end")
+            .eval()
+            .unwrap();
         let t0 = Instant::now();
-        let err = call_sync::<()>(&lua, &f, (), Duration::from_millis(50), "handler for x")
-            .unwrap_err();
+        let err =
+            call_sync::<()>(&lua, &f, (), Duration::from_millis(50), "handler for x").unwrap_err();
         assert!(
             err.to_string()
                 .contains("handler for x did not finish within 50 ms (infinite loop?)"),
@@ -293,7 +309,10 @@ mod tests {
             })
             .unwrap();
         lua.globals().set("probe", probe).unwrap();
-        let f: Function = lua.load("return function() return probe() end").eval().unwrap();
+        let f: Function = lua
+            .load("return function() return probe() end")
+            .eval()
+            .unwrap();
         b.cancel();
         let (ra, rb) = tokio::join!(
             call_async::<bool>(&lua, &f, (), Scope::new(a.clone(), None, "a")),

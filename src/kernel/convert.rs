@@ -140,7 +140,10 @@ fn table_to_json(t: &Table, w: &mut Walk) -> Result<serde_json::Value, ConvertEr
         return Err(fail(&w.path, "the table contains itself (a cycle)"));
     }
     if w.seen.len() >= MAX_DEPTH {
-        return Err(fail(&w.path, format!("nested deeper than {MAX_DEPTH} levels")));
+        return Err(fail(
+            &w.path,
+            format!("nested deeper than {MAX_DEPTH} levels"),
+        ));
     }
     w.seen.push(ptr);
     let result = table_body(t, w);
@@ -192,7 +195,10 @@ fn table_body(t: &Table, w: &mut Walk) -> Result<serde_json::Value, ConvertError
             other => {
                 return Err(fail(
                     &w.path,
-                    format!("a {} key cannot become a JSON object key", other.type_name()),
+                    format!(
+                        "a {} key cannot become a JSON object key",
+                        other.type_name()
+                    ),
                 ))
             }
         };

@@ -39,3 +39,66 @@ pub fn extensions_path_from_env() -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+/// Which of fen's environment variables tool child processes (bash, jobs) must not see:
+/// every `*_API_KEY`, the key variables the configured providers declare, and settings.json's
+/// `tool_env.remove`, less `tool_env.keep`. Secrets never reach a child by default.
+pub fn hidden_child_env(
+    names: impl Iterator<Item = String>,
+    provider_keys: &[String],
+    remove: &[String],
+    keep: &[String],
+) -> Vec<String> {
+    let mut out: Vec<String> = names
+        .filter(|n| n.ends_with("_API_KEY") || provider_keys.contains(n) || remove.contains(n))
+        .filter(|n| !keep.contains(n))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `tool_env` of `settings.json`: `{"remove": [...], "keep": [...]}` (both optional).
+pub fn tool_env_settings(config_dir: &std::path::Path) -> (Vec<String>, Vec<String>) {
+    let Ok(text) = std::fs::read_to_string(config_dir.join("settings.json")) else {
+        return (Vec::new(), Vec::new());
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let list = |k: &str| -> Vec<String> {
+        v.pointer(&format!("/tool_env/{k}"))
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (list("remove"), list("keep"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn provider_keys_and_api_keys_are_hidden_unless_kept() {
+        let names = [
+            "PATH",
+            "OPENAI_API_KEY",
+            "MY_LLM_TOKEN",
+            "FOO_API_KEY",
+            "HOME",
+            "X",
+        ]
+        .iter()
+        .map(|s| s.to_string());
+        let hidden = super::hidden_child_env(
+            names,
+            &["MY_LLM_TOKEN".into()],
+            &["X".into()],
+            &["FOO_API_KEY".into()],
+        );
+        assert_eq!(hidden, ["MY_LLM_TOKEN", "OPENAI_API_KEY", "X"]);
+    }
+}

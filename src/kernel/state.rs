@@ -242,12 +242,8 @@ pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<
     let id = inner.next_seq();
     inner.commands.borrow_mut().push((id, token.clone()));
     let scope = super::calls::Scope::new(token.clone(), None, &format!("/{name}"));
-    let result =
-        super::calls::call_async::<Value>(lua, &handler, (args.trim(), ctx), scope).await;
-    inner
-        .commands
-        .borrow_mut()
-        .retain(|(n, _)| *n != id);
+    let result = super::calls::call_async::<Value>(lua, &handler, (args.trim(), ctx), scope).await;
+    inner.commands.borrow_mut().retain(|(n, _)| *n != id);
     match result {
         Ok(Value::String(s)) => Ok(Some(s.to_string_lossy())),
         Ok(_) => Ok(None),

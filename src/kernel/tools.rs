@@ -100,6 +100,8 @@ fn block_text(s: &mlua::LuaString) -> String {
 pub struct ToolCallContext {
     pub tool_call_id: Option<String>,
     pub cancel: CancellationToken,
+    /// The turn the call belongs to: a user interrupt while the tool's Lua runs cancels it.
+    pub turn: Option<CancellationToken>,
 }
 
 /// Validates `args` against the tool's schema; `Err` names the field and what is wrong.
@@ -222,7 +224,11 @@ async fn execute(
     })?;
     // The call runs in a scope of its own: natives that wait (processes, search) observe this
     // call's token, and the instruction hook stops a runaway loop once it is cancelled.
-    let scope = crate::kernel::calls::Scope::new(ctx.cancel.clone(), None, &format!("tool {name}"));
+    let mut scope =
+        crate::kernel::calls::Scope::new(ctx.cancel.clone(), None, &format!("tool {name}"));
+    if let Some(turn) = &ctx.turn {
+        scope = scope.interrupting(turn);
+    }
     let value = crate::kernel::calls::call_async::<Value>(
         lua,
         &execute,

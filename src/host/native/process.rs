@@ -44,6 +44,11 @@ async fn run_fn(
             .state_dir
             .join("tool-output"),
     );
+    // Provider keys and other secrets never reach the child (see `HiddenEnv`).
+    spec.env_remove = lua
+        .app_data_ref::<crate::host::boot::HiddenEnv>()
+        .map(|h| h.0.clone())
+        .unwrap_or_default();
     let cancel = super::cancel_token(&lua);
     let mut forward = |chunk: &str| {
         if let Some(f) = &on_output {

@@ -23,16 +23,19 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     r
                 }
             };
-            let mut line = String::new();
+            // Bytes, not a String: a line that is not UTF-8 is taken lossily instead of ending
+            // the session with a decoding error.
+            let mut bytes = Vec::new();
             let n = reader
                 .lock()
                 .await
-                .read_line(&mut line)
+                .read_until(b'\n', &mut bytes)
                 .await
                 .map_err(mlua::Error::external)?;
             if n == 0 {
                 return Ok(Value::Nil);
             }
+            let line = String::from_utf8_lossy(&bytes);
             let trimmed = line.trim_end_matches(['\n', '\r']);
             Ok(Value::String(lua.create_string(trimmed)?))
         })?,

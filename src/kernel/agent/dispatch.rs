@@ -51,7 +51,9 @@ pub fn tool_calls(lua: &Lua, message: &Table) -> mlua::Result<Vec<Call>> {
                 Ok(args) => (args, None),
                 Err(e) => (
                     serde_json::json!({}),
-                    Some(format!("error: the arguments of {name} cannot be read: {e}")),
+                    Some(format!(
+                        "error: the arguments of {name} cannot be read: {e}"
+                    )),
                 ),
             },
         };
@@ -169,6 +171,7 @@ async fn run_hooks(
     call: &Call,
     spec: &Table,
     cancel: &CancellationToken,
+    turn: &CancellationToken,
 ) -> Option<String> {
     let hooks: Vec<(String, Function)> = inner
         .registry
@@ -193,7 +196,8 @@ async fn run_hooks(
             cancel.clone(),
             Some(inner.handler_budget.get()),
             &format!("the before_tool hook of {owner}"),
-        );
+        )
+        .interrupting(turn);
         let verdict =
             calls::call_async_cancellable::<Value>(lua, &f, (call.name.as_str(), args, ctx), scope)
                 .await;
@@ -245,13 +249,14 @@ async fn run_one(
     }
     let cancel = turn.child_token();
     if let Some(spec) = spec_of(inner, &call.name) {
-        if let Some(veto) = run_hooks(lua, inner, agent, call, &spec, &cancel).await {
+        if let Some(veto) = run_hooks(lua, inner, agent, call, &spec, &cancel, turn).await {
             return ToolOutcome::error(veto);
         }
     }
     let ctx = ToolCallContext {
         tool_call_id: Some(call.id.clone()),
         cancel,
+        turn: Some(turn.clone()),
     };
     tools::run_tool(lua, inner, &call.name, call.args.clone(), ctx).await
 }

@@ -16,11 +16,11 @@ pub mod dispatch;
 use super::calls::{self, Scope};
 use super::convert;
 use super::state::{self, Inner};
+pub use context::context_window;
 use context::{
     aborted_message, empty_array, error_message, normalize_assistant, provider_context,
     provider_spec, system_prompt, text_message, tool_specs, visible_text,
 };
-pub use context::context_window;
 use mlua::{Function, Lua, Table, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
