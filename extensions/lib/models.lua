@@ -4,9 +4,7 @@ local native = require("fen.native")
 local M = {}
 
 function M.path()
-  local base = os.getenv("XDG_CONFIG_HOME")
-  if not base or base == "" then base = (os.getenv("HOME") or "") .. "/.config" end
-  return base .. "/fen/models.json"
+  return native.paths.config_dir .. "/models.json"
 end
 
 --- The parsed file (`{}` when absent); raises with the path when it is not valid JSON.

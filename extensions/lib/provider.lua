@@ -141,7 +141,7 @@ function Asm:finish(fields)
         t.block.arguments = args
       else
         t.block.arguments = {}
-        t.block.parse_error = (err or "arguments must be a JSON object") .. "; the arguments were: " .. raw:sub(1, 500)
+        t.block.parse_error = (err or "arguments must be a JSON object") .. "; the arguments were: " .. require("fen.lib.text").prefix(raw, 500)
       end
     end
     self.emit({ type = "tool-call-end", content_index = t.index, tool_call = t.block })
@@ -207,7 +207,7 @@ function M.error_text(body)
     end
   end
   body = body or ""
-  if #body > 500 then body = body:sub(1, 500) .. "..." end
+  if #body > 500 then body = require("fen.lib.text").prefix(body, 500) .. "..." end
   return body ~= "" and body or "(no error body)"
 end
 

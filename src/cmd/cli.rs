@@ -86,6 +86,10 @@ pub struct Cli {
     #[arg(long, conflicts_with_all = ["continue_session", "resume"])]
     pub no_session: bool,
 
+    /// Which session backend stores the conversation (a `session-backend` extension).
+    #[arg(long, value_name = "NAME", default_value = "jsonl")]
+    pub session_backend: String,
+
     /// Where session files go (also FEN_SESSION_DIR).
     #[arg(long, value_name = "DIR", global = true)]
     pub session_dir: Option<PathBuf>,

@@ -220,6 +220,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     };
     *inner.presenter.borrow_mut() = Some(presenter.to_string());
+    *inner.session_backend.borrow_mut() = cli.session_backend.clone();
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner
             .handler_budget

@@ -58,15 +58,25 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
     })?;
 
     let (i, o) = (inner.clone(), owner.clone());
-    let log = lua.create_function(move |_, (level, msg): (String, Value)| {
+    let log = lua.create_function(move |lua, (level, msg): (String, Value)| {
         let lvl = Level::parse(&level).ok_or_else(|| {
             mlua::Error::runtime(format!(
                 "api.log: unknown level {level:?} (use debug, info, warn or error)"
             ))
         })?;
+        // Text as a Lua author reads it: strings as they are, tables as JSON, the rest as
+        // `tostring` would print them.
         let text = match msg {
             Value::String(s) => s.to_string_lossy(),
-            other => format!("{other:?}"),
+            Value::Table(_) => match convert::lua_data_to_json(lua, &msg) {
+                Ok(j) => j.to_string(),
+                Err(e) => format!("<table: {e}>"),
+            },
+            Value::Nil => "nil".to_string(),
+            Value::Boolean(b) => b.to_string(),
+            Value::Integer(n) => n.to_string(),
+            Value::Number(n) => n.to_string(),
+            other => other.to_string().unwrap_or_else(|_| other.type_name().to_string()),
         };
         i.logger.log(lvl, &o, &text);
         Ok(())
@@ -629,6 +639,24 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                     Err(e) => Ok((None, Some(e))),
                 }
             }
+        })?,
+    )?;
+    let i = inner.clone();
+    // `prompt_fragments()` -> `{id, title, owner, bytes}` in prompt order (`/context`).
+    t.set(
+        "prompt_fragments",
+        lua.create_function(move |lua, ()| {
+            let fragments = i.prompts.borrow().clone();
+            let out = lua.create_table()?;
+            for (f, text) in crate::kernel::prompt::render(&fragments, |_, _, _| {}) {
+                let row = lua.create_table()?;
+                row.set("id", f.id.as_str())?;
+                row.set("title", f.title.clone())?;
+                row.set("owner", f.owner.as_str())?;
+                row.set("bytes", text.len())?;
+                out.push(row)?;
+            }
+            Ok(out)
         })?,
     )?;
     let i = inner.clone();

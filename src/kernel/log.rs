@@ -34,6 +34,8 @@ impl Level {
 
 pub struct Logger {
     file: PathBuf,
+    /// The log file, opened (and its directory made) at the first record, then kept open.
+    handle: std::cell::RefCell<Option<std::fs::File>>,
     /// Lowest level written to the file.
     file_level: Level,
     /// Lowest level echoed to stderr, when `FEN_LOG` is set.
@@ -46,6 +48,7 @@ impl Logger {
         let stderr_level = env.as_deref().and_then(Level::parse);
         Logger {
             file: state_dir.join("logs.jsonl"),
+            handle: std::cell::RefCell::new(None),
             file_level: stderr_level.map_or(Level::Info, |l| l.min(Level::Info)),
             stderr_level,
         }
@@ -65,15 +68,19 @@ impl Logger {
             .unwrap_or(0);
         let line =
             serde_json::json!({"ts": ts, "level": level.as_str(), "owner": owner, "msg": msg});
-        if let Some(dir) = self.file.parent() {
-            let _ = std::fs::create_dir_all(dir);
+        let mut handle = self.handle.borrow_mut();
+        if handle.is_none() {
+            if let Some(dir) = self.file.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            *handle = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.file)
+                .ok();
         }
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.file)
-        {
-            // One write per record so concurrent writers never interleave within a line.
+        if let Some(f) = handle.as_mut() {
+            // One write per record (O_APPEND) so concurrent writers never interleave a line.
             let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }

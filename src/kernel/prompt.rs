@@ -23,10 +23,19 @@ pub struct PromptFragment {
 /// Orders fragments and renders them, separated by blank lines. A dynamic fragment that raises
 /// is skipped and reported through `on_error(owner, id, message)`: a broken extension must not
 /// take the whole prompt down.
-pub fn assemble(
-    fragments: &[PromptFragment],
+pub fn assemble(fragments: &[PromptFragment], on_error: impl FnMut(&str, &str, String)) -> String {
+    render(fragments, on_error)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The fragments in prompt order with their rendered text; empty ones left out.
+pub fn render<'a>(
+    fragments: &'a [PromptFragment],
     mut on_error: impl FnMut(&str, &str, String),
-) -> String {
+) -> Vec<(&'a PromptFragment, String)> {
     let mut sorted: Vec<&PromptFragment> = fragments.iter().collect();
     sorted.sort_by(|a, b| a.order.total_cmp(&b.order).then(a.seq.cmp(&b.seq)));
     let mut parts = Vec::new();
@@ -44,8 +53,8 @@ pub fn assemble(
         };
         let text = text.trim();
         if !text.is_empty() {
-            parts.push(text.to_string());
+            parts.push((f, text.to_string()));
         }
     }
-    parts.join("\n\n")
+    parts
 }

@@ -27,6 +27,15 @@ pub struct Listed<'a> {
     pub shadowed_by: Option<&'a str>,
 }
 
+/// Listing order: by name, then rank (the winner of a name first), then registration. Unnamed
+/// contributions sort before named ones, among themselves by registration only.
+fn order_key(c: &Contribution) -> (Option<&str>, usize, u64) {
+    match &c.name {
+        Some(n) => (Some(n.as_str()), c.rank, c.seq),
+        None => (None, 0, c.seq),
+    }
+}
+
 #[derive(Default)]
 pub struct Registry {
     by_kind: BTreeMap<String, Vec<Contribution>>,
@@ -43,7 +52,10 @@ impl Registry {
         if let Some(name) = &c.name {
             list.retain(|old| !(old.owner == c.owner && old.name.as_deref() == Some(name)));
         }
-        list.push(c);
+        // Kept in listing order, so lookups never sort: named ones by (name, rank, seq), the
+        // winner of a name first; unnamed ones (hooks) by registration, their run order.
+        let at = list.partition_point(|old| order_key(old) <= order_key(&c));
+        list.insert(at, c);
     }
 
     /// Removes every contribution of `owner`; returns how many there were.
@@ -73,11 +85,9 @@ impl Registry {
         let Some(list) = self.by_kind.get(kind) else {
             return Vec::new();
         };
-        let mut sorted: Vec<&Contribution> = list.iter().collect();
-        sorted.sort_by(|a, b| (&a.name, a.rank, a.seq).cmp(&(&b.name, b.rank, b.seq)));
-        let mut out = Vec::with_capacity(sorted.len());
+        let mut out = Vec::with_capacity(list.len());
         let mut winner: Option<&Contribution> = None;
-        for c in sorted {
+        for c in list {
             let shadowed_by = match (winner, &c.name) {
                 (Some(w), Some(name)) if w.name.as_deref() == Some(name.as_str()) => {
                     Some(w.owner.as_str())
@@ -91,10 +101,6 @@ impl Registry {
                 contribution: c,
                 shadowed_by,
             });
-        }
-        if out.iter().all(|l| l.contribution.name.is_none()) {
-            // Unnamed kinds (hooks) keep registration order: it is their run order.
-            out.sort_by_key(|l| l.contribution.seq);
         }
         out
     }
@@ -110,9 +116,10 @@ impl Registry {
 
     /// The active contribution of a kind with this name.
     pub fn get(&self, kind: &str, name: &str) -> Option<&Contribution> {
-        self.active(kind)
-            .into_iter()
-            .find(|c| c.name.as_deref() == Some(name))
+        let list = self.by_kind.get(kind)?;
+        // The first of a name in listing order is its winner.
+        let at = list.partition_point(|c| c.name.as_deref() < Some(name));
+        list.get(at).filter(|c| c.name.as_deref() == Some(name))
     }
 
     pub fn kinds(&self) -> impl Iterator<Item = &str> {

@@ -22,16 +22,22 @@ fn lua_err(e: mlua::Error) -> String {
     convert::error_parts(&e).0
 }
 
-/// The active session backend (`jsonl` unless another extension shadows it).
+/// The chosen session backend (`--session-backend`, `jsonl` by default).
 pub fn backend(inner: &Inner) -> Result<Table, String> {
-    inner
-        .registry
-        .borrow()
-        .get("session-backend", "jsonl")
-        .map(|c| c.spec.clone())
-        .ok_or_else(|| {
-            "no session backend is loaded (see `fen list extensions`); use --no-session".to_string()
-        })
+    let name = inner.session_backend.borrow().clone();
+    let registry = inner.registry.borrow();
+    if let Some(c) = registry.get("session-backend", &name) {
+        return Ok(c.spec.clone());
+    }
+    let known: Vec<String> = registry
+        .active("session-backend")
+        .iter()
+        .filter_map(|c| c.name.clone())
+        .collect();
+    Err(format!(
+        "no session backend named '{name}' is loaded (loaded: {}); choose one with --session-backend, or use --no-session",
+        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+    ))
 }
 
 /// Opens `target` for the agent and loads its history. With `fork`, the history goes into a

@@ -102,6 +102,8 @@ pub struct Inner {
     /// Time budget of a synchronous call into an extension (event handlers, panels, status
     /// items) and of a `before_tool` hook's own running time; settings `handler_budget_ms`.
     pub handler_budget: Cell<std::time::Duration>,
+    /// The session backend chosen for this run (`--session-backend`).
+    pub session_backend: RefCell<String>,
     /// Tokens of slash commands running now (Ctrl-C and `api.turn.cancel` stop them too).
     pub commands: RefCell<Vec<(u64, tokio_util::sync::CancellationToken)>>,
     seq: Cell<u64>,
@@ -124,6 +126,7 @@ impl Inner {
             presenter: RefCell::new(None),
             handler_budget: Cell::new(super::calls::DEFAULT_BUDGET),
             commands: RefCell::new(Vec::new()),
+            session_backend: RefCell::new("jsonl".to_string()),
             seq: Cell::new(0),
         }
     }

@@ -636,11 +636,6 @@ impl SseStream {
     }
 }
 
-/// Retry statuses worth another attempt: 408, 429 and 5xx.
-pub fn is_retryable_status(status: u16) -> bool {
-    status == 408 || status == 429 || (500..600).contains(&status)
-}
-
 /// How long a server asked us to wait: `retry-after-ms` (milliseconds, may be fractional)
 /// first, then `retry-after` as seconds or an HTTP-date (a date in the past gives zero).
 /// Names are matched case-insensitively; unparseable values are ignored.
@@ -862,8 +857,6 @@ mod tests {
         .is_retryable());
         assert!(!HttpError::Cancelled.is_retryable());
         assert!(!HttpError::InvalidRequest(String::new()).is_retryable());
-        assert!(is_retryable_status(429) && is_retryable_status(503));
-        assert!(!is_retryable_status(400) && !is_retryable_status(200));
     }
 
     #[test]

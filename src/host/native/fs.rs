@@ -32,6 +32,27 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 .unwrap_or_else(|_| ".".into()))
         })?,
     )?;
+    // `fs.stat(path)` -> `{size, mtime_ms, is_dir}` or nil: one metadata call, for caches
+    // keyed by (path, mtime, size).
+    m.set(
+        "stat",
+        lua.create_function(|lua, path: String| {
+            let Ok(meta) = std::fs::metadata(expand_path(&path)) else {
+                return Ok(Value::Nil);
+            };
+            let t = lua.create_table()?;
+            t.set("size", meta.len())?;
+            let mtime_ms = meta
+                .modified()
+                .ok()
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0);
+            t.set("mtime_ms", mtime_ms)?;
+            t.set("is_dir", meta.is_dir())?;
+            Ok(Value::Table(t))
+        })?,
+    )?;
     m.set(
         "is_dir",
         lua.create_function(|_, path: String| Ok(expand_path(&path).is_dir()))?,

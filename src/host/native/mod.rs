@@ -67,6 +67,12 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     platform.set("arch", std::env::consts::ARCH)?;
     native.set("platform", platform)?;
     native.set("sleep", misc::sleep_fn(lua)?)?;
+    // fen's directories, resolved in one place (`kernel::settings::Paths`).
+    let paths = crate::kernel::settings::Paths::from_env();
+    let dirs = lua.create_table()?;
+    dirs.set("config_dir", paths.config_dir.to_string_lossy().as_ref())?;
+    dirs.set("state_dir", paths.state_dir.to_string_lossy().as_ref())?;
+    native.set("paths", dirs)?;
     let meta = lua.create_table()?;
     meta.set(
         "__index",

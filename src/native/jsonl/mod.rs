@@ -78,15 +78,6 @@ pub type Result<T> = std::result::Result<T, JsonlError>;
 /// Session file format version written in headers.
 pub const SESSION_VERSION: u64 = 2;
 
-/// The default fen state directory: `$XDG_STATE_HOME/fen`, else `~/.local/state/fen`.
-pub fn default_state_dir() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(x).join("fen"));
-    }
-    let home = std::env::var_os("HOME").filter(|v| !v.is_empty())?;
-    Some(PathBuf::from(home).join(".local/state/fen"))
-}
-
 /// Longest slug kept verbatim; longer ones are cut and suffixed with a hash (NAME_MAX is 255).
 const MAX_SLUG: usize = 180;
 

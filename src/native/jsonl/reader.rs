@@ -18,7 +18,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -261,14 +261,6 @@ impl RecordIter {
     pub fn open(path: &Path) -> Result<RecordIter> {
         let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
         Ok(Self::from_file(file, path, 0, true))
-    }
-
-    /// Iterate `path` from byte `offset` (which must be a line start); line numbers are None.
-    pub fn open_at(path: &Path, offset: u64) -> Result<RecordIter> {
-        let mut file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
-        file.seek(SeekFrom::Start(offset))
-            .map_err(|e| JsonlError::io("seek in", path, e))?;
-        Ok(Self::from_file(file, path, offset, offset == 0))
     }
 
     fn from_file(file: File, path: &Path, offset: u64, count_lines: bool) -> RecordIter {

@@ -37,7 +37,7 @@ local function render(messages, max_result)
   local lines = {}
   for _, m in ipairs(messages) do
     local t = text_of(m)
-    if m.role == "tool-result" and #t > max_result then t = t:sub(1, max_result) .. " [...]" end
+    if m.role == "tool-result" and #t > max_result then t = require("fen.lib.text").prefix(t, max_result) .. " [...]" end
     lines[#lines + 1] = string.format("%s: %s", m.role == "tool-result" and ("tool " .. (m.tool_name or "")) or m.role, t)
   end
   return table.concat(lines, "\n\n")
