@@ -10,12 +10,14 @@ mod tools_support;
 
 mod agent_loop;
 mod agent_queues;
+mod annotations;
 mod cli;
 mod compaction;
 mod fake_llm_selftest;
 mod kernel_loader;
 mod kernel_runtime;
 mod kernel_soundness;
+mod layering;
 mod native_edit;
 mod native_filetype;
 mod native_http;

@@ -226,7 +226,8 @@ end
 --- max_attempts (default 4), finish_fields}.
 function M.stream(p)
   local max_attempts = p.max_attempts or 4
-  local body = json.encode(p.body)
+  -- Written out off the Lua thread when large (a long conversation is megabytes).
+  local body = json.encode_async(p.body)
   local attempt = 0
   while true do
     attempt = attempt + 1

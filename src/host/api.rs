@@ -76,7 +76,9 @@ pub fn build(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Resul
             Value::Boolean(b) => b.to_string(),
             Value::Integer(n) => n.to_string(),
             Value::Number(n) => n.to_string(),
-            other => other.to_string().unwrap_or_else(|_| other.type_name().to_string()),
+            other => other
+                .to_string()
+                .unwrap_or_else(|_| other.type_name().to_string()),
         };
         i.logger.log(lvl, &o, &text);
         Ok(())

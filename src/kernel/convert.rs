@@ -55,6 +55,16 @@ pub fn lua_to_json(lua: &Lua, value: &Value) -> Result<serde_json::Value, Conver
 
 /// Like [`lua_to_json`], but functions (and other non-data values) inside tables are left out
 /// instead of refused: the data fields of a register spec, for listings.
+/// [`lua_to_json`] plus the number of string bytes in the value (a cheap size estimate).
+pub fn lua_to_json_sized(
+    lua: &Lua,
+    value: &Value,
+) -> Result<(serde_json::Value, usize), ConvertError> {
+    let mut w = Walk::new(lua, false);
+    let v = w.value(value)?;
+    Ok((v, w.string_bytes))
+}
+
 pub fn lua_data_to_json(lua: &Lua, value: &Value) -> Result<serde_json::Value, ConvertError> {
     Walk::new(lua, true).value(value)
 }
@@ -66,6 +76,7 @@ struct Walk {
     seen: Vec<*const std::ffi::c_void>,
     skip_non_data: bool,
     array_mt: *const std::ffi::c_void,
+    string_bytes: usize,
 }
 
 impl Walk {
@@ -75,6 +86,7 @@ impl Walk {
             seen: Vec::new(),
             skip_non_data,
             array_mt: lua.array_metatable().to_pointer(),
+            string_bytes: 0,
         }
     }
 
@@ -102,7 +114,6 @@ fn is_data(v: &Value) -> bool {
 }
 
 fn to_json(value: &Value, w: &mut Walk) -> Result<serde_json::Value, ConvertError> {
-    let path = &w.path;
     Ok(match value {
         Value::Nil => serde_json::Value::Null,
         Value::Boolean(b) => serde_json::Value::Bool(*b),
@@ -110,15 +121,16 @@ fn to_json(value: &Value, w: &mut Walk) -> Result<serde_json::Value, ConvertErro
         Value::Integer(i) => serde_json::Value::from(*i),
         Value::Number(n) => match serde_json::Number::from_f64(*n) {
             Some(n) => serde_json::Value::Number(n),
-            None => return Err(fail(path, format!("the number {n} has no JSON form"))),
+            None => return Err(fail(&w.path, format!("the number {n} has no JSON form"))),
         },
         Value::String(s) => {
             let bytes = s.as_bytes();
+            w.string_bytes += bytes.len();
             match simdutf8::compat::from_utf8(&bytes) {
                 Ok(text) => serde_json::Value::String(text.to_owned()),
                 Err(e) => {
                     return Err(fail(
-                        path,
+                        &w.path,
                         format!("invalid UTF-8 at byte {}", e.valid_up_to()),
                     ))
                 }
@@ -127,7 +139,7 @@ fn to_json(value: &Value, w: &mut Walk) -> Result<serde_json::Value, ConvertErro
         Value::Table(t) => table_to_json(t, w)?,
         other => {
             return Err(fail(
-                path,
+                &w.path,
                 format!("a {} cannot become JSON", other.type_name()),
             ))
         }

@@ -32,10 +32,10 @@ pub fn assemble(fragments: &[PromptFragment], on_error: impl FnMut(&str, &str, S
 }
 
 /// The fragments in prompt order with their rendered text; empty ones left out.
-pub fn render<'a>(
-    fragments: &'a [PromptFragment],
+pub fn render(
+    fragments: &[PromptFragment],
     mut on_error: impl FnMut(&str, &str, String),
-) -> Vec<(&'a PromptFragment, String)> {
+) -> Vec<(&PromptFragment, String)> {
     let mut sorted: Vec<&PromptFragment> = fragments.iter().collect();
     sorted.sort_by(|a, b| a.order.total_cmp(&b.order).then(a.seq.cmp(&b.seq)));
     let mut parts = Vec::new();

@@ -241,6 +241,19 @@ pub struct HttpClient {
     config: HttpConfig,
 }
 
+/// A reqwest client with fen's user agent and connect timeout; TLS roots only when needed.
+fn build_client(config: &HttpConfig, tls: bool) -> Result<reqwest::Client, HttpError> {
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("fen/", env!("CARGO_PKG_VERSION")))
+        .tls_built_in_root_certs(tls);
+    if let Some(t) = config.connect_timeout {
+        builder = builder.connect_timeout(t);
+    }
+    builder
+        .build()
+        .map_err(|e| HttpError::Config(format!("cannot set up the HTTP client: {}", chain(&e))))
+}
+
 impl HttpClient {
     /// A client. Proxies come from the environment at this point; TLS roots are loaded by the
     /// first `https://` request.
@@ -272,16 +285,26 @@ impl HttpClient {
         if let Some(c) = cell.get() {
             return Ok(c);
         }
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("fen/", env!("CARGO_PKG_VERSION")))
-            .tls_built_in_root_certs(tls);
-        if let Some(t) = self.config.connect_timeout {
-            builder = builder.connect_timeout(t);
-        }
-        let client = builder.build().map_err(|e| {
-            HttpError::Config(format!("cannot set up the HTTP client: {}", chain(&e)))
-        })?;
+        let client = build_client(&self.config, tls)?;
         Ok(cell.get_or_init(|| client))
+    }
+
+    /// Builds the client a request to `url` needs on the blocking pool, when it is not built
+    /// yet: loading the system's TLS roots takes milliseconds, which must not be spent on the
+    /// thread that runs Lua. A failure is left for the request itself to report.
+    pub async fn warm_up(&self, url: &str) {
+        let tls = self.proxied || !url.starts_with("http://");
+        let cell = if tls { &self.tls } else { &self.plain };
+        if cell.get().is_some() {
+            return;
+        }
+        let (cell, config) = (cell.clone(), self.config);
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Ok(c) = build_client(&config, tls) {
+                let _ = cell.set(c);
+            }
+        })
+        .await;
     }
 
     /// The timeouts in force.

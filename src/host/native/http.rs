@@ -90,6 +90,7 @@ async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
         Ok(c) => c,
         Err(e) => return error_table(&lua, &e),
     };
+    client.warm_up(&req.url).await;
     let out = lua.create_table()?;
     let headers_table = |headers: &[(String, String)]| -> mlua::Result<Table> {
         let t = lua.create_table()?;

@@ -27,6 +27,20 @@ pub fn json_module(lua: &Lua) -> mlua::Result<Table> {
                 .map_err(|e| mlua::Error::runtime(format!("json.encode: {e}")))
         })?,
     )?;
+    // `encode_async(value)`: the same text, for big values (a provider request body): the
+    // value is read on the Lua thread, but written out on the blocking pool.
+    m.set(
+        "encode_async",
+        lua.create_async_function(|lua, v: Value| async move {
+            let (json, bytes) = convert::lua_to_json_sized(&lua, &v)
+                .map_err(|e| mlua::Error::runtime(format!("json.encode: {e}")))?;
+            // Below this, a trip to another thread costs more than the writing it saves.
+            if bytes < 256 * 1024 {
+                return Ok(json.to_string());
+            }
+            super::blocking(move || json.to_string()).await
+        })?,
+    )?;
     m.set("null", mlua::LuaSerdeExt::null(lua))?;
     Ok(m)
 }

@@ -163,7 +163,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil edit:table,fs:table,http:table,json:table,platform:table,process:table,\
+            "true true nil edit:table,fs:table,http:table,json:table,paths:table,platform:table,process:table,\
              sanitize:function,search:table,session:table,sleep:function,term:table,truncate:table,\
              version:string"
         );

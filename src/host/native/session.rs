@@ -142,8 +142,13 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     let t = lua.create_table()?;
                     t.set("header", lua.to_value(&r.header)?)?;
                     let records = lua.create_table()?;
-                    // Straight from the validated text to Lua tables: no `Value` trees.
-                    for rec in &r.records {
+                    // Straight from the validated text to Lua tables: no `Value` trees. Tables
+                    // can only be made on the Lua thread; a long replay lets the executor run
+                    // now and then, so the screen stays live.
+                    for (n, rec) in r.records.iter().enumerate() {
+                        if n > 0 && n % 2000 == 0 {
+                            tokio::task::yield_now().await;
+                        }
                         let v = convert::json_text_to_lua(&lua, r.text(rec).as_bytes())
                             .map_err(mlua::Error::runtime)?;
                         records.push(v)?;

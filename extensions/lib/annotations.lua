@@ -1,0 +1,258 @@
+---@meta
+-- LuaCATS annotations of fen's extension API: the `api` table an extension's entry receives
+-- and `require("fen.native")`. Nothing here runs; editors (lua-language-server) read it for
+-- completion and checks. Add `<fen checkout>/extensions/lib` to `workspace.library`.
+-- tests/annotations.rs checks that every field of the real tables is listed here.
+
+---@alias fen.Risk "read"|"write"|"shell"
+---@alias fen.Concurrency "parallel_safe"|"exclusive"
+
+---@class fen.Event
+---@field type string the event type (`"tool-call"`, `"assistant-text"`, ...; `fen list events`)
+
+---@class fen.TurnResult
+---@field status "ok"|"cancelled"|"error"|"queued"|"rejected"
+---@field text string? the final answer
+---@field error string?
+
+---@class fen.Api
+---@field name string your extension's name (its owner tag)
+---@field first_party boolean true for embedded and `--extension-root` extensions
+---@field turn fen.ApiTurn
+---@field session fen.ApiSession
+---@field ui fen.ApiUi
+---@field kernel fen.ApiKernel? first-party extensions only
+local api = {}
+
+--- Contributes a tool, command, hook, panel, status item, provider, presenter, ... The spec is
+--- checked against contracts/register-kinds.toml (`fen list kinds`).
+---@param kind string
+---@param spec table
+function api.register(kind, spec) end
+
+--- Subscribes to an event type (`"*"` for all). The handler runs synchronously, within a time
+--- budget (2 s by default).
+---@param event_type string
+---@param handler fun(event: fen.Event)
+function api.on(event_type, handler) end
+
+--- Emits an event; one whose type has a contract is validated first.
+---@param event fen.Event
+function api.emit(event) end
+
+--- Logs to `$XDG_STATE_HOME/fen/logs.jsonl` (and stderr per `FEN_LOG`).
+---@param level "debug"|"info"|"warn"|"error"
+---@param msg any strings as they are, tables as JSON
+function api.log(level, msg) end
+
+--- Adds a system prompt fragment (text, or a function called at each assembly).
+---@param text_or_fn string|fun(): string?
+---@param opts {id: string?, title: string?, order: number?}?
+function api.prompt(text_or_fn, opts) end
+
+--- Read-only snapshots of every contribution of a kind (shadowed ones included).
+---@param kind string
+---@return table[]
+function api.list(kind) end
+
+--- A table private to your extension that survives `/reload`.
+---@return table
+function api.state() end
+
+--- Loads the sibling file `name.lua` or `name/init.lua`.
+---@param name string
+---@return any
+function api.load(name) end
+
+--- Queues a line for the running agent: "steering" (before the next model call) or
+--- "follow-up" (after the model's natural stop).
+---@param kind "steering"|"follow-up"
+---@param text string
+function api.enqueue(kind, text) end
+
+---@class fen.ApiTurn
+local turn = {}
+
+--- Runs a user turn and waits for its end (async).
+---@param text string
+---@param opts {when_busy: "reject"|"steering"|"follow-up"}?
+---@return fen.TurnResult
+function turn.submit(text, opts) end
+
+--- Cancels the running turn and any running slash command.
+function turn.cancel() end
+
+--- Whether a turn is running.
+---@return boolean
+function turn.busy() end
+
+--- The conversation: canonical messages, oldest first (nil when no agent runs).
+---@return table[]?
+function turn.messages() end
+
+--- One model call outside the loop, with the caller's cancellation (async).
+---@param request {system_prompt: string?, messages: table[], max_tokens: integer?}
+---@return table assistant message (`stop_reason = "error"` on failure)
+function turn.complete(request) end
+
+--- Replaces the conversation (compaction).
+---@param messages table[]
+function turn.replace_messages(messages) end
+
+--- The current model's context window in tokens.
+---@return integer
+function turn.context_window() end
+
+---@class fen.ApiSession
+local session = {}
+
+--- `{path, id}` of the session being written, or nil.
+---@return {path: string, id: string}?
+function session.info() end
+
+--- This directory's sessions, newest first (async).
+---@return table[]
+function session.list() end
+
+--- Switches to a new session (async).
+---@return boolean ok, string? err
+function session.new() end
+
+--- Switches to the session matching `query`, the latest without one (async).
+---@param query string?
+---@return boolean ok, string? err
+function session.resume(query) end
+
+--- Persists a state snapshot (raises, naming the bad field, when it cannot be JSON).
+---@param name_or_state string|table
+---@param state table?
+---@return boolean stored
+function session.append_state(name_or_state, state) end
+
+--- The newest state snapshot an extension stored in this session.
+---@param name string?
+---@return any
+function session.latest_state(name) end
+
+--- Writes a compaction record and fsyncs it (async).
+---@param record {summary: string, tokens_before: integer?, tokens_after: integer?, guidance: string?, trigger: string?}
+---@param first_kept_message table?
+---@return boolean stored
+function session.append_compaction(record, first_kept_message) end
+
+---@class fen.ApiUi
+local ui = {}
+
+--- Shows a notice (async; headless: nil, "no user").
+---@param text string
+function ui.notify(text) end
+
+--- Asks the person to pick one item (async); nil when dismissed or headless.
+---@param title string
+---@param items string[]
+---@return integer? index, string? why
+function ui.select(title, items) end
+
+--- Asks for a line of text (async); nil when dismissed or headless.
+---@param question string
+---@param default string?
+---@return string? text, string? why
+function ui.prompt(question, default) end
+
+---@class fen.ApiKernel
+local kernel = {}
+
+--- Reloads every extension.
+---@return {summary: string, loaded: string[], removed: string[], errors: {name: string, error: string}[]}
+function kernel.reload() end
+
+--- Runs a slash command line (async).
+---@param line string
+---@return string? text, string? err
+function kernel.run_command(line) end
+
+--- The extension records (`fen list extensions --json`).
+---@return table[]
+function kernel.extensions() end
+
+--- The system prompt's fragments in order with their sizes.
+---@return {id: string, title: string?, owner: string, bytes: integer}[]
+function kernel.prompt_fragments() end
+
+---@class fen.Native
+---@field version string
+---@field platform {os: string, arch: string}
+---@field paths {config_dir: string, state_dir: string}
+---@field truncate fen.NativeTruncate
+---@field fs fen.NativeFs
+---@field edit fen.NativeEdit
+---@field search fen.NativeSearch
+---@field process fen.NativeProcess
+---@field json fen.NativeJson
+---@field http fen.NativeHttp
+---@field term fen.NativeTerm
+---@field session fen.NativeSession
+local native = {}
+
+--- Escapes control bytes and invalid UTF-8, caps the size, notes what it changed.
+---@param text string
+---@param max_bytes integer?
+---@return string text, table report
+function native.sanitize(text, max_bytes) end
+
+--- Waits without blocking fen (async); raises "cancelled" when its call is cancelled.
+---@param ms number
+function native.sleep(ms) end
+
+---@class fen.NativeTruncate
+---@field head fun(text: string, max_lines: integer, max_bytes: integer): table
+---@field tail fun(text: string, max_lines: integer, max_bytes: integer): table
+---@field head_tail fun(text: string, max_lines: integer, max_bytes: integer): table
+---@field clip_lines fun(text: string, max_columns: integer): string
+---@field human_bytes fun(n: integer): string
+---@field count_lines fun(text: string): integer
+---@field number_lines fun(text: string, first: integer?): string
+
+---@class fen.NativeFs
+---@field read fun(path: string, opts: {offset: integer?, limit: integer?, max_bytes: integer?, max_columns: integer?, numbered: boolean?}?): table?, string? async
+---@field write fun(path: string, content: string): table?, string? async
+---@field list fun(path: string, opts: {depth: integer?, limit: integer?}?): table?, string? async
+---@field expand fun(path: string): string
+---@field cwd fun(): string
+---@field is_dir fun(path: string): boolean
+---@field stat fun(path: string): {size: integer, mtime_ms: integer, is_dir: boolean}?
+---@field set_strict fun(strict: boolean)
+
+---@class fen.NativeEdit
+---@field apply fun(files: {path: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[]}[]): table?, string? async
+
+---@class fen.NativeSearch
+---@field grep fun(opts: table): table?, string? async
+---@field find fun(opts: table): table?, string? async
+
+---@class fen.NativeProcess
+---@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
+
+---@class fen.NativeJson
+---@field decode fun(text: string): any, string?
+---@field encode fun(value: any): string raises naming the path of a value JSON cannot hold
+---@field encode_async fun(value: any): string async; large values are written out off the Lua thread
+---@field null lightuserdata encodes as `null`
+
+---@class fen.NativeHttp
+---@field request fun(spec: table): table?, table? async
+---@field backoff_ms fun(attempt: integer): integer
+
+---@class fen.NativeTerm
+---@field read_line fun(): string? async
+---@field isatty fun(fd: integer): boolean
+
+---@class fen.NativeSession
+---@field dir_for fun(cwd: string): string
+---@field new_id fun(): string
+---@field create fun(dir: string, cwd: string): userdata, string
+---@field open fun(path: string): userdata?, string?
+---@field resume fun(path: string): table?, string? async
+---@field list fun(dir: string): table[]? async
+
+return { api = api, native = native }
