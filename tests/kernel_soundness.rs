@@ -129,7 +129,10 @@ end"#,
         k.run_command("/nap").await
     })
     .unwrap();
-    assert_eq!(out, Ok(Some("rested".to_string())));
+    assert_eq!(
+        out.map_err(|e| e.to_string()),
+        Ok(Some("rested".to_string()))
+    );
 }
 
 #[test]
@@ -373,7 +376,7 @@ fn an_idle_only_command_is_refused_while_the_agent_is_busy() {
     .unwrap();
     assert_eq!(
         refused,
-        Err("/reload is disabled while the agent is running".to_string())
+        Err(fen::kernel::KernelError::CommandWhileBusy("reload".into()))
     );
     // Idle again: the same command runs.
     assert!(common::run_command(&k, "/reload").is_ok());
@@ -678,4 +681,36 @@ fn a_non_utf8_repl_line_is_accepted_lossily() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("first answer"), "{text}");
     assert!(text.contains("second answer"), "the REPL went on: {text}");
+}
+
+#[test]
+fn a_misspelt_native_option_is_an_error_not_a_silent_default() {
+    let s = Sandbox::new();
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let out: String = fen::cmd::block_on(async {
+        k.lua
+            .load(
+                r#"
+local native = require("fen.native")
+local _, grep_err = pcall(native.search.grep, { pattern = "x", ignorecase = true })
+local _, http_err = pcall(native.http.request, { url = "http://127.0.0.1:1", hedaers = {} })
+return tostring(grep_err):match("^[^\n]*") .. "\n" .. tostring(http_err):match("^[^\n]*")
+"#,
+            )
+            .eval_async::<String>()
+            .await
+            .unwrap()
+    })
+    .unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].contains("search.grep") && lines[0].contains("unknown field `ignorecase`"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("http.request: unknown option `hedaers` (did you mean `headers`?)"),
+        "{}",
+        lines[1]
+    );
 }

@@ -66,15 +66,6 @@ fn settings_defaults() -> SettingsDefaults {
     }
 }
 
-/// The model used when only a provider is known.
-fn default_model(provider: &str) -> &'static str {
-    match provider {
-        "anthropic" => "claude-sonnet-4-5",
-        "mock" => "mock",
-        _ => "gpt-5",
-    }
-}
-
 /// `(provider, model)` from flags, settings and the environment, in that order: `--model
 /// provider/id`, `--provider`, a mock script, `--base-url` (an OpenAI-compatible server),
 /// settings.json, then whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set.
@@ -119,15 +110,16 @@ fn resolve_provider(cli: &Cli) -> Option<(String, Option<String>)> {
 }
 
 /// The model when none was named: the provider's first declared model, else a default.
-fn model_for(inner: &crate::kernel::state::Inner, provider: &str) -> String {
-    let declared = inner
+/// The model used when only a provider is known: the first its spec declares (model ids live
+/// in the provider extensions, never here). None when it declares none.
+fn model_for(inner: &crate::kernel::state::Inner, provider: &str) -> Option<String> {
+    inner
         .registry
         .borrow()
         .get("provider", provider)
         .and_then(|c| c.spec.get::<Table>("models").ok())
         .and_then(|models| models.get::<Table>(1).ok())
-        .and_then(|first| first.get::<String>("id").ok());
-    declared.unwrap_or_else(|| default_model(provider).to_string())
+        .and_then(|first| first.get::<String>("id").ok())
 }
 
 fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
@@ -226,7 +218,16 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             .handler_budget
             .set(std::time::Duration::from_millis(ms));
     }
-    let model = model.unwrap_or_else(|| model_for(&inner, &provider));
+    let model = match model.or_else(|| model_for(&inner, &provider)) {
+        Some(m) => m,
+        None if provider.is_empty() => String::new(),
+        None => {
+            eprintln!(
+                "fen: provider '{provider}' declares no models; choose one with --model {provider}/MODEL_ID (or \"models\" in models.json)"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
     let mut options = serde_json::json!({});
     if let Some(url) = &cli.base_url {
         options["base_url"] = url.clone().into();

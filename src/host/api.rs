@@ -191,7 +191,7 @@ fn shared(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
             agent
                 .enqueue(&kind, text.clone())
-                .map_err(mlua::Error::runtime)?;
+                .map_err(mlua::Error::external)?;
             let ev = lua.create_table()?;
             ev.set("type", "queued")?;
             ev.set("line", text)?;
@@ -240,7 +240,7 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         lua.create_async_function(move |lua, ()| {
             let i = i.clone();
             async move {
-                let backend = sessions::backend(&i).map_err(mlua::Error::runtime)?;
+                let backend = sessions::backend(&i).map_err(mlua::Error::external)?;
                 let opts = lua.create_table()?;
                 if let Some(a) = i.agent.borrow().as_ref() {
                     opts.set("cwd", a.config.cwd.to_string_lossy().as_ref())?;
@@ -272,7 +272,7 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                             state::emit(&lua, &i, ev, "kernel")?;
                             Ok((true, None::<String>))
                         }
-                        Err(e) => Ok((false, Some(e))),
+                        Err(e) => Ok((false, Some(e.to_string()))),
                     }
                 }
             })?,
@@ -395,7 +395,7 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                         kind => {
                             agent
                                 .enqueue(kind, text.clone())
-                                .map_err(mlua::Error::runtime)?;
+                                .map_err(mlua::Error::external)?;
                             let ev = lua.create_table()?;
                             ev.set("type", "queued")?;
                             ev.set("line", text)?;
@@ -638,7 +638,7 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             async move {
                 match state::run_command(&lua, &i, &line).await {
                     Ok(text) => Ok((text, None::<String>)),
-                    Err(e) => Ok((None, Some(e))),
+                    Err(e) => Ok((None, Some(e.to_string()))),
                 }
             }
         })?,

@@ -108,7 +108,10 @@ impl Kernel {
 
     /// Runs a slash command line (`/name args`) to completion; the caller provides the runtime
     /// (see `crate::cmd::block_on`). Returns the handler's text, if any.
-    pub async fn run_command(&self, line: &str) -> Result<Option<String>, String> {
+    pub async fn run_command(
+        &self,
+        line: &str,
+    ) -> Result<Option<String>, crate::kernel::KernelError> {
         crate::kernel::state::run_command(&self.lua, &self.inner, line).await
     }
 }

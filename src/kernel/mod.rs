@@ -5,6 +5,7 @@ pub mod agent;
 pub mod calls;
 pub mod contracts;
 pub mod convert;
+pub mod error;
 pub mod events;
 pub mod loader;
 pub mod log;
@@ -17,6 +18,7 @@ pub mod suggest;
 pub mod tools;
 pub mod ui;
 
+pub use error::KernelError;
 pub use state::{ExtensionRecord, ReloadReport, Status};
 
 /// An extension record as JSON (`fen list extensions --json`, `api.kernel.extensions()`).

@@ -3,7 +3,7 @@
 //! (`/new`, `/resume`), close. History is loaded into the agent's conversation.
 
 use super::agent::{Agent, Persistence};
-use super::convert;
+use super::error::KernelError;
 use super::state::Inner;
 use mlua::{Function, Lua, Table, Value};
 
@@ -18,12 +18,12 @@ pub enum Target {
     Find(String),
 }
 
-fn lua_err(e: mlua::Error) -> String {
-    convert::error_parts(&e).0
+fn lua_err(e: mlua::Error) -> KernelError {
+    KernelError::from(e)
 }
 
 /// The chosen session backend (`--session-backend`, `jsonl` by default).
-pub fn backend(inner: &Inner) -> Result<Table, String> {
+pub fn backend(inner: &Inner) -> Result<Table, KernelError> {
     let name = inner.session_backend.borrow().clone();
     let registry = inner.registry.borrow();
     if let Some(c) = registry.get("session-backend", &name) {
@@ -34,10 +34,14 @@ pub fn backend(inner: &Inner) -> Result<Table, String> {
         .iter()
         .filter_map(|c| c.name.clone())
         .collect();
-    Err(format!(
-        "no session backend named '{name}' is loaded (loaded: {}); choose one with --session-backend, or use --no-session",
-        if known.is_empty() { "none".to_string() } else { known.join(", ") }
-    ))
+    Err(KernelError::NoSessionBackend {
+        name,
+        loaded: if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        },
+    })
 }
 
 /// Opens `target` for the agent and loads its history. With `fork`, the history goes into a
@@ -48,7 +52,7 @@ pub async fn open(
     agent: &Agent,
     target: Target,
     fork: bool,
-) -> Result<(), String> {
+) -> Result<(), KernelError> {
     let backend = backend(inner)?;
     let call = |name: &str| backend.get::<Function>(name).map_err(lua_err);
     let opts = lua.create_table().map_err(lua_err)?;
@@ -75,16 +79,13 @@ pub async fn open(
                 .await
                 .map_err(lua_err)?;
             match found.len() {
-                0 => {
-                    return Err(format!(
-                        "no session matches '{query}' here; `fen session list` shows them"
-                    ))
-                }
+                0 => return Err(KernelError::NoSessionMatches(query.clone())),
                 1 => Some(found[0].get::<String>("path").map_err(lua_err)?),
                 n => {
-                    return Err(format!(
-                        "'{query}' matches {n} sessions; give more of the id"
-                    ))
+                    return Err(KernelError::AmbiguousSession {
+                        query: query.clone(),
+                        count: n,
+                    })
                 }
             }
         }
@@ -135,9 +136,14 @@ pub async fn close(agent: &Agent) {
 }
 
 /// Closes the current session, clears the conversation and opens `target` (`/new`, `/resume`).
-pub async fn switch(lua: &Lua, inner: &Inner, agent: &Agent, target: Target) -> Result<(), String> {
+pub async fn switch(
+    lua: &Lua,
+    inner: &Inner,
+    agent: &Agent,
+    target: Target,
+) -> Result<(), KernelError> {
     if agent.is_busy() {
-        return Err("the agent is running; wait for the turn to end or cancel it".into());
+        return Err(KernelError::AgentBusy);
     }
     let had_session = agent.persistence.borrow().is_some();
     close(agent).await;

@@ -203,7 +203,11 @@ pub fn assemble_prompt_without(inner: &Inner, skip: &str) -> String {
 /// Dispatches `/name args` to the active command of that name. Handlers may wait (they run
 /// as coroutines, each with a cancellation token of its own that Ctrl-C trips); one marked
 /// `idle_only` is refused while the agent is busy.
-pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<String>, String> {
+pub async fn run_command(
+    lua: &Lua,
+    inner: &Inner,
+    line: &str,
+) -> Result<Option<String>, super::KernelError> {
     let line = line.trim();
     let body = line.strip_prefix('/').unwrap_or(line);
     let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
@@ -234,13 +238,16 @@ pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<
         let hint = super::suggest::did_you_mean(name, names.iter().map(String::as_str))
             .map(|s| format!(" (did you mean /{s}?)"))
             .unwrap_or_else(|| " (try /help)".to_string());
-        return Err(format!("unknown command: /{name}{hint}"));
+        return Err(super::KernelError::UnknownCommand {
+            name: name.to_string(),
+            hint,
+        });
     };
     let busy = inner.agent.borrow().as_ref().is_some_and(|a| a.is_busy());
     if idle_only && busy {
-        return Err(format!("/{name} is disabled while the agent is running"));
+        return Err(super::KernelError::CommandWhileBusy(name.to_string()));
     }
-    let ctx = lua.create_table().map_err(|e| e.to_string())?;
+    let ctx = lua.create_table()?;
     let token = tokio_util::sync::CancellationToken::new();
     let id = inner.next_seq();
     inner.commands.borrow_mut().push((id, token.clone()));
@@ -250,7 +257,10 @@ pub async fn run_command(lua: &Lua, inner: &Inner, line: &str) -> Result<Option<
     match result {
         Ok(Value::String(s)) => Ok(Some(s.to_string_lossy())),
         Ok(_) => Ok(None),
-        Err(e) => Err(format!("/{name} failed: {}", convert::error_parts(&e).0)),
+        Err(e) => Err(super::KernelError::CommandFailed {
+            name: name.to_string(),
+            message: convert::error_parts(&e).0,
+        }),
     }
 }
 

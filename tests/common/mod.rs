@@ -140,5 +140,7 @@ pub fn find<'a>(rows: &'a serde_json::Value, key: &str, name: &str) -> Vec<&'a s
 
 /// Runs a slash command to completion on a booted kernel (a runtime for the one call).
 pub fn run_command(k: &fen::host::Kernel, line: &str) -> Result<Option<String>, String> {
-    fen::cmd::block_on(k.run_command(line)).map_err(|e| e.to_string())?
+    fen::cmd::block_on(k.run_command(line))
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }

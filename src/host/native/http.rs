@@ -68,6 +68,23 @@ fn error_table(lua: &Lua, e: &HttpError) -> mlua::Result<(Value, Value)> {
 /// Header names in the result are lower-case. The running turn's cancellation drops the
 /// connection.
 async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
+    // The spec carries callbacks and raw bytes, which a serde struct cannot take: its keys are
+    // checked against the known ones instead, so a typo is an error, not a silent default.
+    super::check_keys(
+        &spec,
+        &[
+            "method",
+            "url",
+            "headers",
+            "body",
+            "sse",
+            "on_event",
+            "on_events",
+            "plain_deltas",
+            "error_body_cap",
+        ],
+        "http.request",
+    )?;
     let method = spec
         .get::<Option<String>>("method")?
         .unwrap_or_else(|| "POST".into());

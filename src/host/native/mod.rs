@@ -133,6 +133,44 @@ pub(crate) fn array<T: serde::Serialize>(lua: &Lua, items: &[T]) -> mlua::Result
     lua.to_value(items)
 }
 
+/// Reads a binding's options table into `T` (a `#[serde(deny_unknown_fields)]` struct): a
+/// misspelt or unknown option, a missing required one or a wrong type raises, naming it
+/// (`search.grep: unknown field `ignorecase`, expected one of ...`).
+pub(crate) fn options<T: serde::de::DeserializeOwned>(
+    lua: &Lua,
+    what: &str,
+    t: Table,
+) -> mlua::Result<T> {
+    use mlua::LuaSerdeExt;
+    lua.from_value_with(
+        Value::Table(t),
+        mlua::serde::DeserializeOptions::new().deny_unsupported_types(true),
+    )
+    .map_err(|e| mlua::Error::runtime(format!("{what}: {e}")))
+}
+
+/// Raises when `t` holds a key outside `known` (for option tables that also carry functions
+/// or raw bytes, which a serde struct cannot take), with the closest known key as a hint.
+pub(crate) fn check_keys(t: &Table, known: &[&str], what: &str) -> mlua::Result<()> {
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        let name = match &k {
+            Value::String(s) => s.to_string_lossy(),
+            other => format!("<{}>", other.type_name()),
+        };
+        if !known.contains(&name.as_str()) {
+            let hint = crate::kernel::suggest::did_you_mean(&name, known.iter().copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(mlua::Error::runtime(format!(
+                "{what}: unknown option `{name}`{hint}; known: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `value, nil`.
 pub(crate) fn success(value: Table) -> mlua::Result<(Value, Value)> {
     Ok((Value::Table(value), Value::Nil))

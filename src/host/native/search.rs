@@ -27,25 +27,57 @@ fn cancel_flag(lua: &Lua) -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
     (flag, watcher)
 }
 
-fn opt<T: mlua::FromLua>(t: &Table, key: &str) -> mlua::Result<Option<T>> {
-    t.get::<Option<T>>(key)
+/// `search.grep` options; an unknown key is an error.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrepOpts {
+    pattern: String,
+    path: Option<String>,
+    glob: Option<String>,
+    #[serde(default)]
+    ignore_case: bool,
+    #[serde(default)]
+    literal: bool,
+    #[serde(default)]
+    context: usize,
+    output_mode: Option<String>,
+    head_limit: Option<usize>,
+    #[serde(default)]
+    include_hidden: bool,
+    #[serde(default)]
+    no_ignore: bool,
+}
+
+/// `search.find` options; an unknown key is an error.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FindOpts {
+    pattern: String,
+    path: Option<String>,
+    limit: Option<usize>,
+    #[serde(default)]
+    follow_symlinks: bool,
+    #[serde(default)]
+    include_hidden: bool,
+    #[serde(default)]
+    no_ignore: bool,
 }
 
 /// `search.grep{pattern, path, glob, ignore_case, literal, context, output_mode, head_limit,
 /// include_hidden, no_ignore}` -> `{text, notes, total_matches, total_files, truncated}`.
 /// Paths are shown relative to the working directory (as a path given to `read`).
 async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
-    let pattern: String = t.get("pattern")?;
-    let path: String = opt(&t, "path")?.unwrap_or_else(|| ".".into());
-    let mut o = GrepOptions::new(pattern, expand_path(&path));
-    o.glob = opt(&t, "glob")?;
-    o.ignore_case = opt(&t, "ignore_case")?.unwrap_or(false);
-    o.literal = opt(&t, "literal")?.unwrap_or(false);
-    o.context = opt(&t, "context")?.unwrap_or(0);
-    o.head_limit = opt(&t, "head_limit")?.unwrap_or(o.head_limit);
-    o.include_hidden = opt(&t, "include_hidden")?.unwrap_or(false);
-    o.no_ignore = opt(&t, "no_ignore")?.unwrap_or(false);
-    o.output_mode = match opt::<String>(&t, "output_mode")?.as_deref() {
+    let g: GrepOpts = super::options(&lua, "search.grep", t)?;
+    let path: String = g.path.unwrap_or_else(|| ".".into());
+    let mut o = GrepOptions::new(g.pattern, expand_path(&path));
+    o.glob = g.glob;
+    o.ignore_case = g.ignore_case;
+    o.literal = g.literal;
+    o.context = g.context;
+    o.head_limit = g.head_limit.unwrap_or(o.head_limit);
+    o.include_hidden = g.include_hidden;
+    o.no_ignore = g.no_ignore;
+    o.output_mode = match g.output_mode.as_deref() {
         None | Some("content") => OutputMode::Content,
         Some("files_with_matches") => OutputMode::FilesWithMatches,
         Some("count") => OutputMode::Count,
@@ -94,13 +126,13 @@ fn prefix_paths(r: &mut search::GrepResult, given: &str) {
 /// `search.find{pattern, path, limit, follow_symlinks, include_hidden, no_ignore}` ->
 /// `{paths, total, rest, issues}` (paths relative to `path`, newest first).
 async fn find_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
-    let pattern: String = t.get("pattern")?;
-    let path: String = opt(&t, "path")?.unwrap_or_else(|| ".".into());
-    let mut o = FindOptions::new(pattern, expand_path(&path));
-    o.limit = opt(&t, "limit")?.unwrap_or(o.limit);
-    o.follow_symlinks = opt(&t, "follow_symlinks")?.unwrap_or(false);
-    o.include_hidden = opt(&t, "include_hidden")?.unwrap_or(false);
-    o.no_ignore = opt(&t, "no_ignore")?.unwrap_or(false);
+    let f: FindOpts = super::options(&lua, "search.find", t)?;
+    let path: String = f.path.unwrap_or_else(|| ".".into());
+    let mut o = FindOptions::new(f.pattern, expand_path(&path));
+    o.limit = f.limit.unwrap_or(o.limit);
+    o.follow_symlinks = f.follow_symlinks;
+    o.include_hidden = f.include_hidden;
+    o.no_ignore = f.no_ignore;
     let (cancel, watcher) = cancel_flag(&lua);
     let outcome = blocking(move || search::find(&o, &cancel)).await;
     watcher.abort();

@@ -141,15 +141,11 @@ impl Agent {
 
     /// Queues a line for the running turn: "steering" (before the next model call) or
     /// "follow-up" (after the model's natural stop).
-    pub fn enqueue(&self, kind: &str, text: String) -> Result<(), String> {
+    pub fn enqueue(&self, kind: &str, text: String) -> Result<(), super::KernelError> {
         match kind {
             "steering" => self.steering.borrow_mut().push_back(text),
             "follow-up" => self.follow_up.borrow_mut().push_back(text),
-            other => {
-                return Err(format!(
-                    "unknown queue {other:?}: use \"steering\" or \"follow-up\""
-                ))
-            }
+            other => return Err(super::KernelError::UnknownQueue(other.to_string())),
         }
         Ok(())
     }

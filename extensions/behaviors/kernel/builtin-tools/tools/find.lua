@@ -22,7 +22,11 @@ return function()
       required = { "pattern" },
     },
     execute = function(args)
-      local r, err = native.search.find(args)
+      local r, err = native.search.find({
+        pattern = args.pattern, path = args.path, limit = args.limit,
+        follow_symlinks = args.follow_symlinks, no_ignore = args.no_ignore,
+        include_hidden = args.include_hidden,
+      })
       if not r then return util.fail("error: " .. err) end
       local where = args.path or "."
       local text

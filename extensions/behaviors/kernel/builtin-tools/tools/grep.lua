@@ -26,7 +26,12 @@ return function()
       required = { "pattern" },
     },
     execute = function(args)
-      local r, err = native.search.grep(args)
+      -- Only the options the native search knows (it refuses unknown ones).
+      local r, err = native.search.grep({
+        pattern = args.pattern, path = args.path, glob = args.glob, ignore_case = args.ignore_case,
+        literal = args.literal, context = args.context, output_mode = args.output_mode,
+        head_limit = args.head_limit, no_ignore = args.no_ignore, include_hidden = args.include_hidden,
+      })
       if not r then return util.fail("error: " .. err) end
       local where = args.path or "."
       local text = (r.text:gsub("\n$", ""))
