@@ -1,7 +1,7 @@
 //! The companions through the real binary and the mock provider: todo (limits, replay across
 //! --continue, /reload and /compact), skills, background jobs, webfetch and completions.
 
-mod common;
+use crate::common;
 use common::Sandbox;
 use serde_json::{json, Value};
 
