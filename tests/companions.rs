@@ -221,3 +221,132 @@ fn compaction_keeps_an_open_list_verbatim_and_drops_a_finished_one() {
     assert!(summary.starts_with("SUMMARY"), "{summary}");
     assert!(!summary.contains("[x]"), "{summary}");
 }
+
+// ---------------------------------------------------------------- skills
+
+fn skill(s: &Sandbox, root: &str, name: &str, front: &str, body: &str) -> std::path::PathBuf {
+    s.write(
+        &format!("{root}/{name}/SKILL.md"),
+        &format!("---\n{front}\n---\n{body}"),
+    )
+}
+
+/// A mock that reports what the system prompt offers: the `<available_skills>` block's size,
+/// its skill names and its omission note; and the last user message's first line.
+const PROMPT_PROBE: &str = r#"return function(n, ctx)
+  local sp = ctx.system_prompt or ""
+  local block = sp:match("Skills hold instructions.-</available_skills>") or ""
+  local names = {}
+  for name in block:gmatch("<name>(.-)</name>") do names[#names + 1] = name end
+  local omitted = block:match("<!%-%- (%d+) more skill") or "0"
+  local last = ctx.messages[#ctx.messages]
+  local first = type(last.content) == "string" and last.content:match("^[^\n]*") or "?"
+  local args = type(last.content) == "string" and last.content:match("Arguments: ([^\n]*)") or ""
+  return { text = string.format("block=%d names=%s omitted=%s first=%s args=%s", #block, table.concat(names, ","), omitted, first, args) }
+end"#;
+
+fn probe(s: &Sandbox, input: &str) -> String {
+    let script = s.write("probe.lua", PROMPT_PROBE);
+    let out = s.fen_stdin(&["--mock-script", script.to_str().unwrap()], input, &[]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn skills_precedence_validation_and_listing() {
+    let s = Sandbox::new();
+    // The sandbox's work dir is a repository root; the project copy wins over the user's.
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write(
+        "work/.fen/skills/pdf/SKILL.md",
+        "\u{feff}---\r\nname: pdf\r\ndescription: Fill PDF forms.\r\n---\r\n# PDF\r\nUse pdftk.\r\n",
+    );
+    skill(&s, ".claude/skills", "pdf", "name: pdf\ndescription: other", "x\n");
+    skill(&s, ".claude/skills", "nodesc", "name: nodesc", "x\n");
+    skill(&s, ".agents/skills", "wrong", "name: other\ndescription: d", "x\n");
+    skill(&s, ".codex/skills", "Caps", "name: Caps\ndescription: d", "x\n");
+    skill(
+        &s,
+        "config/fen/skills",
+        "deploy",
+        "name: deploy\ndescription: Ship it.\ndisable-model-invocation: true",
+        "Deploy now.\n",
+    );
+    let rows = s.fen_json(&["list", "skills", "--json"]);
+    let pdf = common::find(&rows, "name", "pdf");
+    assert_eq!(pdf.len(), 2, "{rows}");
+    assert_eq!(pdf[0]["status"], "ok");
+    assert!(pdf[0]["location"].as_str().unwrap().contains("/work/.fen/skills/pdf"));
+    assert_eq!(pdf[1]["status"], "shadowed");
+    assert_eq!(pdf[1]["shadowed_by"], pdf[0]["location"]);
+    let invalid: Vec<&Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "invalid")
+        .collect();
+    assert_eq!(invalid.len(), 3, "{rows}");
+    let text = String::from_utf8_lossy(&s.fen(&["list", "skills"]).stdout).into_owned();
+    assert!(text.contains("nodesc/SKILL.md: front matter has no `description`"), "{text}");
+    assert!(text.contains("differs from the directory name"), "{text}");
+    assert!(text.contains("[shadowed by "), "{text}");
+
+    // The tool: header, then the body byte for byte (CRLF kept).
+    let r = tool_json(&s, "skill", &json!({"name": "pdf"}));
+    let dir = s.cwd().join(".fen/skills/pdf");
+    assert_eq!(
+        result_text(&r),
+        format!("Skill: pdf\nDirectory: {}\n\n# PDF\r\nUse pdftk.\r\n", dir.display())
+    );
+    let r = tool_json(&s, "skill", &json!({"name": "deploy"}));
+    assert_eq!(r["is_error"], true);
+    assert!(result_text(&r).contains("/skill:deploy"), "{r}");
+    let r = tool_json(&s, "skill", &json!({"name": "nope"}));
+    assert_eq!(r["is_error"], true);
+
+    // The prompt lists the model-invocable winners; /skills shows the warnings; /skill:NAME
+    // runs a turn whose user message is the skill.
+    let out = probe(&s, "hello\n/skills\n/skill:deploy to prod\n");
+    assert!(out.contains("names=pdf omitted=0"), "{out}");
+    assert!(!out.contains("names=pdf,deploy"), "{out}");
+    assert!(out.contains("warning: skipped "), "{out}");
+    assert!(out.contains("first=Skill: deploy args=to prod"), "{out}");
+}
+
+#[test]
+fn three_hundred_long_skills_fit_the_budget_and_the_rest_are_counted() {
+    let s = Sandbox::new();
+    for i in 0..300 {
+        let desc = format!("skill {i} {}", "d".repeat(990));
+        skill(
+            &s,
+            ".claude/skills",
+            &format!("s{i:03}"),
+            &format!("name: s{i:03}\ndescription: {desc}"),
+            "body\n",
+        );
+    }
+    let out = probe(&s, "hello\n/skills\n");
+    let line = out
+        .lines()
+        .find(|l| l.contains("block="))
+        .unwrap_or_else(|| panic!("{out}"));
+    let size: usize = line["ai> block=".len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!(size <= 8000, "{line}");
+    let names = line.split("names=").nth(1).unwrap().split(' ').next().unwrap();
+    let listed = names.split(',').filter(|n| !n.is_empty()).count();
+    let omitted: usize = line
+        .split("omitted=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(listed > 0 && omitted > 0, "{line}");
+    assert_eq!(listed + omitted, 300, "{line}");
+    assert!(
+        out.contains(&format!("{omitted} skill(s) omitted from the system prompt")),
+        "{out}"
+    );
+}

@@ -210,6 +210,8 @@ pub enum ListWhat {
     AuthBackends,
     Events,
     Kinds,
+    /// Skills (SKILL.md) the skills companion found; shadowed and invalid ones marked.
+    Skills,
 }
 
 impl ListWhat {
@@ -226,7 +228,11 @@ impl ListWhat {
             ListWhat::Controls => "control",
             ListWhat::SessionBackends => "session-backend",
             ListWhat::AuthBackends => "auth-backend",
-            ListWhat::Extensions | ListWhat::Models | ListWhat::Events | ListWhat::Kinds => {
+            ListWhat::Extensions
+            | ListWhat::Models
+            | ListWhat::Events
+            | ListWhat::Kinds
+            | ListWhat::Skills => {
                 return None
             }
         })

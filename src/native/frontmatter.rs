@@ -1,9 +1,11 @@
 //! YAML front matter of Markdown files (SKILL.md, agent definitions): the `---` block at the
-//! top parsed as YAML (yaml-rust2) into JSON values, and the body after it byte for byte. A
+//! top parsed as YAML (yaml-rust2) into JSON values, and the body after it byte for byte;
+//! [`scan`] finds and parses `ROOT/NAME/FILE` documents (skill directories). A
 //! UTF-8 byte-order mark and CRLF line endings are accepted (a BOM once dropped whole skills in
 //! another agent).
 
 use serde_json::{Map, Value};
+use std::path::PathBuf;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Why a document's front matter could not be read.
@@ -75,6 +77,55 @@ pub fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
         fields,
         body: text[body_start..].to_string(),
     })
+}
+
+/// A document found by [`scan`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundDoc {
+    /// Index of the root it was found in.
+    pub root: usize,
+    /// The directory holding it (`root/NAME`).
+    pub dir: PathBuf,
+    /// The document itself (`root/NAME/FILE`).
+    pub file: PathBuf,
+    /// Its front matter and body, or why it could not be read.
+    pub parsed: Result<FrontMatter, String>,
+}
+
+/// Every `ROOT/NAME/file_name` of the given roots, in root order and by name within a root.
+/// Names starting with `.` are skipped; missing roots are not an error.
+pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
+    let mut out = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let file = dir.join(file_name);
+            let parsed = match std::fs::read(&file) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => parse(&text).map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("{file_name} is not UTF-8")),
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+            };
+            out.push(FoundDoc {
+                root: i,
+                dir,
+                file,
+                parsed,
+            });
+        }
+    }
+    out
 }
 
 fn to_json(y: Yaml) -> Value {
