@@ -350,3 +350,181 @@ fn three_hundred_long_skills_fit_the_budget_and_the_rest_are_counted() {
         "{out}"
     );
 }
+
+// ---------------------------------------------------------------- background jobs
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Every tool-result event of a `--mode json` run.
+fn tool_results(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool-result")
+        .map(|e| e["result"].clone())
+        .collect()
+}
+
+fn alive(pid: i64) -> bool {
+    fen::native::process::proc_stat(pid as i32).is_some_and(|(s, _)| s != 'Z' && s != 'X')
+}
+
+#[test]
+fn a_background_server_answers_later_calls_and_job_kill_stops_it() {
+    let s = Sandbox::new();
+    let port = free_port();
+    let fetch = format!(
+        "for i in $(seq 50); do python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(\"http://127.0.0.1:{port}/\").status)' 2>/dev/null && break; sleep 0.1; done"
+    );
+    let script = s.write(
+        "jobs.json",
+        &json!([
+            {"tool_calls": [{"name": "bash", "arguments": {"command": format!("exec python3 -m http.server {port} --bind 127.0.0.1"), "background": true}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": fetch}}]},
+            {"tool_calls": [{"name": "job_output", "arguments": {"id": "bg1", "wait_s": 5}}]},
+            {"tool_calls": [{"name": "job_kill", "arguments": {"id": "bg1"}}]},
+            {"tool_calls": [{"name": "job_output", "arguments": {"id": "bg1"}}]},
+            {"text": "done"}
+        ])
+        .to_string(),
+    );
+    let out = s.fen(&["--mock-script", script.to_str().unwrap(), "--mode", "json", "go"]);
+    let results = tool_results(&out.stdout);
+    assert_eq!(results.len(), 5, "{}", String::from_utf8_lossy(&out.stdout));
+    let started: Value = serde_json::from_str(result_text(&results[0]).lines().next().unwrap()).unwrap();
+    assert_eq!(started["job"], "bg1");
+    let log = started["log"].as_str().unwrap().to_string();
+    assert!(log.starts_with(s.state().join("fen/jobs").to_str().unwrap()), "{log}");
+    let pid = started["pid"].as_i64().unwrap();
+    assert!(result_text(&results[1]).starts_with("200"), "{}", result_text(&results[1]));
+    let output = result_text(&results[2]);
+    assert!(output.contains("Serving HTTP"), "{output}");
+    assert!(output.contains("\"GET / HTTP/1.1\" 200"), "{output}");
+    assert!(output.ends_with("[job bg1 running]"), "{output}");
+    assert_eq!(result_text(&results[3]), "job bg1 stopped (signal 15)");
+    assert!(result_text(&results[4]).ends_with("[job bg1 signal 15]"));
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "port still open");
+    assert!(!alive(pid), "the server survived job_kill");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("Serving HTTP"));
+}
+
+#[test]
+fn a_job_exit_is_announced_once_before_the_next_model_call() {
+    let s = Sandbox::new();
+    let script = s.write(
+        "announce.lua",
+        r#"return function(n, ctx)
+  if n == 1 then return { tool_calls = { { name = "bash", arguments = { command = "echo hi; exit 3", background = true } } } } end
+  if n == 2 then return { tool_calls = { { name = "bash", arguments = { command = "sleep 0.5" } } } } end
+  if n == 3 then return { tool_calls = { { name = "bash", arguments = { command = "true" } } } } end
+  local seen = 0
+  for _, m in ipairs(ctx.messages) do
+    if m.role == "user" and type(m.content) == "string" and m.content:find("background job bg1", 1, true) then
+      seen = seen + 1
+      if m.content:find("exited 3", 1, true) then seen = seen + 100 end
+    end
+  end
+  return { text = "announced=" .. seen }
+end"#,
+    );
+    let out = s.fen(&["--mock-script", script.to_str().unwrap(), "-p", "go"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("announced=101"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Starts `fen --mode json` with a script that starts 17 `sleep` jobs then waits 60 s; returns
+/// the child and the pids of the jobs that started (read from its output).
+fn fen_with_jobs(s: &Sandbox) -> (std::process::Child, std::io::BufReader<std::process::ChildStdout>, Vec<i64>) {
+    use std::io::BufRead;
+    let calls: Vec<Value> = (0..17)
+        .map(|_| json!({"name": "bash", "arguments": {"command": "sh -c 'sleep 999 & wait'", "background": true}}))
+        .collect();
+    let script = s.write(
+        "many.json",
+        &json!([{"tool_calls": calls}, {"text": "waiting", "delay_ms": 60000}]).to_string(),
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args(["--mock-script", script.to_str().unwrap(), "--mode", "json", "go"])
+        .current_dir(s.cwd())
+        .env("HOME", s.root())
+        .env("XDG_CONFIG_HOME", s.config())
+        .env("XDG_STATE_HOME", s.state())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut pids = Vec::new();
+    let mut errors = Vec::new();
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 {
+        if let Ok(e) = serde_json::from_str::<Value>(&line) {
+            if e["type"] == "tool-result" {
+                match e["result"]["details"]["pid"].as_i64() {
+                    Some(pid) => pids.push(pid),
+                    None => errors.push(result_text(&e["result"])),
+                }
+            }
+            if e["type"] == "llm-start" && pids.len() + errors.len() == 17 {
+                break;
+            }
+        }
+        line.clear();
+    }
+    assert_eq!(pids.len(), 16, "{errors:?}");
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].contains("16 jobs are already running"), "{errors:?}");
+    assert!(pids.iter().all(|&p| alive(p)));
+    (child, reader, pids)
+}
+
+fn wait_gone(pids: &[i64]) -> bool {
+    for _ in 0..100 {
+        if pids.iter().all(|&p| !alive(p)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn no_job_outlives_fen_ended_by_ctrl_c_or_sigterm() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let s = Sandbox::new();
+        let (mut child, _reader, pids) = fen_with_jobs(&s);
+        kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{sig}: {status:?}");
+        assert!(wait_gone(&pids), "{sig}: jobs survived fen");
+    }
+}
+
+#[test]
+fn no_job_outlives_the_end_of_a_print_run() {
+    let s = Sandbox::new();
+    let script = s.write(
+        "one.json",
+        &json!([
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 999", "background": true}}]},
+            {"text": "bye"}
+        ])
+        .to_string(),
+    );
+    let out = s.fen(&["--mock-script", script.to_str().unwrap(), "--mode", "json", "go"]);
+    let results = tool_results(&out.stdout);
+    let pid = results[0]["details"]["pid"].as_i64().unwrap();
+    assert!(wait_gone(&[pid]), "the job survived the end of the run");
+    // And `fen tool bash` with background: the job ends with the process too.
+    let r = tool_json(&s, "bash", &json!({"command": "sleep 999", "background": true}));
+    let pid = r["details"]["pid"].as_i64().unwrap();
+    assert!(wait_gone(&[pid]));
+}

@@ -2,6 +2,7 @@
 -- companion (which keeps an open list in its summary) and the json presenter (whose final
 -- result carries it). One copy per Lua state: `require` caches this module, so the list also
 -- survives `/reload`.
+local native = require("fen.native")
 local M = {}
 
 M.MAX_ITEMS = 50
@@ -20,8 +21,9 @@ local current = { items = {}, version = 0 }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
+--- A copy that encodes as a JSON array even when empty (a decoded `[]` carries the marker).
 local function copy(items)
-  local out = {}
+  local out = native.json.decode("[]")
   for i, it in ipairs(items or {}) do out[i] = { text = it.text, status = it.status } end
   return out
 end

@@ -27,9 +27,15 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     };
-    // No process group fen started outlives it.
-    crate::native::process::terminate_all_groups();
+    end_children();
     code
+}
+
+/// Ends every process group fen started: leftovers of foreground commands and background
+/// jobs. Called on every way out (normal end, Ctrl-C quit, SIGTERM, SIGHUP); blocking.
+pub fn end_children() {
+    crate::native::process::terminate_all_groups();
+    crate::native::jobs::terminate_all();
 }
 
 /// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.
