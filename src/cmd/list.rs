@@ -95,11 +95,11 @@ fn skills_json(kernel: &Kernel) -> Vec<serde_json::Value> {
     let Some(f) = snapshot else {
         return Vec::new();
     };
-    match f.call::<mlua::Value>(()) {
-        Ok(v) => crate::kernel::convert::lua_to_json(&kernel.lua, v)["rows"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default(),
+    let snapshot = f.call::<mlua::Value>(()).map_err(|e| e.to_string()).and_then(|v| {
+        crate::kernel::convert::lua_to_json(&kernel.lua, &v).map_err(|e| e.to_string())
+    });
+    match snapshot {
+        Ok(v) => v["rows"].as_array().cloned().unwrap_or_default(),
         Err(e) => {
             eprintln!("fen: the skills companion failed: {e}");
             Vec::new()
