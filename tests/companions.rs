@@ -528,3 +528,98 @@ fn no_job_outlives_the_end_of_a_print_run() {
     let pid = r["details"]["pid"].as_i64().unwrap();
     assert!(wait_gone(&[pid]));
 }
+
+// ---------------------------------------------------------------- webfetch
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 answering by path, one request per connection.
+fn web_server() -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            let _ = reader.read_line(&mut request);
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+            }
+            let path = request.split(' ').nth(1).unwrap_or("/").to_string();
+            let (status, headers, body): (&str, String, Vec<u8>) = match path.as_str() {
+                "/page" => (
+                    "200 OK",
+                    "Content-Type: text/html; charset=utf-8\r\n".into(),
+                    b"<html><head><style>p{color:red}</style><script>x()</script></head><body><h1>Title</h1><p>Some <b>bold</b> text and a <a href=\"/next\">link</a>.</p></body></html>".to_vec(),
+                ),
+                "/big" => (
+                    "200 OK",
+                    "Content-Type: text/plain\r\n".into(),
+                    vec![b'a'; 6 * 1024 * 1024],
+                ),
+                "/same" => ("302 Found", "Location: /page\r\n".into(), Vec::new()),
+                "/other" => (
+                    "301 Moved Permanently",
+                    format!("Location: http://localhost:{port}/page\r\n"),
+                    Vec::new(),
+                ),
+                _ => ("404 Not Found", "Content-Type: text/plain\r\n".into(), b"nothing here".to_vec()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    port
+}
+
+#[test]
+fn webfetch_converts_refuses_big_bodies_and_reports_cross_host_redirects() {
+    let s = Sandbox::new();
+    let port = web_server();
+    let base = format!("http://127.0.0.1:{port}");
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/page")}));
+    let text = result_text(&r);
+    assert_eq!(r["is_error"], false, "{r}");
+    assert!(text.contains("# Title"), "{text}");
+    assert!(text.contains("**bold**"), "{text}");
+    assert!(text.contains("[link](/next)"), "{text}");
+    assert!(!text.contains("x()"), "{text}");
+    assert!(!text.contains("color:red"), "{text}");
+
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/page"), "format": "text"}));
+    let text = result_text(&r);
+    assert!(text.contains("Some bold text and a link."), "{text}");
+    assert!(!text.contains("x()"), "{text}");
+
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/page"), "format": "html"}));
+    assert!(result_text(&r).contains("<script>x()</script>"));
+
+    // A same-host redirect is followed.
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/same")}));
+    assert!(result_text(&r).contains(&format!("URL: {base}/page")), "{r}");
+    assert!(result_text(&r).contains("# Title"));
+
+    // A redirect to another host is reported with its target, not followed.
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/other")}));
+    let text = result_text(&r);
+    assert!(text.contains(&format!("to another host: http://localhost:{port}/page")), "{text}");
+    assert!(!text.contains("# Title"), "{text}");
+
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/big")}));
+    assert_eq!(r["is_error"], true, "{r}");
+    assert!(result_text(&r).contains("larger than the 5242880 byte limit"), "{r}");
+
+    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/missing")}));
+    assert_eq!(r["is_error"], true);
+    assert!(result_text(&r).contains("HTTP 404"), "{r}");
+
+    let r = tool_json(&s, "webfetch", &json!({"url": "file:///etc/passwd"}));
+    assert_eq!(r["is_error"], true);
+}
