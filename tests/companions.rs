@@ -623,3 +623,29 @@ fn webfetch_converts_refuses_big_bodies_and_reports_cross_host_redirects() {
     let r = tool_json(&s, "webfetch", &json!({"url": "file:///etc/passwd"}));
     assert_eq!(r["is_error"], true);
 }
+
+// ---------------------------------------------------------------- completions
+
+#[test]
+fn completion_scripts_are_valid_shell() {
+    let s = Sandbox::new();
+    for (shell, check) in [("bash", vec!["-n"]), ("zsh", vec!["-n"]), ("fish", vec!["--no-execute"])] {
+        let out = s.fen(&["completion", shell]);
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(script.contains("completion"), "{shell}: {script:.200}");
+        if shell != "fish" {
+            // The positional values of `fen list` are offered too.
+            assert!(script.contains("skills"), "{shell}: {script:.200}");
+        }
+        let path = s.write(&format!("fen.{shell}"), &script);
+        let mut cmd = std::process::Command::new(shell);
+        cmd.args(&check).arg(&path);
+        match cmd.output() {
+            Ok(o) => assert!(o.status.success(), "{shell} rejects the script: {}", String::from_utf8_lossy(&o.stderr)),
+            Err(_) => eprintln!("{shell} is not installed; only generated its script"),
+        }
+    }
+    let out = s.fen(&["completion", "powershell"]);
+    assert_eq!(out.status.code(), Some(2));
+}

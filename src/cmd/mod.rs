@@ -3,6 +3,7 @@
 //! native); nothing below uses it.
 
 pub mod cli;
+mod completion;
 mod docs;
 mod list;
 pub mod run;
@@ -74,6 +75,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             what: ShowWhat::Contract { name, json },
         }) => show::show_contract(name, *json),
         Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
+        Some(Command::Completion { shell }) => completion::completion(*shell),
         Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {

@@ -148,7 +148,15 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         .as_deref()
         .filter(|p| !cli.print && cli.mode != Mode::Json && !p.contains(char::is_whitespace))
     {
-        let subcommands = ["list", "show", "docs", "tool", "session", "help"];
+        let subcommands = [
+            "list",
+            "show",
+            "docs",
+            "tool",
+            "session",
+            "completion",
+            "help",
+        ];
         if let Some(s) = crate::kernel::suggest::did_you_mean(word, subcommands) {
             eprintln!("error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'.");
             return Ok(ExitCode::from(2));
