@@ -8,7 +8,7 @@
 local native = require("fen.native")
 
 local MAX_WAIT_S = 300
-local MAX_OUTPUT_BYTES = 64 * 1024
+local MAX_OUTPUT_BYTES = 60 * 1024   -- under the 64 KiB result cap
 
 local function result(text, is_error, details)
   return { content = { { type = "text", text = text } }, is_error = is_error, details = details }
@@ -43,7 +43,7 @@ return function(api)
   api.register("tool", {
     name = "job_output",
     label = "job output",
-    description = "Read a background job's output (started with bash background: true): the bytes logged since the previous job_output of that job (at most the last 64 KB of them), then its status: running, exited N or signal N. wait_s (default 0, at most 300) waits for new output or the exit when there is none yet.",
+    description = "Read a background job's output (started with bash background: true): the bytes logged since the previous job_output of that job (at most the last 60 KB of them), then its status: running, exited N or signal N. wait_s (default 0, at most 300) waits for new output or the exit when there is none yet.",
     risk = "read",
     concurrency = "parallel_safe",
     parameters = {

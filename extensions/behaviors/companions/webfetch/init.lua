@@ -6,7 +6,7 @@ local native = require("fen.native")
 
 local DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S = 30, 120
 local MAX_BYTES = 5 * 1024 * 1024
-local KEEP_BYTES = 100 * 1024   -- of converted content returned to the model
+local KEEP_BYTES = 60 * 1024   -- of converted content returned (under the 64 KiB result cap)
 
 local function result(text, is_error, details)
   return { content = { { type = "text", text = text } }, is_error = is_error, details = details }
@@ -16,7 +16,7 @@ return function(api)
   api.register("tool", {
     name = "webfetch",
     label = "webfetch",
-    description = [[Fetch a web page or file over http(s) and return its content: HTML as Markdown (default), plain text or raw HTML (format), other text types as they are. Scripts and styles are dropped. Bodies over 5 MiB are refused; the returned content is cut at 100 KB. Redirects within the same host are followed; a redirect to another host is reported with its target URL and not followed: call webfetch again with that URL if you trust it. timeout_s defaults to 30 (at most 120).]],
+    description = [[Fetch a web page or file over http(s) and return its content: HTML as Markdown (default), plain text or raw HTML (format), other text types as they are. Scripts and styles are dropped. Bodies over 5 MiB are refused; the returned content is cut at 60 KB. Redirects within the same host are followed; a redirect to another host is reported with its target URL and not followed: call webfetch again with that URL if you trust it. timeout_s defaults to 30 (at most 120).]],
     risk = "read",
     concurrency = "parallel_safe",
     parameters = {
