@@ -199,7 +199,11 @@ fn chatter(n: usize) -> String {
 #[test]
 fn compaction_keeps_an_open_list_verbatim_and_drops_a_finished_one() {
     let s = Sandbox::new();
-    let items = todo_items(&[("done one", "completed"), ("next", "in_progress"), ("later", "pending")]);
+    let items = todo_items(&[
+        ("done one", "completed"),
+        ("next", "in_progress"),
+        ("later", "pending"),
+    ]);
     let input = format!("plan it\n{}/compact\n/todos\n", chatter(6));
     let out = todo_repl(&s, &input, &items, &[]);
     assert!(out.contains("compacted "), "{out}");
@@ -260,10 +264,28 @@ fn skills_precedence_validation_and_listing() {
         "work/.fen/skills/pdf/SKILL.md",
         "\u{feff}---\r\nname: pdf\r\ndescription: Fill PDF forms.\r\n---\r\n# PDF\r\nUse pdftk.\r\n",
     );
-    skill(&s, ".claude/skills", "pdf", "name: pdf\ndescription: other", "x\n");
+    skill(
+        &s,
+        ".claude/skills",
+        "pdf",
+        "name: pdf\ndescription: other",
+        "x\n",
+    );
     skill(&s, ".claude/skills", "nodesc", "name: nodesc", "x\n");
-    skill(&s, ".agents/skills", "wrong", "name: other\ndescription: d", "x\n");
-    skill(&s, ".codex/skills", "Caps", "name: Caps\ndescription: d", "x\n");
+    skill(
+        &s,
+        ".agents/skills",
+        "wrong",
+        "name: other\ndescription: d",
+        "x\n",
+    );
+    skill(
+        &s,
+        ".codex/skills",
+        "Caps",
+        "name: Caps\ndescription: d",
+        "x\n",
+    );
     skill(
         &s,
         "config/fen/skills",
@@ -275,7 +297,10 @@ fn skills_precedence_validation_and_listing() {
     let pdf = common::find(&rows, "name", "pdf");
     assert_eq!(pdf.len(), 2, "{rows}");
     assert_eq!(pdf[0]["status"], "ok");
-    assert!(pdf[0]["location"].as_str().unwrap().contains("/work/.fen/skills/pdf"));
+    assert!(pdf[0]["location"]
+        .as_str()
+        .unwrap()
+        .contains("/work/.fen/skills/pdf"));
     assert_eq!(pdf[1]["status"], "shadowed");
     assert_eq!(pdf[1]["shadowed_by"], pdf[0]["location"]);
     let invalid: Vec<&Value> = rows
@@ -286,7 +311,10 @@ fn skills_precedence_validation_and_listing() {
         .collect();
     assert_eq!(invalid.len(), 3, "{rows}");
     let text = String::from_utf8_lossy(&s.fen(&["list", "skills"]).stdout).into_owned();
-    assert!(text.contains("nodesc/SKILL.md: front matter has no `description`"), "{text}");
+    assert!(
+        text.contains("nodesc/SKILL.md: front matter has no `description`"),
+        "{text}"
+    );
     assert!(text.contains("differs from the directory name"), "{text}");
     assert!(text.contains("[shadowed by "), "{text}");
 
@@ -295,7 +323,10 @@ fn skills_precedence_validation_and_listing() {
     let dir = s.cwd().join(".fen/skills/pdf");
     assert_eq!(
         result_text(&r),
-        format!("Skill: pdf\nDirectory: {}\n\n# PDF\r\nUse pdftk.\r\n", dir.display())
+        format!(
+            "Skill: pdf\nDirectory: {}\n\n# PDF\r\nUse pdftk.\r\n",
+            dir.display()
+        )
     );
     let r = tool_json(&s, "skill", &json!({"name": "deploy"}));
     assert_eq!(r["is_error"], true);
@@ -330,9 +361,20 @@ fn three_hundred_long_skills_fit_the_budget_and_the_rest_are_counted() {
         .lines()
         .find(|l| l.contains("block="))
         .unwrap_or_else(|| panic!("{out}"));
-    let size: usize = line["ai> block=".len()..].split(' ').next().unwrap().parse().unwrap();
+    let size: usize = line["ai> block=".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(size <= 8000, "{line}");
-    let names = line.split("names=").nth(1).unwrap().split(' ').next().unwrap();
+    let names = line
+        .split("names=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
     let listed = names.split(',').filter(|n| !n.is_empty()).count();
     let omitted: usize = line
         .split("omitted=")
@@ -346,7 +388,9 @@ fn three_hundred_long_skills_fit_the_budget_and_the_rest_are_counted() {
     assert!(listed > 0 && omitted > 0, "{line}");
     assert_eq!(listed + omitted, 300, "{line}");
     assert!(
-        out.contains(&format!("{omitted} skill(s) omitted from the system prompt")),
+        out.contains(&format!(
+            "{omitted} skill(s) omitted from the system prompt"
+        )),
         "{out}"
     );
 }
@@ -394,24 +438,43 @@ fn a_background_server_answers_later_calls_and_job_kill_stops_it() {
         ])
         .to_string(),
     );
-    let out = s.fen(&["--mock-script", script.to_str().unwrap(), "--mode", "json", "go"]);
+    let out = s.fen(&[
+        "--mock-script",
+        script.to_str().unwrap(),
+        "--mode",
+        "json",
+        "go",
+    ]);
     let results = tool_results(&out.stdout);
     assert_eq!(results.len(), 5, "{}", String::from_utf8_lossy(&out.stdout));
-    let started: Value = serde_json::from_str(result_text(&results[0]).lines().next().unwrap()).unwrap();
+    let started: Value =
+        serde_json::from_str(result_text(&results[0]).lines().next().unwrap()).unwrap();
     assert_eq!(started["job"], "bg1");
     let log = started["log"].as_str().unwrap().to_string();
-    assert!(log.starts_with(s.state().join("fen/jobs").to_str().unwrap()), "{log}");
+    assert!(
+        log.starts_with(s.state().join("fen/jobs").to_str().unwrap()),
+        "{log}"
+    );
     let pid = started["pid"].as_i64().unwrap();
-    assert!(result_text(&results[1]).starts_with("200"), "{}", result_text(&results[1]));
+    assert!(
+        result_text(&results[1]).starts_with("200"),
+        "{}",
+        result_text(&results[1])
+    );
     let output = result_text(&results[2]);
     assert!(output.contains("Serving HTTP"), "{output}");
     assert!(output.contains("\"GET / HTTP/1.1\" 200"), "{output}");
     assert!(output.ends_with("[job bg1 running]"), "{output}");
     assert_eq!(result_text(&results[3]), "job bg1 stopped (signal 15)");
     assert!(result_text(&results[4]).ends_with("[job bg1 signal 15]"));
-    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "port still open");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port still open"
+    );
     assert!(!alive(pid), "the server survived job_kill");
-    assert!(std::fs::read_to_string(&log).unwrap().contains("Serving HTTP"));
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("Serving HTTP"));
 }
 
 #[test]
@@ -435,12 +498,22 @@ end"#,
     );
     let out = s.fen(&["--mock-script", script.to_str().unwrap(), "-p", "go"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("announced=101"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("announced=101"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Starts `fen --mode json` with a script that starts 17 `sleep` jobs then waits 60 s; returns
 /// the child and the pids of the jobs that started (read from its output).
-fn fen_with_jobs(s: &Sandbox) -> (std::process::Child, std::io::BufReader<std::process::ChildStdout>, Vec<i64>) {
+fn fen_with_jobs(
+    s: &Sandbox,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStdout>,
+    Vec<i64>,
+) {
     use std::io::BufRead;
     let calls: Vec<Value> = (0..17)
         .map(|_| json!({"name": "bash", "arguments": {"command": "sh -c 'sleep 999 & wait'", "background": true}}))
@@ -450,7 +523,13 @@ fn fen_with_jobs(s: &Sandbox) -> (std::process::Child, std::io::BufReader<std::p
         &json!([{"tool_calls": calls}, {"text": "waiting", "delay_ms": 60000}]).to_string(),
     );
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args(["--mock-script", script.to_str().unwrap(), "--mode", "json", "go"])
+        .args([
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--mode",
+            "json",
+            "go",
+        ])
         .current_dir(s.cwd())
         .env("HOME", s.root())
         .env("XDG_CONFIG_HOME", s.config())
@@ -479,7 +558,10 @@ fn fen_with_jobs(s: &Sandbox) -> (std::process::Child, std::io::BufReader<std::p
     }
     assert_eq!(pids.len(), 16, "{errors:?}");
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].contains("16 jobs are already running"), "{errors:?}");
+    assert!(
+        errors[0].contains("16 jobs are already running"),
+        "{errors:?}"
+    );
     assert!(pids.iter().all(|&p| alive(p)));
     (child, reader, pids)
 }
@@ -519,12 +601,22 @@ fn no_job_outlives_the_end_of_a_print_run() {
         ])
         .to_string(),
     );
-    let out = s.fen(&["--mock-script", script.to_str().unwrap(), "--mode", "json", "go"]);
+    let out = s.fen(&[
+        "--mock-script",
+        script.to_str().unwrap(),
+        "--mode",
+        "json",
+        "go",
+    ]);
     let results = tool_results(&out.stdout);
     let pid = results[0]["details"]["pid"].as_i64().unwrap();
     assert!(wait_gone(&[pid]), "the job survived the end of the run");
     // And `fen tool bash` with background: the job ends with the process too.
-    let r = tool_json(&s, "bash", &json!({"command": "sleep 999", "background": true}));
+    let r = tool_json(
+        &s,
+        "bash",
+        &json!({"command": "sleep 999", "background": true}),
+    );
     let pid = r["details"]["pid"].as_i64().unwrap();
     assert!(wait_gone(&[pid]));
 }
@@ -593,28 +685,45 @@ fn webfetch_converts_refuses_big_bodies_and_reports_cross_host_redirects() {
     assert!(!text.contains("x()"), "{text}");
     assert!(!text.contains("color:red"), "{text}");
 
-    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/page"), "format": "text"}));
+    let r = tool_json(
+        &s,
+        "webfetch",
+        &json!({"url": format!("{base}/page"), "format": "text"}),
+    );
     let text = result_text(&r);
     assert!(text.contains("Some bold text and a link."), "{text}");
     assert!(!text.contains("x()"), "{text}");
 
-    let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/page"), "format": "html"}));
+    let r = tool_json(
+        &s,
+        "webfetch",
+        &json!({"url": format!("{base}/page"), "format": "html"}),
+    );
     assert!(result_text(&r).contains("<script>x()</script>"));
 
     // A same-host redirect is followed.
     let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/same")}));
-    assert!(result_text(&r).contains(&format!("URL: {base}/page")), "{r}");
+    assert!(
+        result_text(&r).contains(&format!("URL: {base}/page")),
+        "{r}"
+    );
     assert!(result_text(&r).contains("# Title"));
 
     // A redirect to another host is reported with its target, not followed.
     let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/other")}));
     let text = result_text(&r);
-    assert!(text.contains(&format!("to another host: http://localhost:{port}/page")), "{text}");
+    assert!(
+        text.contains(&format!("to another host: http://localhost:{port}/page")),
+        "{text}"
+    );
     assert!(!text.contains("# Title"), "{text}");
 
     let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/big")}));
     assert_eq!(r["is_error"], true, "{r}");
-    assert!(result_text(&r).contains("larger than the 5242880 byte limit"), "{r}");
+    assert!(
+        result_text(&r).contains("larger than the 5242880 byte limit"),
+        "{r}"
+    );
 
     let r = tool_json(&s, "webfetch", &json!({"url": format!("{base}/missing")}));
     assert_eq!(r["is_error"], true);
@@ -629,7 +738,11 @@ fn webfetch_converts_refuses_big_bodies_and_reports_cross_host_redirects() {
 #[test]
 fn completion_scripts_are_valid_shell() {
     let s = Sandbox::new();
-    for (shell, check) in [("bash", vec!["-n"]), ("zsh", vec!["-n"]), ("fish", vec!["--no-execute"])] {
+    for (shell, check) in [
+        ("bash", vec!["-n"]),
+        ("zsh", vec!["-n"]),
+        ("fish", vec!["--no-execute"]),
+    ] {
         let out = s.fen(&["completion", shell]);
         assert!(out.status.success(), "{shell}");
         let script = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -642,7 +755,11 @@ fn completion_scripts_are_valid_shell() {
         let mut cmd = std::process::Command::new(shell);
         cmd.args(&check).arg(&path);
         match cmd.output() {
-            Ok(o) => assert!(o.status.success(), "{shell} rejects the script: {}", String::from_utf8_lossy(&o.stderr)),
+            Ok(o) => assert!(
+                o.status.success(),
+                "{shell} rejects the script: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
             Err(_) => eprintln!("{shell} is not installed; only generated its script"),
         }
     }

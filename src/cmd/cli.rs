@@ -246,9 +246,7 @@ impl ListWhat {
             | ListWhat::Models
             | ListWhat::Events
             | ListWhat::Kinds
-            | ListWhat::Skills => {
-                return None
-            }
+            | ListWhat::Skills => return None,
         })
     }
 }

@@ -95,9 +95,12 @@ fn skills_json(kernel: &Kernel) -> Vec<serde_json::Value> {
     let Some(f) = snapshot else {
         return Vec::new();
     };
-    let snapshot = f.call::<mlua::Value>(()).map_err(|e| e.to_string()).and_then(|v| {
-        crate::kernel::convert::lua_to_json(&kernel.lua, &v).map_err(|e| e.to_string())
-    });
+    let snapshot = f
+        .call::<mlua::Value>(())
+        .map_err(|e| e.to_string())
+        .and_then(|v| {
+            crate::kernel::convert::lua_to_json(&kernel.lua, &v).map_err(|e| e.to_string())
+        });
     match snapshot {
         Ok(v) => v["rows"].as_array().cloned().unwrap_or_default(),
         Err(e) => {

@@ -308,9 +308,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         // started: jobs run in their own sessions, so nothing else would reach them.
         tokio::task::spawn_local(async move {
             use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut term), Ok(mut hup)) =
-                (signal(SignalKind::terminate()), signal(SignalKind::hangup()))
-            else {
+            let (Ok(mut term), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
                 return;
             };
             let code = tokio::select! {

@@ -55,7 +55,8 @@ pub fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
     };
     // yaml-rust2 handles CR in line breaks, but normalising keeps block scalars free of CRs.
     let yaml = text[first_end..yaml_end].replace("\r\n", "\n");
-    let docs = YamlLoader::load_from_str(&yaml).map_err(|e| FrontMatterError::Yaml(e.to_string()))?;
+    let docs =
+        YamlLoader::load_from_str(&yaml).map_err(|e| FrontMatterError::Yaml(e.to_string()))?;
     let fields = match docs.into_iter().next() {
         None | Some(Yaml::Null) => Map::new(),
         Some(Yaml::Hash(h)) => {
@@ -184,7 +185,10 @@ mod tests {
     fn malformed_documents_say_why() {
         assert_eq!(parse("# no front matter"), Err(FrontMatterError::Missing));
         assert_eq!(parse("---\nname: x\n"), Err(FrontMatterError::Unclosed));
-        assert!(matches!(parse("---\nname: [x\n---\n"), Err(FrontMatterError::Yaml(_))));
+        assert!(matches!(
+            parse("---\nname: [x\n---\n"),
+            Err(FrontMatterError::Yaml(_))
+        ));
         assert_eq!(parse("---\n- a\n---\n"), Err(FrontMatterError::NotMapping));
         assert!(parse("---\n---\n").unwrap().fields.is_empty());
     }

@@ -14,8 +14,28 @@ pub fn to_markdown(html: &str) -> std::io::Result<String> {
 
 /// Elements that end a line of text.
 const BLOCKS: [&str; 22] = [
-    "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
-    "header", "footer", "pre", "blockquote", "table", "ul", "ol", "hr", "title",
+    "p",
+    "div",
+    "br",
+    "li",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "pre",
+    "blockquote",
+    "table",
+    "ul",
+    "ol",
+    "hr",
+    "title",
 ];
 
 /// HTML as plain text: tags removed (block elements end lines), dropped elements' content
@@ -146,6 +166,9 @@ mod tests {
         assert!(t.contains("A link & bold."), "{t}");
         assert!(!t.contains("x()"), "{t}");
         assert!(!t.contains("color"), "{t}");
-        assert_eq!(to_text("a&#x41;&#66;&bogus; <SCRIPT>y</script>b"), "aAB&bogus; b");
+        assert_eq!(
+            to_text("a&#x41;&#66;&bogus; <SCRIPT>y</script>b"),
+            "aAB&bogus; b"
+        );
     }
 }

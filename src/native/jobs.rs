@@ -437,7 +437,8 @@ pub async fn wait_exit(id: &str) -> Result<JobInfo, JobError> {
 /// Ends every job's process group: SIGTERM to all, SIGKILL to whatever is left after a short
 /// grace. Blocking; for the binary's exit paths (outside or at the end of the runtime).
 pub fn terminate_all() {
-    let groups: Vec<i32> = with_jobs(|j| j.values().map(|job| job.pid).filter(|&p| p > 0).collect());
+    let groups: Vec<i32> =
+        with_jobs(|j| j.values().map(|job| job.pid).filter(|&p| p > 0).collect());
     let alive = |gs: &[i32]| -> Vec<i32> {
         gs.iter()
             .copied()
@@ -487,13 +488,17 @@ mod tests {
             .await
             .unwrap();
         assert!(job.id.starts_with("bg"));
-        let first = output(&job.id, Duration::from_secs(5), 1 << 20).await.unwrap();
+        let first = output(&job.id, Duration::from_secs(5), 1 << 20)
+            .await
+            .unwrap();
         assert_eq!(String::from_utf8_lossy(&first.bytes), "one\n");
         assert_eq!(first.info.status, JobStatus::Running);
         let mut text = String::new();
         let mut status = JobStatus::Running;
         for _ in 0..20 {
-            let o = output(&job.id, Duration::from_secs(2), 1 << 20).await.unwrap();
+            let o = output(&job.id, Duration::from_secs(2), 1 << 20)
+                .await
+                .unwrap();
             text.push_str(&String::from_utf8_lossy(&o.bytes));
             status = o.info.status;
             if status != JobStatus::Running {
@@ -512,7 +517,9 @@ mod tests {
             .await
             .unwrap();
         let t = Instant::now();
-        let o = output(&job.id, Duration::from_millis(300), 1024).await.unwrap();
+        let o = output(&job.id, Duration::from_millis(300), 1024)
+            .await
+            .unwrap();
         assert!(t.elapsed() >= Duration::from_millis(250));
         assert_eq!(o.info.status, JobStatus::Running);
         assert!(o.bytes.is_empty());
@@ -525,7 +532,10 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn the_log_is_capped_and_output_keeps_the_latest_bytes() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = spec("head -c 100000 /dev/zero | tr '\\0' a; echo; echo end", dir.path());
+        let mut s = spec(
+            "head -c 100000 /dev/zero | tr '\\0' a; echo; echo end",
+            dir.path(),
+        );
         s.log_cap = 50_000;
         let job = start(s).await.unwrap();
         wait_exit(&job.id).await.unwrap();

@@ -66,7 +66,11 @@ pub struct Page {
 pub enum Fetched {
     Page(Page),
     /// A redirect to another host, not followed.
-    CrossHost { from: String, to: String, status: u16 },
+    CrossHost {
+        from: String,
+        to: String,
+        status: u16,
+    },
 }
 
 /// Why a fetch failed.
@@ -79,7 +83,11 @@ pub enum WebFetchError {
     #[error("the response is larger than the {limit} byte limit ({})", .declared.map_or_else(|| "body cut off".to_string(), |n| format!("Content-Length {n}")))]
     TooLarge { limit: usize, declared: Option<u64> },
     #[error("HTTP {status} from {url}{}", if .snippet.is_empty() { String::new() } else { format!(": {}", .snippet) })]
-    Status { status: u16, url: String, snippet: String },
+    Status {
+        status: u16,
+        url: String,
+        snippet: String,
+    },
     #[error("the response is {0}, not text; webfetch returns text only")]
     Binary(String),
     #[error("redirect {status} from {url} has no usable Location")]
@@ -124,7 +132,10 @@ async fn fetch_inner(
     let mut redirects = Vec::new();
     loop {
         let req = HttpRequest::new("GET", url.as_str())
-            .header("accept", "text/markdown, text/html;q=0.9, text/plain;q=0.8, */*;q=0.5")
+            .header(
+                "accept",
+                "text/markdown, text/html;q=0.9, text/plain;q=0.8, */*;q=0.5",
+            )
             .no_redirects();
         client.warm_up_for(url.as_str(), false).await;
         let mut resp = client.request(req, cancel.clone()).await?;
@@ -134,9 +145,16 @@ async fn fetch_inner(
                 .header("location")
                 .and_then(|l| url.join(l).ok())
                 .filter(|t| matches!(t.scheme(), "http" | "https"))
-                .ok_or_else(|| WebFetchError::BadRedirect { status, url: url.to_string() })?;
+                .ok_or_else(|| WebFetchError::BadRedirect {
+                    status,
+                    url: url.to_string(),
+                })?;
             if target.host_str() != url.host_str() {
-                return Ok(Fetched::CrossHost { from: url.to_string(), to: target.to_string(), status });
+                return Ok(Fetched::CrossHost {
+                    from: url.to_string(),
+                    to: target.to_string(),
+                    status,
+                });
             }
             if redirects.len() >= MAX_REDIRECTS {
                 return Err(WebFetchError::TooManyRedirects);
@@ -145,28 +163,44 @@ async fn fetch_inner(
             url = target;
             continue;
         }
-        let declared = resp.header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        let declared = resp
+            .header("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok());
         if declared.is_some_and(|n| n > spec.max_bytes as u64) {
-            return Err(WebFetchError::TooLarge { limit: spec.max_bytes, declared });
+            return Err(WebFetchError::TooLarge {
+                limit: spec.max_bytes,
+                declared,
+            });
         }
-        let content_type = resp.header("content-type").unwrap_or("").to_ascii_lowercase();
+        let content_type = resp
+            .header("content-type")
+            .unwrap_or("")
+            .to_ascii_lowercase();
         let mut body = Vec::new();
         while let Some(chunk) = resp.next_chunk().await? {
             if body.len() + chunk.len() > spec.max_bytes {
-                return Err(WebFetchError::TooLarge { limit: spec.max_bytes, declared });
+                return Err(WebFetchError::TooLarge {
+                    limit: spec.max_bytes,
+                    declared,
+                });
             }
             body.extend_from_slice(&chunk);
         }
         let text = String::from_utf8_lossy(&body).into_owned();
         if !(200..300).contains(&status) {
             let snippet: String = html::to_text(&text).chars().take(300).collect();
-            return Err(WebFetchError::Status { status, url: url.to_string(), snippet });
+            return Err(WebFetchError::Status {
+                status,
+                url: url.to_string(),
+                snippet,
+            });
         }
         let is_html = content_type.contains("html")
-            || (content_type.is_empty() && text.trim_start().get(..15).is_some_and(|h| {
-                let h = h.to_ascii_lowercase();
-                h.starts_with("<!doctype html") || h.starts_with("<html")
-            }));
+            || (content_type.is_empty()
+                && text.trim_start().get(..15).is_some_and(|h| {
+                    let h = h.to_ascii_lowercase();
+                    h.starts_with("<!doctype html") || h.starts_with("<html")
+                }));
         let texty = content_type.is_empty()
             || content_type.starts_with("text/")
             || ["json", "xml", "javascript", "yaml", "toml", "x-sh"]

@@ -36,7 +36,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, (roots, file_name): (Vec<String>, String)| {
             let roots: Vec<std::path::PathBuf> = roots.into_iter().map(Into::into).collect();
             let out = lua.create_table()?;
-            for (i, doc) in frontmatter::scan(&roots, &file_name).into_iter().enumerate() {
+            for (i, doc) in frontmatter::scan(&roots, &file_name)
+                .into_iter()
+                .enumerate()
+            {
                 let t = lua.create_table()?;
                 t.set("root", doc.root + 1)?;
                 t.set("dir", doc.dir.to_string_lossy().as_ref())?;
