@@ -766,3 +766,23 @@ fn completion_scripts_are_valid_shell() {
     let out = s.fen(&["completion", "powershell"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn slash_jobs_lists_them_and_the_status_item_is_registered() {
+    let s = Sandbox::new();
+    let script = s.write(
+        "bg.json",
+        &json!([
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo started; sleep 999", "background": true}}]},
+            {"text": "ok"}
+        ])
+        .to_string(),
+    );
+    let out = s.fen_stdin(&["--mock-script", script.to_str().unwrap()], "/jobs\ngo\n/jobs\n", &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no background jobs"), "{text}");
+    assert!(text.contains("bg1   running"), "{text}");
+    assert!(text.contains("echo started; sleep 999"), "{text}");
+    let statuses = s.fen_json(&["list", "statuses", "--json"]);
+    assert_eq!(common::find(&statuses, "name", "jobs").len(), 1);
+}
