@@ -778,11 +778,43 @@ fn slash_jobs_lists_them_and_the_status_item_is_registered() {
         ])
         .to_string(),
     );
-    let out = s.fen_stdin(&["--mock-script", script.to_str().unwrap()], "/jobs\ngo\n/jobs\n", &[]);
+    let out = s.fen_stdin(
+        &["--mock-script", script.to_str().unwrap()],
+        "/jobs\ngo\n/jobs\n",
+        &[],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("no background jobs"), "{text}");
     assert!(text.contains("bg1   running"), "{text}");
     assert!(text.contains("echo started; sleep 999"), "{text}");
     let statuses = s.fen_json(&["list", "statuses", "--json"]);
     assert_eq!(common::find(&statuses, "name", "jobs").len(), 1);
+}
+
+#[test]
+fn provider_keys_do_not_reach_a_background_job() {
+    let s = Sandbox::new();
+    let script = s.write(
+        "key.json",
+        &json!([
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo key=${OPENAI_API_KEY:-none}", "background": true}}]},
+            {"tool_calls": [{"name": "job_output", "arguments": {"id": "bg1", "wait_s": 5}}]},
+            {"text": "ok"}
+        ])
+        .to_string(),
+    );
+    let out = s.fen_env(
+        &[
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--mode",
+            "json",
+            "go",
+        ],
+        &[("OPENAI_API_KEY", "sk-secret")],
+    );
+    let results = tool_results(&out.stdout);
+    let text = result_text(&results[1]);
+    assert!(text.contains("key=none"), "{text}");
+    assert!(!text.contains("sk-secret"));
 }

@@ -49,6 +49,8 @@ pub struct JobSpec {
     pub log_cap: u64,
     /// Environment overrides, applied after the non-interactive defaults.
     pub env: Vec<(String, String)>,
+    /// Inherited variables the job must not see (provider keys and other secrets).
+    pub env_remove: Vec<String>,
 }
 
 /// A job's state.
@@ -229,6 +231,9 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
         .envs(spec.env.iter().map(|(k, v)| (k, v)));
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
+    }
+    for k in &spec.env_remove {
+        cmd.env_remove(k);
     }
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent: the job leads
     // its own session and process group, with no controlling terminal.
@@ -478,6 +483,7 @@ mod tests {
             log_dir: dir.to_path_buf(),
             log_cap: DEFAULT_LOG_CAP,
             env: Vec::new(),
+            env_remove: Vec::new(),
         }
     }
 
@@ -527,6 +533,21 @@ mod tests {
         assert!(info.killed);
         assert_eq!(info.status, JobStatus::Signaled(15));
         assert!(group_members(job.pid).is_empty());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn hidden_variables_do_not_reach_the_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(
+            "echo \"[${HOME:+home}${PATH_FOR_JOBS_TEST:-gone}]\"",
+            dir.path(),
+        );
+        s.env = vec![("PATH_FOR_JOBS_TEST".into(), "seen".into())];
+        s.env_remove = vec!["HOME".into()];
+        let job = start(s).await.unwrap();
+        wait_exit(&job.id).await.unwrap();
+        let o = output(&job.id, Duration::from_secs(2), 1000).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.bytes), "[seen]\n");
     }
 
     #[tokio::test(flavor = "current_thread")]

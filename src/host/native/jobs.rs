@@ -46,6 +46,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     .join("jobs"),
                 log_cap: cap.unwrap_or(jobs::DEFAULT_LOG_CAP),
                 env: Vec::new(),
+                // Provider keys and other secrets never reach a job (see `HiddenEnv`).
+                env_remove: lua
+                    .app_data_ref::<crate::host::boot::HiddenEnv>()
+                    .map(|h| h.0.clone())
+                    .unwrap_or_default(),
             };
             match jobs::start(spec).await {
                 Ok(info) => super::success(info_table(&lua, &info)?),

@@ -172,8 +172,7 @@ mod tests {
             out,
             "true true nil edit:table,fs:table,http:table,jobs:table,json:table,markup:table,\
              paths:table,platform:table,process:table,sanitize:function,search:table,session:table,\
-             sleep:function,term:table,truncate:table,\
-             version:string"
+             sleep:function,term:table,truncate:table,version:string"
         );
     }
 }

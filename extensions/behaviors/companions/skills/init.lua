@@ -15,11 +15,7 @@ local SHORT_DESCRIPTION = 200
 
 local INTRO = [[Skills hold instructions for specific kinds of tasks. When a task matches a skill's description, call the `skill` tool with its name to load the instructions before you start (files the skill mentions are relative to its directory).]]
 
-local function config_dir()
-  local base = os.getenv("XDG_CONFIG_HOME")
-  if not base or base == "" then base = (os.getenv("HOME") or "") .. "/.config" end
-  return base .. "/fen"
-end
+local function config_dir() return native.paths.config_dir end
 
 local function exists(path)
   local fh = io.open(path, "rb")
