@@ -182,11 +182,18 @@ return function(api)
   local found = discover()
   local last_omitted = 0
 
+  -- The fragment is assembled before every model call; the listing only changes with the
+  -- budget (the model's context window), so it is built once per budget.
+  local cache = {}
   api.prompt(function()
     local ok, window = pcall(api.turn.context_window)
-    local text, omitted = listing(found.skills, budget_for(ok and window or 128000))
-    last_omitted = omitted
-    return text
+    local budget = budget_for(ok and window or 128000)
+    if cache.budget ~= budget then
+      cache.text, cache.omitted = listing(found.skills, budget)
+      cache.budget = budget
+    end
+    last_omitted = cache.omitted
+    return cache.text
   end, { id = "skills", title = "Available skills", order = 80 })
 
   local offered = 0
