@@ -13,6 +13,7 @@ mod agent_queues;
 mod annotations;
 mod cli;
 mod compaction;
+mod companions;
 mod fake_llm_selftest;
 mod kernel_loader;
 mod kernel_runtime;

@@ -192,6 +192,8 @@ function kernel.prompt_fragments() end
 ---@field http fen.NativeHttp
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
+---@field jobs fen.NativeJobs
+---@field markup fen.NativeMarkup
 local native = {}
 
 --- Escapes control bytes and invalid UTF-8, caps the size, notes what it changed.
@@ -241,7 +243,36 @@ function native.sleep(ms) end
 
 ---@class fen.NativeHttp
 ---@field request fun(spec: table): table?, table? async
+---@field fetch_page fun(spec: {url: string, format: "markdown"|"text"|"html"?, timeout_ms: integer?, max_bytes: integer?}): table?, string? async
 ---@field backoff_ms fun(attempt: integer): integer
+
+--- A background job: `status` is "running", "exited N" or "signal N".
+---@class fen.JobInfo
+---@field id string
+---@field pid integer
+---@field command string
+---@field log string
+---@field status string
+---@field running boolean
+---@field exit_code integer?
+---@field signal integer?
+---@field logged integer
+---@field killed boolean
+
+---@class fen.NativeJobs
+---@field max_running integer
+---@field start fun(spec: {command: string, cwd: string?, log_cap: integer?}): fen.JobInfo?, string? async
+---@field output fun(id: string, opts: {wait_ms: integer?, max_bytes: integer?}?): table?, string? async
+---@field kill fun(id: string): fen.JobInfo?, string? async
+---@field list fun(): fen.JobInfo[]
+---@field running fun(): integer
+---@field on_exit fun(id: string, fn: fun(info: fen.JobInfo))
+
+---@class fen.NativeMarkup
+---@field front_matter fun(text: string): {fields: table, body: string}?, string?
+---@field scan fun(roots: string[], file_name: string): table[]
+---@field html_to_markdown fun(html: string): string?, string? async
+---@field html_to_text fun(html: string): string async
 
 ---@class fen.NativeTerm
 ---@field read_line fun(): string? async

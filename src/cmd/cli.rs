@@ -137,6 +137,12 @@ pub enum Command {
         #[command(subcommand)]
         what: ShowWhat,
     },
+    /// Print a shell completion script: `fen completion bash > ~/.local/share/bash-completion/completions/fen`.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
         /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
@@ -146,6 +152,14 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
     },
+}
+
+/// The shells `fen completion` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,6 +224,8 @@ pub enum ListWhat {
     AuthBackends,
     Events,
     Kinds,
+    /// Skills (SKILL.md) the skills companion found; shadowed and invalid ones marked.
+    Skills,
 }
 
 impl ListWhat {
@@ -226,9 +242,11 @@ impl ListWhat {
             ListWhat::Controls => "control",
             ListWhat::SessionBackends => "session-backend",
             ListWhat::AuthBackends => "auth-backend",
-            ListWhat::Extensions | ListWhat::Models | ListWhat::Events | ListWhat::Kinds => {
-                return None
-            }
+            ListWhat::Extensions
+            | ListWhat::Models
+            | ListWhat::Events
+            | ListWhat::Kinds
+            | ListWhat::Skills => return None,
         })
     }
 }

@@ -1,4 +1,4 @@
-//! `fen list [tools|commands|providers|extensions|events|kinds|models] [--json]`.
+//! `fen list [tools|commands|providers|extensions|events|kinds|models|skills] [--json]`.
 
 use super::{boot, cli::Cli, cli::ListWhat, print_json, stdout};
 use crate::host::Kernel;
@@ -18,6 +18,7 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
             .collect(),
         ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
         ListWhat::Models => models_json(&boot(cli)?),
+        ListWhat::Skills => skills_json(&boot(cli)?),
         other => {
             let kind = other.register_kind().unwrap_or("tool");
             boot(cli)?.list_json(kind)
@@ -33,6 +34,21 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
         let line = match what {
             ListWhat::Events | ListWhat::Kinds => format!("{:<26} {}", s("name"), s("summary")),
             ListWhat::Models => format!("{}/{}", s("provider"), s("id")),
+            ListWhat::Skills if s("status") == "invalid" => {
+                format!("warning: skipped {}: {}", s("location"), s("message"))
+            }
+            ListWhat::Skills => {
+                let shadow = match row.get("shadowed_by").and_then(|v| v.as_str()) {
+                    Some(by) => format!("  [shadowed by {by}]"),
+                    None => String::new(),
+                };
+                format!(
+                    "{:<24} {:<8} {}{shadow}",
+                    s("name"),
+                    s("scope"),
+                    s("location")
+                )
+            }
             ListWhat::Extensions => {
                 let msg = s("message");
                 let tail = if msg.is_empty() {
@@ -63,6 +79,35 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
     }
     stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The skills companion's rows (valid, shadowed and invalid skills), from its `skills`
+/// introspection snapshot; none when the companion is not loaded.
+fn skills_json(kernel: &Kernel) -> Vec<serde_json::Value> {
+    let snapshot = kernel
+        .inner
+        .registry
+        .borrow()
+        .active("introspect")
+        .iter()
+        .find(|c| c.owner == "skills" && c.name.as_deref() == Some("skills"))
+        .and_then(|c| c.spec.get::<mlua::Function>("snapshot").ok());
+    let Some(f) = snapshot else {
+        return Vec::new();
+    };
+    let snapshot = f
+        .call::<mlua::Value>(())
+        .map_err(|e| e.to_string())
+        .and_then(|v| {
+            crate::kernel::convert::lua_to_json(&kernel.lua, &v).map_err(|e| e.to_string())
+        });
+    match snapshot {
+        Ok(v) => v["rows"].as_array().cloned().unwrap_or_default(),
+        Err(e) => {
+            eprintln!("fen: the skills companion failed: {e}");
+            Vec::new()
+        }
+    }
 }
 
 /// Every model the active providers declare (their optional `models` list), as

@@ -3,6 +3,7 @@
 //! native); nothing below uses it.
 
 pub mod cli;
+mod completion;
 mod docs;
 mod list;
 pub mod run;
@@ -27,9 +28,15 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     };
-    // No process group fen started outlives it.
-    crate::native::process::terminate_all_groups();
+    end_children();
     code
+}
+
+/// Ends every process group fen started: leftovers of foreground commands and background
+/// jobs. Called on every way out (normal end, Ctrl-C quit, SIGTERM, SIGHUP); blocking.
+pub fn end_children() {
+    crate::native::process::terminate_all_groups();
+    crate::native::jobs::terminate_all();
 }
 
 /// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.
@@ -68,6 +75,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             what: ShowWhat::Contract { name, json },
         }) => show::show_contract(name, *json),
         Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
+        Some(Command::Completion { shell }) => completion::completion(*shell),
         Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {

@@ -140,7 +140,15 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         .as_deref()
         .filter(|p| !cli.print && cli.mode != Mode::Json && !p.contains(char::is_whitespace))
     {
-        let subcommands = ["list", "show", "docs", "tool", "session", "help"];
+        let subcommands = [
+            "list",
+            "show",
+            "docs",
+            "tool",
+            "session",
+            "completion",
+            "help",
+        ];
         if let Some(s) = crate::kernel::suggest::did_you_mean(word, subcommands) {
             eprintln!("error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'.");
             return Ok(ExitCode::from(2));
@@ -291,11 +299,28 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                         eprintln!("\nfen: press Ctrl-C again to quit (Ctrl-D also quits)")
                     }
                     CtrlCAction::Quit => {
-                        crate::native::process::terminate_all_groups();
+                        crate::cmd::end_children();
                         std::process::exit(130);
                     }
                 }
             }
+        });
+        // SIGTERM and SIGHUP (terminal closed) end fen, and with it every process group it
+        // started: jobs run in their own sessions, so nothing else would reach them.
+        tokio::task::spawn_local(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                return;
+            };
+            let code = tokio::select! {
+                _ = term.recv() => 143,
+                _ = hup.recv() => 129,
+            };
+            crate::cmd::end_children();
+            std::process::exit(code);
         });
         let ctx: Table = lua.create_table()?;
         ctx.set("prompt", prompt.as_str())?;

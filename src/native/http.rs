@@ -185,6 +185,9 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// Request body, if any.
     pub body: Option<Vec<u8>>,
+    /// Follow redirects (up to 10, reqwest's default). `false` returns 3xx responses as they
+    /// are, for callers that decide themselves (webfetch follows same-host ones only).
+    pub follow_redirects: bool,
 }
 
 impl HttpRequest {
@@ -195,7 +198,14 @@ impl HttpRequest {
             url: url.into(),
             headers: Vec::new(),
             body: None,
+            follow_redirects: true,
         }
+    }
+
+    /// Returns 3xx responses instead of following them (builder style).
+    pub fn no_redirects(mut self) -> Self {
+        self.follow_redirects = false;
+        self
     }
 
     /// Adds a header (builder style).
@@ -237,15 +247,25 @@ pub struct CappedText {
 pub struct HttpClient {
     tls: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     plain: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
+    /// The same two without redirect following, built on first use.
+    tls_manual: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
+    plain_manual: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     proxied: bool,
     config: HttpConfig,
 }
 
 /// A reqwest client with fen's user agent and connect timeout; TLS roots only when needed.
-fn build_client(config: &HttpConfig, tls: bool) -> Result<reqwest::Client, HttpError> {
+fn build_client(
+    config: &HttpConfig,
+    tls: bool,
+    follow: bool,
+) -> Result<reqwest::Client, HttpError> {
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("fen/", env!("CARGO_PKG_VERSION")))
         .tls_built_in_root_certs(tls);
+    if !follow {
+        builder = builder.redirect(reqwest::redirect::Policy::none());
+    }
     if let Some(t) = config.connect_timeout {
         builder = builder.connect_timeout(t);
     }
@@ -271,21 +291,28 @@ impl HttpClient {
         let client = HttpClient {
             tls: Default::default(),
             plain: Default::default(),
+            tls_manual: Default::default(),
+            plain_manual: Default::default(),
             proxied,
             config,
         };
         // Fail now, not at the first request, if the configuration cannot work at all.
-        client.reqwest_client(proxied)?;
+        client.reqwest_client(proxied, true)?;
         Ok(client)
     }
 
     /// The reqwest client for a URL (with TLS roots unless plain HTTP without a proxy).
-    fn reqwest_client(&self, tls: bool) -> Result<&reqwest::Client, HttpError> {
-        let cell = if tls { &self.tls } else { &self.plain };
+    fn reqwest_client(&self, tls: bool, follow: bool) -> Result<&reqwest::Client, HttpError> {
+        let cell = match (tls, follow) {
+            (true, true) => &self.tls,
+            (false, true) => &self.plain,
+            (true, false) => &self.tls_manual,
+            (false, false) => &self.plain_manual,
+        };
         if let Some(c) = cell.get() {
             return Ok(c);
         }
-        let client = build_client(&self.config, tls)?;
+        let client = build_client(&self.config, tls, follow)?;
         Ok(cell.get_or_init(|| client))
     }
 
@@ -293,14 +320,24 @@ impl HttpClient {
     /// yet: loading the system's TLS roots takes milliseconds, which must not be spent on the
     /// thread that runs Lua. A failure is left for the request itself to report.
     pub async fn warm_up(&self, url: &str) {
+        self.warm_up_for(url, true).await
+    }
+
+    /// [`warm_up`](Self::warm_up) for requests that do (`follow`) or do not follow redirects.
+    pub async fn warm_up_for(&self, url: &str, follow: bool) {
         let tls = self.proxied || !url.starts_with("http://");
-        let cell = if tls { &self.tls } else { &self.plain };
+        let cell = match (tls, follow) {
+            (true, true) => &self.tls,
+            (false, true) => &self.plain,
+            (true, false) => &self.tls_manual,
+            (false, false) => &self.plain_manual,
+        };
         if cell.get().is_some() {
             return;
         }
         let (cell, config) = (cell.clone(), self.config);
         let _ = tokio::task::spawn_blocking(move || {
-            if let Ok(c) = build_client(&config, tls) {
+            if let Ok(c) = build_client(&config, tls, follow) {
                 let _ = cell.set(c);
             }
         })
@@ -396,7 +433,7 @@ impl HttpClient {
         }
         let tls = self.proxied || url.scheme() != "http";
         let mut builder = self
-            .reqwest_client(tls)?
+            .reqwest_client(tls, req.follow_redirects)?
             .request(method, url)
             .headers(headers);
         if let Some(body) = req.body {

@@ -3,8 +3,11 @@
 
 pub mod edit;
 pub mod filetype;
+pub mod frontmatter;
 pub mod fs;
+pub mod html;
 pub mod http;
+pub mod jobs;
 pub mod jsonl;
 pub mod plain_deltas;
 pub mod process;
@@ -13,3 +16,4 @@ pub mod sanitize;
 pub mod search;
 pub mod sse;
 pub mod truncate;
+pub mod webfetch;

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("request", lua.create_async_function(request_fn)?)?;
+    m.set("fetch_page", lua.create_async_function(fetch_page_fn)?)?;
     m.set(
         "backoff_ms",
         lua.create_function(|_, attempt: u32| {
@@ -261,4 +262,55 @@ impl Delivery {
         }
         Ok(self.items[i].clone())
     }
+}
+
+/// `http.fetch_page{url, format = "markdown" | "text" | "html", timeout_ms, max_bytes}`
+/// *async*: a GET for webfetch ([`crate::native::webfetch`]): same-host redirects followed,
+/// a cross-host one returned as `{redirect = target, from, status}`, bodies over `max_bytes`
+/// (default 5 MiB) refused. Returns `{url, status, content_type, content, bytes, redirects}`
+/// or `nil, message`.
+async fn fetch_page_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
+    use crate::native::webfetch::{self, FetchSpec, Fetched, Format};
+    let format_name = spec
+        .get::<Option<String>>("format")?
+        .unwrap_or_else(|| "markdown".into());
+    let Some(format) = Format::parse(&format_name) else {
+        return super::failure(
+            &lua,
+            format!("format {format_name:?} is not one of markdown, text, html"),
+        );
+    };
+    let fetch = FetchSpec {
+        url: spec.get("url")?,
+        format,
+        timeout: std::time::Duration::from_millis(
+            spec.get::<Option<u64>>("timeout_ms")?.unwrap_or(30_000),
+        ),
+        max_bytes: spec
+            .get::<Option<usize>>("max_bytes")?
+            .unwrap_or(webfetch::DEFAULT_MAX_BYTES),
+    };
+    let client = match client(&lua) {
+        Ok(c) => c,
+        Err(e) => return super::failure(&lua, e.to_string()),
+    };
+    let cancel = super::cancel_token(&lua);
+    let out = lua.create_table()?;
+    match webfetch::fetch(&client, &fetch, cancel).await {
+        Ok(Fetched::Page(p)) => {
+            out.set("url", p.url)?;
+            out.set("status", p.status)?;
+            out.set("content_type", p.content_type)?;
+            out.set("content", p.content)?;
+            out.set("bytes", p.bytes)?;
+            out.set("redirects", super::array(&lua, &p.redirects)?)?;
+        }
+        Ok(Fetched::CrossHost { from, to, status }) => {
+            out.set("redirect", to)?;
+            out.set("from", from)?;
+            out.set("status", status)?;
+        }
+        Err(e) => return super::failure(&lua, e.to_string()),
+    }
+    super::success(out)
 }

@@ -13,16 +13,20 @@
 //! | `search` | `grep`, `find` ([`crate::native::search`]) |
 //! | `process` | `run` ([`crate::native::process`]) |
 //! | `json` | `decode`, `encode`, `null` |
-//! | `http` | `request` (plain or SSE, cancellable), `backoff_ms` ([`crate::native::http`]) |
+//! | `http` | `request` (plain or SSE, cancellable), `fetch_page` (webfetch), `backoff_ms` ([`crate::native::http`]) |
 //! | `sleep(ms)` | cancellable wait |
 //! | `term` | `read_line()` (async, nil at end of input), `isatty(fd)` |
 //! | `platform` | `{os, arch}` |
+//! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
+//! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
 mod edit;
 mod fs;
 mod http;
+mod jobs;
 mod ledger;
+mod markup;
 mod misc;
 mod process;
 mod search;
@@ -35,8 +39,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 9] = [
-    "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session",
+const LAZY: [&str; 11] = [
+    "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
+    "markup",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -50,6 +55,8 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "http" => http::module(lua)?,
         "term" => term::module(lua)?,
         "session" => session::module(lua)?,
+        "jobs" => jobs::module(lua)?,
+        "markup" => markup::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -201,9 +208,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil edit:table,fs:table,http:table,json:table,paths:table,platform:table,process:table,\
-             sanitize:function,search:table,session:table,sleep:function,term:table,truncate:table,\
-             version:string"
+            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,markup:table,\
+             paths:table,platform:table,process:table,sanitize:function,search:table,session:table,\
+             sleep:function,term:table,truncate:table,version:string"
         );
     }
 }

@@ -1,6 +1,6 @@
 -- json: `--mode json`. Every event from `agent-started` on, as one JSON object a line on stdout,
 -- in contract shape, then a last line `{"type": "result", status, final_text, error,
--- stop_reason, usage, message_count}` (it stands for the end: `agent-shutdown` is not printed).
+-- stop_reason, usage, message_count, todos}` (it stands for the end: `agent-shutdown` is not printed).
 local native = require("fen.native")
 
 return function(api)
@@ -30,6 +30,7 @@ return function(api)
       io.stdout:write(native.json.encode({
         type = "result", status = r.status, final_text = r.text, error = r.error,
         stop_reason = stop_reason, usage = usage, message_count = #messages,
+        todos = require("fen.lib.todos").get(),
       }), "\n")
       io.stdout:flush()
       if r.status == "ok" then return 0 elseif r.status == "cancelled" then return 130 end

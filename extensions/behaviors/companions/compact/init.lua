@@ -6,7 +6,8 @@
 -- Recent messages are kept verbatim (the cut is made only before a user message); the older
 -- ones are replaced by a summary written by the current model. The compaction is written to
 -- the session before the context is replaced, and the original messages stay on disk.
--- A transcript too big for one summary request is summarised in chunks.
+-- A transcript too big for one summary request is summarised in chunks. A todo list with
+-- pending or in-progress items is appended to the summary verbatim.
 
 local KEEP_TOKENS = 20000          -- recent context kept verbatim (at most 30% of the window)
 local SUMMARY_TOKENS = 4096        -- output budget of a summary request
@@ -92,6 +93,10 @@ return function(api)
     end
     local ok, err = flush()
     if not ok then return nil, err end
+    -- An open todo list survives verbatim (a finished one would make the model resume stale
+    -- work, so it is left out).
+    local todos = require("fen.lib.todos")
+    if todos.open() then summary = summary .. "\n\nTodo list (still open):\n" .. todos.lines() end
     local before = estimate(messages)
     local summary_message = { role = "user", timestamp = os.time() * 1000,
       content = "[Summary of the earlier conversation, which was compacted]\n" .. summary }

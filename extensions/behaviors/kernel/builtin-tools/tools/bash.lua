@@ -8,7 +8,7 @@ return function(api)
   return {
     name = "bash",
     label = "bash",
-    description = [[Run a shell command (bash -c, or sh -c without bash) in its own process group, with stdin from /dev/null and no terminal (interactive prompts fail instead of hanging; GIT_EDITOR, EDITOR and PAGER are disabled). stderr is merged into stdout in order. timeout is in seconds (default 120, max 600); on timeout the whole process group is killed. Output keeps the first and last parts (about 32 KB each) when long, with the full output saved to a file whose path is given. ANSI colours and progress redraws are cleaned. The last line states [exit N], [signal N] or [timed out after Ns]; a non-zero exit is an error. The call returns when the shell exits; background processes (cmd &) keep running and are listed.]],
+    description = [[Run a shell command (bash -c, or sh -c without bash) in its own process group, with stdin from /dev/null and no terminal (interactive prompts fail instead of hanging; GIT_EDITOR, EDITOR and PAGER are disabled). stderr is merged into stdout in order. timeout is in seconds (default 120, max 600); on timeout the whole process group is killed. Output keeps the first and last parts (about 32 KB each) when long, with the full output saved to a file whose path is given. ANSI colours and progress redraws are cleaned. The last line states [exit N], [signal N] or [timed out after Ns]; a non-zero exit is an error. The call returns when the shell exits; background processes (cmd &) keep running and are listed. With background: true the command runs as a background job instead (a dev server, a watcher): the call returns at once with {job, pid, log}; read its output with job_output, stop it with job_kill; every job is stopped when fen exits.]],
     risk = "shell",
     concurrency = "exclusive",
     parameters = {
@@ -18,12 +18,21 @@ return function(api)
         timeout = { type = "integer", minimum = 1, maximum = MAX_TIMEOUT, description = "Seconds (default 120)." },
         cwd = { type = "string", description = "Working directory (default: the session's)." },
         description = { type = "string", description = "Five words on what this does, for the user." },
+        background = { type = "boolean", description = "Run as a background job and return at once (default false)." },
       },
       required = { "command" },
     },
     execute = function(args, _yield, ctx)
       if args.cwd and not native.fs.is_dir(args.cwd) then
         return util.fail(string.format("error: cwd %s is not an existing directory", args.cwd))
+      end
+      if args.background then
+        local job, jerr = native.jobs.start({ command = args.command, cwd = args.cwd })
+        if not job then return util.fail("error: " .. jerr) end
+        local info = { job = job.id, pid = job.pid, log = job.log }
+        return util.ok(native.json.encode(info) .. string.format(
+          "\n[fen: started in the background; job_output{id = %q} reads its output, job_kill{id = %q} stops it]", job.id, job.id),
+          { job = job.id, pid = job.pid, log = job.log, command = args.command, background = true })
       end
       local timeout = args.timeout or DEFAULT_TIMEOUT
       local on_output = function(text)

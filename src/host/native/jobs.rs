@@ -1,0 +1,125 @@
+//! `native.jobs`: background shell jobs ([`crate::native::jobs`]). Logs go to
+//! `$XDG_STATE_HOME/fen/jobs/`.
+
+use crate::native::jobs::{self, JobInfo, JobSpec, JobStatus};
+use mlua::{Function, Lua, Table, Value};
+use std::time::Duration;
+
+fn info_table(lua: &Lua, info: &JobInfo) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set("id", info.id.as_str())?;
+    t.set("pid", info.pid)?;
+    t.set("command", info.command.as_str())?;
+    t.set("log", info.log.to_string_lossy().as_ref())?;
+    t.set("status", info.status.to_string())?;
+    t.set("running", info.status == JobStatus::Running)?;
+    match info.status {
+        JobStatus::Exited(n) => t.set("exit_code", n)?,
+        JobStatus::Signaled(n) => t.set("signal", n)?,
+        JobStatus::Running => {}
+    }
+    t.set("logged", info.logged)?;
+    t.set("killed", info.killed)?;
+    Ok(t)
+}
+
+/// `start{command, cwd?, log_cap?}` *async* -> info | nil, message; `output(id, {wait_ms,
+/// max_bytes})` *async* -> `{text, skipped, capped, ...info}` | nil, message; `kill(id)`
+/// *async* -> info | nil, message; `list()` -> [info]; `running()` -> n;
+/// `on_exit(id, fn)` calls `fn(info)` once the job's shell has exited.
+/// info = `{id, pid, command, log, status ("running" | "exited N" | "signal N"), running,
+/// exit_code?, signal?, logged, killed}`.
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set("max_running", jobs::MAX_RUNNING)?;
+    m.set(
+        "start",
+        lua.create_async_function(|lua, spec: Table| async move {
+            let command: String = spec.get("command")?;
+            let cwd: Option<String> = spec.get("cwd")?;
+            let cap: Option<u64> = spec.get("log_cap")?;
+            let spec = JobSpec {
+                command,
+                cwd: cwd.map(Into::into),
+                log_dir: crate::kernel::settings::Paths::from_env()
+                    .state_dir
+                    .join("jobs"),
+                log_cap: cap.unwrap_or(jobs::DEFAULT_LOG_CAP),
+                env: Vec::new(),
+                // Provider keys and other secrets never reach a job (see `HiddenEnv`).
+                env_remove: lua
+                    .app_data_ref::<crate::host::boot::HiddenEnv>()
+                    .map(|h| h.0.clone())
+                    .unwrap_or_default(),
+            };
+            match jobs::start(spec).await {
+                Ok(info) => super::success(info_table(&lua, &info)?),
+                Err(e) => super::failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    m.set(
+        "output",
+        lua.create_async_function(|lua, (id, opts): (String, Option<Table>)| async move {
+            let (wait_ms, max_bytes) = match &opts {
+                Some(o) => (
+                    o.get::<Option<u64>>("wait_ms")?.unwrap_or(0),
+                    o.get::<Option<usize>>("max_bytes")?.unwrap_or(64 * 1024),
+                ),
+                None => (0, 64 * 1024),
+            };
+            let cancel = super::cancel_token(&lua);
+            let wait = jobs::output(&id, Duration::from_millis(wait_ms), max_bytes);
+            let r = tokio::select! {
+                r = wait => r,
+                _ = cancel.cancelled() => jobs::output(&id, Duration::ZERO, max_bytes).await,
+            };
+            match r {
+                Ok(o) => {
+                    let t = info_table(&lua, &o.info)?;
+                    t.set("text", lua.create_string(&o.bytes)?)?;
+                    t.set("skipped", o.skipped)?;
+                    t.set("capped", o.capped)?;
+                    super::success(t)
+                }
+                Err(e) => super::failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    m.set(
+        "kill",
+        lua.create_async_function(|lua, id: String| async move {
+            match jobs::kill(&id, jobs::KILL_GRACE).await {
+                Ok(info) => super::success(info_table(&lua, &info)?),
+                Err(e) => super::failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    m.set(
+        "list",
+        lua.create_function(|lua, ()| {
+            let t = lua.create_table()?;
+            for (i, info) in jobs::list().iter().enumerate() {
+                t.raw_set(i + 1, info_table(lua, info)?)?;
+            }
+            Ok(t)
+        })?,
+    )?;
+    m.set("running", lua.create_function(|_, ()| Ok(jobs::running()))?)?;
+    m.set(
+        "on_exit",
+        lua.create_function(|lua, (id, f): (String, Function)| {
+            let lua = lua.clone();
+            tokio::task::spawn_local(async move {
+                if let Ok(info) = jobs::wait_exit(&id).await {
+                    // The callback reports its own failures (it runs detached from any call).
+                    if let Ok(t) = info_table(&lua, &info) {
+                        let _ = f.call::<Value>(t);
+                    }
+                }
+            });
+            Ok(())
+        })?,
+    )?;
+    Ok(m)
+}
