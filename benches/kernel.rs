@@ -81,6 +81,7 @@ fn main() {
             extensions_path: Vec::new(),
             config_dir: home.path().join("config/fen"),
             embedded: true,
+            project_trusted: false,
         },
         paths: fen::kernel::settings::Paths {
             config_dir: home.path().join("config/fen"),

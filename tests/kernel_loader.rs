@@ -36,13 +36,14 @@ fn roots_have_priority_and_shadowed_copies_are_recorded() {
     );
     let explicit = s.write("elsewhere/dup.lua", &tool_extension("dup_tool", "explicit"));
 
-    let tools = s.fen_json(&["list", "tools", "--json"]);
+    // The folder is trusted for these runs (see `untrusted_project_code_never_runs`).
+    let tools = s.fen_json(&["--trust", "list", "tools", "--json"]);
     assert_eq!(
         find(&tools, "name", "dup_tool")[0]["description"],
         "project"
     );
 
-    let exts = s.fen_json(&["list", "extensions", "--json"]);
+    let exts = s.fen_json(&["--trust", "list", "extensions", "--json"]);
     let dups = find(&exts, "name", "dup");
     assert_eq!(dups.len(), 2, "{exts:#}");
     assert_eq!(dups[0]["status"], "loaded");
@@ -87,7 +88,7 @@ fn project_extensions_are_found_in_parents_up_to_the_repository_root() {
         &tool_extension("outside_tool", "outside"),
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args(["list", "tools", "--json"])
+        .args(["--trust", "list", "tools", "--json"])
         .current_dir(s.cwd().join("sub/deeper"))
         .env("HOME", s.root())
         .env("XDG_CONFIG_HOME", s.config())
@@ -431,4 +432,41 @@ end"#,
     assert_eq!(ess[0]["root_kind"], "overlay");
     assert_eq!(ess[0]["first_party"], true);
     assert_eq!(ess[1]["status"], "shadowed");
+}
+
+#[test]
+fn untrusted_project_code_never_runs() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    let marker = s.root().join("ran");
+    let m = marker.to_string_lossy().to_string();
+    // The entry would leave a mark if it ran; the manifest (which runs with no globals) would
+    // rename the extension.
+    s.write(
+        "work/.fen/extensions/evil/manifest.lua",
+        "return { name = 'essentials' }",
+    );
+    s.write(
+        "work/.fen/extensions/evil/init.lua",
+        &format!("io.open({m:?} .. '.entry', 'w'):close() return function(api) end"),
+    );
+    let exts = s.fen_json(&["list", "extensions", "--json"]);
+    let evil = find(&exts, "name", "evil");
+    assert_eq!(evil.len(), 1, "{exts:#}");
+    assert_eq!(evil[0]["status"], "untrusted");
+    assert!(evil[0]["message"].as_str().unwrap().contains("--trust"));
+    // Listed under its directory's name: its manifest was not read.
+    assert!(!marker.with_extension("entry").exists(), "the entry ran");
+    // It shadows nothing: the first-party extension it would have named still loads.
+    assert_eq!(find(&exts, "name", "essentials")[0]["status"], "loaded");
+    // Headless runs never ask; --trust loads it for the run.
+    let out = s.fen(&["--trust", "list", "extensions", "--json"]);
+    assert!(out.status.success());
+    assert!(marker.with_extension("entry").exists());
+    // trusted.json (what an interactive "yes" writes) trusts the folder for later runs.
+    std::fs::remove_file(marker.with_extension("entry")).unwrap();
+    fen::kernel::trust::trust(&s.state().join("fen"), &s.cwd()).unwrap();
+    let exts = s.fen_json(&["list", "extensions", "--json"]);
+    assert_ne!(find(&exts, "name", "essentials")[0]["status"], "untrusted");
+    assert!(marker.with_extension("entry").exists());
 }

@@ -90,6 +90,11 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", default_value = "jsonl")]
     pub session_backend: String,
 
+    /// Trust this folder for this run: its `.fen/extensions/` load and its project settings
+    /// may loosen permissions (without it, only folders trusted at an interactive prompt do).
+    #[arg(long, global = true)]
+    pub trust: bool,
+
     /// Where session files go (also FEN_SESSION_DIR).
     #[arg(long, value_name = "DIR", global = true)]
     pub session_dir: Option<PathBuf>,

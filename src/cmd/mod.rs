@@ -52,7 +52,8 @@ pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
     // From here on Lua code runs: Ctrl-C must be able to stop it.
     install_interrupt_handler();
     let cwd = std::env::current_dir()?;
-    let opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
+    let mut opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
+    opts.discovery.project_trusted |= cli.trust;
     let kernel =
         Kernel::boot(opts).map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
     for r in kernel.extensions() {

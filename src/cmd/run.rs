@@ -194,6 +194,9 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         std::env::set_var("FEN_SESSION_DIR", dir);
     }
     let kernel = crate::cmd::boot(cli)?;
+    if !headless {
+        ask_trust(&kernel);
+    }
     let lua = kernel.lua.clone();
     let inner = kernel.inner.clone();
     if !provider.is_empty() && inner.registry.borrow().get("provider", &provider).is_none() {
@@ -403,6 +406,48 @@ impl CtrlC {
             (false, true) => CtrlCAction::CancelTurn,
             (false, false) => CtrlCAction::Hint,
         }
+    }
+}
+
+/// An interactive run in a folder whose project extensions are not trusted asks once, on the
+/// terminal, before anything of the folder runs; "yes" is kept in trusted.json and the
+/// extensions load. Without a terminal nothing is asked (and nothing of the folder runs).
+fn ask_trust(kernel: &crate::host::Kernel) {
+    use std::io::{BufRead, IsTerminal, Write};
+    let untrusted: Vec<String> = kernel
+        .extensions()
+        .iter()
+        .filter(|r| r.status == crate::kernel::Status::Untrusted)
+        .map(|r| r.name.clone())
+        .collect();
+    if untrusted.is_empty() || !std::io::stdin().is_terminal() {
+        return;
+    }
+    let Ok(cwd) = std::env::current_dir() else {
+        return;
+    };
+    let root = crate::kernel::trust::project_root(&cwd);
+    eprint!(
+        "fen: {} has project extensions ({}).\nTrust this folder? Its extensions can run code. [y/N] ",
+        root.display(),
+        untrusted.join(", ")
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return;
+    }
+    if !matches!(line.trim(), "y" | "Y" | "yes") {
+        eprintln!("fen: not trusted; its extensions stay off (run with --trust to load them once)");
+        return;
+    }
+    match crate::kernel::trust::trust(&kernel.inner.paths.state_dir, &cwd) {
+        Ok(_) => {
+            kernel.inner.project_trusted.set(true);
+            let report = kernel.reload();
+            eprintln!("fen: trusted {}; {}", root.display(), report.summary());
+        }
+        Err(e) => eprintln!("fen: could not record the trust: {e}"),
     }
 }
 

@@ -31,6 +31,7 @@ impl BootOptions {
         overlay: Option<std::path::PathBuf>,
     ) -> BootOptions {
         let paths = Paths::from_env();
+        let project_trusted = crate::kernel::trust::is_trusted(&paths.state_dir, &cwd);
         let overlay = overlay.or_else(|| {
             std::env::var_os("FEN_EXTENSION_ROOT")
                 .filter(|v| !v.is_empty())
@@ -44,6 +45,7 @@ impl BootOptions {
                 extensions_path: crate::kernel::settings::extensions_path_from_env(),
                 config_dir: paths.config_dir.clone(),
                 embedded: true,
+                project_trusted,
             },
             paths,
         }
@@ -153,10 +155,33 @@ fn read_manifest(lua: &Lua, c: &Candidate) -> Result<Option<Table>, String> {
 
 /// Turns candidates into records: manifests read, first name wins, shadowed copies recorded,
 /// disabled and missing-deps decided. Enabled winners are `Pending`.
-fn resolve(lua: &Lua, candidates: Vec<Candidate>) -> Vec<ExtensionRecord> {
+fn resolve(lua: &Lua, candidates: Vec<Candidate>, trusted: bool) -> Vec<ExtensionRecord> {
     let mut records: Vec<ExtensionRecord> = Vec::new();
     let mut winners: HashMap<String, String> = HashMap::new();
     for c in candidates {
+        if c.root.kind == RootKind::Project && !trusted {
+            // Not even its manifest runs: it is code from the folder. It takes no name either,
+            // so it shadows nothing.
+            records.push(ExtensionRecord {
+                name: c.default_name.clone(),
+                description: None,
+                status: Status::Untrusted,
+                message: Some(
+                    "not loaded: this folder is not trusted (its extensions can run code); \
+                     answer the trust prompt of an interactive `fen`, or run with --trust"
+                        .into(),
+                ),
+                root_kind: c.root.kind,
+                root: c.root.display(),
+                rank: c.root.rank,
+                entry: c.location.default_entry(),
+                location: c.location.clone(),
+                first_party: false,
+                shadowed_by: None,
+                requires_bin: Vec::new(),
+            });
+            continue;
+        }
         let mut rec = ExtensionRecord {
             name: c.default_name.clone(),
             description: None,
@@ -355,7 +380,11 @@ fn reload_all(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
         .filter(|r| r.status == Status::Loaded || r.status == Status::Error)
         .map(|r| r.name.clone())
         .collect();
-    let mut records = resolve(lua, loader::discover(&inner.discovery));
+    let mut records = resolve(
+        lua,
+        loader::discover(&inner.discovery),
+        inner.project_trusted.get(),
+    );
     let mut report = ReloadReport::default();
     let mut kept: HashSet<String> = HashSet::new();
     let mut loaded_events = Vec::new();

@@ -207,6 +207,8 @@ pub struct DiscoveryConfig {
     pub extensions_path: Vec<PathBuf>,
     pub config_dir: PathBuf,
     pub embedded: bool,
+    /// Whether project extensions (`.fen/extensions/`) may run: the folder is trusted.
+    pub project_trusted: bool,
 }
 
 /// The roots in priority order.

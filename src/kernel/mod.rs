@@ -16,6 +16,7 @@ pub mod settings;
 pub mod state;
 pub mod suggest;
 pub mod tools;
+pub mod trust;
 pub mod ui;
 
 pub use error::KernelError;

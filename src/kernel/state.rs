@@ -23,6 +23,8 @@ pub enum Status {
     MissingDeps,
     Error,
     Shadowed,
+    /// A project extension of a folder the user has not trusted: not run.
+    Untrusted,
     /// Found and enabled, not yet run (only during boot and reload).
     Pending,
 }
@@ -35,6 +37,7 @@ impl Status {
             Status::MissingDeps => "missing-deps",
             Status::Error => "error",
             Status::Shadowed => "shadowed",
+            Status::Untrusted => "untrusted",
             Status::Pending => "pending",
         }
     }
@@ -93,6 +96,9 @@ pub struct Inner {
     pub states: RefCell<HashMap<String, Table>>,
     pub txn: RefCell<Option<LoadTxn>>,
     pub discovery: DiscoveryConfig,
+    /// Whether this folder's project extensions may run (`--trust`, trusted.json, or the
+    /// user's answer to the trust prompt during this run).
+    pub project_trusted: Cell<bool>,
     pub paths: Paths,
     pub logger: Logger,
     /// The agent of this run, once a presenter runs one (`api.turn.*` act on it).
@@ -120,6 +126,7 @@ impl Inner {
             states: RefCell::new(HashMap::new()),
             txn: RefCell::new(None),
             logger: Logger::new(&paths.state_dir),
+            project_trusted: Cell::new(discovery.project_trusted),
             discovery,
             paths,
             agent: RefCell::new(None),

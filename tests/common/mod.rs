@@ -106,6 +106,7 @@ impl Sandbox {
                 extensions_path: Vec::new(),
                 config_dir: self.config().join("fen"),
                 embedded: true,
+                project_trusted: true,
             },
             paths: fen::kernel::settings::Paths {
                 config_dir: self.config().join("fen"),
