@@ -1205,3 +1205,24 @@ fn special_files_are_refused_instead_of_hanging() {
         "{e}"
     );
 }
+
+/// Issue 11.1: readable text in `not-an-image.png` (or .bmp/.tiff/.avif) was reported as a
+/// binary "PNG image" while the same bytes in a `.txt` were shown.
+#[test]
+fn read_binary_detection_by_extension_shows_text_named_like_an_image() {
+    let sb = Sandbox::new();
+    for name in ["not-an-image.png", "x.bmp", "x.tiff", "x.avif"] {
+        put(&sb, name, "plain words\nsecond line\n");
+        let (t, d) = ok(&sb, "read", json!({"path": name}));
+        assert!(t.contains("plain words") && t.contains("second line"), "{name}: {t}");
+        assert_eq!(d["kind"], "text", "{name}");
+    }
+    // `\xff\xfe` then ASCII is not UTF-16, and a short file with a few bad bytes is escaped.
+    put(&sb, "ff.txt", b"\xff\xfehello\n");
+    let (t, _) = ok(&sb, "read", json!({"path": "ff.txt"}));
+    assert!(t.contains("\\xff\\xfehello"), "{t}");
+    put(&sb, "short.txt", b"\xe9t\xe9\n");
+    let (t, d) = ok(&sb, "read", json!({"path": "short.txt"}));
+    assert!(t.contains("\\xe9t\\xe9"), "{t}");
+    assert_eq!(d["escaped_bytes"], 2);
+}
