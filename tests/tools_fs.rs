@@ -1226,3 +1226,57 @@ fn read_binary_detection_by_extension_shows_text_named_like_an_image() {
     assert!(t.contains("\\xe9t\\xe9"), "{t}");
     assert_eq!(d["escaped_bytes"], 2);
 }
+
+/// Issue 11.3: an empty old_string on a missing file said "no such file; check the path".
+#[test]
+fn edit_empty_old_string_on_a_missing_file_says_to_use_write() {
+    let sb = Sandbox::new();
+    let e = fails(
+        &sb,
+        "edit",
+        json!({"path": "new.txt", "old_string": "", "new_string": "hello\n"}),
+    );
+    assert!(e.contains("old_string is empty") && e.contains("write"), "{e}");
+    assert!(!e.contains("no such file"), "{e}");
+}
+
+/// Issue 11.5: "use an offset between 1 and 0" for an empty file.
+#[test]
+fn read_offset_in_an_empty_file_says_the_file_is_empty() {
+    let sb = Sandbox::new();
+    put(&sb, "empty.txt", "");
+    let e = fails(&sb, "read", json!({"path": "empty.txt", "offset": 3}));
+    assert!(e.contains("is empty"), "{e}");
+    assert!(!e.contains("between 1 and 0"), "{e}");
+}
+
+/// Issue 11.5: "4 matches on line 2", not "at lines 2, 2, 2, 2".
+#[test]
+fn edit_ambiguous_on_one_line_says_how_many_matches_on_that_line() {
+    let sb = Sandbox::new();
+    put(&sb, "a.txt", "x\nab ab ab ab\n");
+    let e = fails(
+        &sb,
+        "edit",
+        json!({"path": "a.txt", "old_string": "ab", "new_string": "c"}),
+    );
+    assert!(e.contains("4 matches on line 2"), "{e}");
+    assert!(!e.contains("2, 2"), "{e}");
+}
+
+/// Issue 11.5: writing below a file said "cannot read"; an empty path said "error: : no such
+/// file".
+#[test]
+fn write_under_a_file_or_to_an_empty_path_says_why() {
+    let sb = Sandbox::new();
+    put(&sb, "notes.txt", "n\n");
+    let e = fails(
+        &sb,
+        "write",
+        json!({"path": "notes.txt/sub", "content": "x"}),
+    );
+    assert!(e.contains("notes.txt is a file, not a directory"), "{e}");
+    assert!(!e.contains("cannot read"), "{e}");
+    let e = fails(&sb, "write", json!({"path": "", "content": "x"}));
+    assert!(e.contains("path is empty"), "{e}");
+}

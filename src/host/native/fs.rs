@@ -143,6 +143,13 @@ async fn write_fn(
             return Err(format!("{} is a directory; write needs a file path", target.display()));
         }
         refuse_special(&target)?;
+        if let Some(file) = file_ancestor(&target) {
+            return Err(format!(
+                "cannot write {}: {} is a file, not a directory; choose a path whose parent is a directory",
+                target.display(),
+                file.display()
+            ));
+        }
         let before = match std::fs::read(&target) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -209,6 +216,15 @@ async fn list_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
         }
         Err(e) => failure(&lua, e.to_string()),
     }
+}
+
+/// The nearest ancestor of `path` that exists as a regular file (so `path` cannot be created).
+fn file_ancestor(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| a.is_file())
+        .map(|a| a.to_path_buf())
 }
 
 /// Refuses an existing path that is not a regular file (a FIFO, a device): opening one to read
