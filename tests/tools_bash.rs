@@ -282,3 +282,16 @@ fn ctrl_c_cancels_a_running_command() {
     let t = text(&v);
     assert!(t.contains("[cancelled]") && !t.contains("never"), "{t}");
 }
+
+/// Issue 11.4: escaped bytes came back with no marker saying output was sanitized.
+#[test]
+fn bash_escaped_output_without_a_marker() {
+    let sb = Sandbox::new();
+    let (t, d) = ok(&sb, "bash", json!({"command": "printf 'a\\0b\\377c\\1d'"}));
+    assert!(t.contains("a\\x00b\\xffc\\x01d"), "{t}");
+    assert!(t.contains("[fen: output sanitized: 3 bytes escaped"), "{t}");
+    assert_eq!(d["escaped_bytes"], 3);
+    // Clean output carries no such marker.
+    let (t, _) = ok(&sb, "bash", json!({"command": "echo clean"}));
+    assert!(!t.contains("sanitized"), "{t}");
+}
