@@ -29,6 +29,7 @@ pub fn main() -> ExitCode {
         }
     };
     end_children();
+    crate::kernel::settings::wait_for_tool_output_pruning(std::time::Duration::from_secs(2));
     code
 }
 
@@ -49,6 +50,7 @@ pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
 }
 
 pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
+    crate::kernel::settings::prune_tool_output_in_background();
     // From here on Lua code runs: Ctrl-C must be able to stop it.
     install_interrupt_handler();
     let cwd = std::env::current_dir()?;

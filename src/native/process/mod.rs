@@ -17,7 +17,7 @@ mod clean;
 mod groups;
 mod kept;
 mod live;
-mod spill;
+pub mod spill;
 
 pub use clean::{clean_all, Cleaner};
 pub use groups::{
