@@ -164,3 +164,30 @@ fn committed_contract_docs_are_fresh() {
         text(&out.stderr)
     );
 }
+
+/// Issue 11.17: a bad `thinking` in settings.json was warned about twice per run.
+#[test]
+fn a_bad_thinking_setting_is_warned_about_twice() {
+    let s = Sandbox::new();
+    s.write("config/fen/settings.json", r#"{"thinking": "bogus"}"#);
+    s.write("work/s.json", r#"{"turns": [{"text": "hi"}]}"#);
+    let out = s.fen(&["-p", "hello", "--mock-script", "s.json"]);
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("ignoring thinking level").count(), 1, "{err}");
+}
+
+/// Issue 11.17: a bad models.json said "serialize error: serialize error: ..."; it names the
+/// file, the line and the column.
+#[test]
+fn a_bad_models_json_says_serialize_error_twice() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/models.json",
+        "{\"providers\": {\"x\": {\n  \"base_url\": \"http://127.0.0.1:1\",\n}",
+    );
+    let out = s.fen(&["list", "providers"]);
+    let err = text(&out.stderr);
+    assert!(!err.contains("serialize error"), "{err}");
+    assert!(err.contains("models.json: invalid JSON"), "{err}");
+    assert!(err.contains("line 3 column 1"), "{err}");
+}

@@ -611,3 +611,33 @@ fn print_mode_shows_a_heartbeat_while_an_answer_streams_slowly() {
     assert_eq!(r.stdout(), "a slow answer that arrives in small pieces\n");
     assert!(r.stderr().contains("... streaming ("), "{}", r.stderr());
 }
+
+/// Issue 11.5: truncated JSON arguments from the model were reported as a missing property,
+/// and the progress row printed `$ nil`.
+#[test]
+fn truncated_json_arguments_are_reported_as_a_missing_property() {
+    for provider in ["openai", "anthropic"] {
+        let s = Sandbox::new();
+        let api = api_of(provider);
+        let server = FakeLlm::start(
+            Scenario::new()
+                .then(Reply::stream(
+                    api,
+                    Turn::text("").with_tool_call("call_1", "bash", r#"{"command": "echo hi"#),
+                ))
+                .then(Reply::stream(api, Turn::text("sorry"))),
+        );
+        let r = run(&s, provider, &server, &[], false);
+        assert_eq!(r.code(), Some(0), "{provider}: {}", r.stderr());
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 2, "{provider}");
+        let body = &reqs[1].raw_body;
+        assert!(body.contains("are not valid JSON"), "{provider}: {body}");
+        assert!(body.contains("echo hi"), "{provider}: the first bytes are quoted: {body}");
+        assert!(!body.contains("missing property") && !body.contains("is a required property"), "{provider}: {body}");
+        assert!(!body.contains("serialize error"), "{provider}: {body}");
+        let err = r.stderr();
+        assert!(!err.contains("$ nil"), "{provider}: {err}");
+        assert!(err.contains("not valid JSON"), "{provider}: {err}");
+    }
+}

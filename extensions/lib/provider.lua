@@ -141,7 +141,10 @@ function Asm:finish(fields)
         t.block.arguments = args
       else
         t.block.arguments = {}
-        t.block.parse_error = (err or "arguments must be a JSON object") .. "; the arguments were: " .. require("fen.lib.text").prefix(raw, 500)
+        -- The agent loop answers the call with this instead of running the tool (cut on a
+        -- character boundary).
+        t.block.parse_error = string.format("%s; the first 200 bytes were: %s",
+          err or "the arguments must be a JSON object", require("fen.lib.text").prefix(raw, 200))
       end
     end
     self.emit({ type = "tool-call-end", content_index = t.index, tool_call = t.block })

@@ -11,8 +11,11 @@ end
 function M.call_summary(call)
   local a = call.arguments or {}
   local name = call.name or "?"
+  if call.parse_error then
+    return name .. " (arguments are not valid JSON)"
+  end
   if name == "bash" then
-    return "$ " .. tostring(a.command) .. (a.timeout and string.format(" (timeout %ds)", a.timeout) or "")
+    return "$ " .. (a.command and tostring(a.command) or "(no command)") .. (a.timeout and string.format(" (timeout %ds)", a.timeout) or "")
   elseif name == "read" then
     if a.paths then return string.format("read %d files", #a.paths) end
     local range = a.offset and string.format(":%d-%d", a.offset, a.offset + (a.limit or 2000) - 1) or ""

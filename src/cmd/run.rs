@@ -19,7 +19,7 @@ pub const SETUP_HELP: &str = "no provider is configured. Use one of:
   --mock-script FILE (or FEN_MOCK_SCRIPT) for the scripted mock provider";
 
 /// Defaults from `~/.config/fen/settings.json`.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SettingsDefaults {
     provider: Option<String>,
     model: Option<String>,
@@ -30,8 +30,13 @@ struct SettingsDefaults {
 
 /// Reads `provider`, `model` and `thinking` (also pi's and the original fen's
 /// `defaultProvider`, `defaultModel`, `defaultThinkingLevel`). A thinking level fen does not
-/// know is reported and ignored.
+/// know is reported and ignored, once per run (the file is read once and remembered).
 fn settings_defaults() -> SettingsDefaults {
+    static ONCE: std::sync::OnceLock<SettingsDefaults> = std::sync::OnceLock::new();
+    ONCE.get_or_init(read_settings_defaults).clone()
+}
+
+fn read_settings_defaults() -> SettingsDefaults {
     let path = crate::kernel::settings::Paths::from_env()
         .config_dir
         .join("settings.json");

@@ -240,8 +240,14 @@ fn lua_serializer(lua: &Lua) -> mlua::serde::Serializer<'_> {
 /// streamed provider event).
 pub fn json_text_to_lua(lua: &Lua, text: &[u8]) -> Result<Value, String> {
     let mut de = serde_json::Deserializer::from_slice(text);
-    let value =
-        serde_transcode::transcode(&mut de, lua_serializer(lua)).map_err(|e| e.to_string())?;
+    let value = serde_transcode::transcode(&mut de, lua_serializer(lua)).map_err(|e| {
+        // The transcoder wraps a syntax error twice ("serialize error: serialize error: ...");
+        // serde_json's own error says what and where (line, column).
+        match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            Err(syntax) => syntax.to_string(),
+            Ok(_) => e.to_string(),
+        }
+    })?;
     de.end().map_err(|e| e.to_string())?;
     Ok(value)
 }
