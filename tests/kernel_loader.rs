@@ -432,3 +432,22 @@ end"#,
     assert_eq!(ess[0]["first_party"], true);
     assert_eq!(ess[1]["status"], "shadowed");
 }
+
+/// Issue 11.11: a spec missing several required fields named only the first.
+#[test]
+fn a_register_spec_missing_several_fields_names_only_the_first() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/bare.lua",
+        r#"return function(api) api.register("tool", { name = "bare" }) end"#,
+    );
+    let exts = s.fen_json(&["list", "extensions", "--json"]);
+    let message = find(&exts, "name", "bare")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("missing: description, parameters, execute"),
+        "{message}"
+    );
+}
