@@ -1058,7 +1058,7 @@ impl Session {
     fn ok(&self, name: &str, args: Value) -> String {
         let o = self.run(name, args.clone());
         assert!(!o.is_error, "{name} {args}: {:?}", o.content);
-        o.content.join("\n")
+        texts(&o)
     }
     fn fails(&self, name: &str, args: Value) -> String {
         let o = self.run(name, args.clone());
@@ -1067,8 +1067,17 @@ impl Session {
             "{name} {args} should fail: {:?}",
             o.content
         );
-        o.content.join("\n")
+        texts(&o)
     }
+}
+
+/// The text blocks of an outcome, one per line.
+fn texts(o: &fen::kernel::tools::ToolOutcome) -> String {
+    o.content
+        .iter()
+        .filter_map(|b| b.text())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn abs(sb: &Sandbox, rel: &str) -> String {
@@ -1279,4 +1288,74 @@ fn write_under_a_file_or_to_an_empty_path_says_why() {
     assert!(!e.contains("cannot read"), "{e}");
     let e = fails(&sb, "write", json!({"path": "", "content": "x"}));
     assert!(e.contains("path is empty"), "{e}");
+}
+
+fn encoded(img: image::DynamicImage, format: image::ImageFormat) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, format).expect("encode fixture");
+    out.into_inner()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Issue 16, images in read: a PNG, JPEG, GIF or WebP (by content, whatever its name) comes back
+/// as an image block; one larger than 2000x2000 is scaled down to fit; a broken one is binary.
+#[test]
+fn read_of_an_image_returns_an_image_block() {
+    use base64::Engine as _;
+    let sb = Sandbox::new();
+    let pixel = encoded(
+        image::DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
+            1,
+            1,
+            image::Rgba([1, 2, 3, 255]),
+        )),
+        image::ImageFormat::Png,
+    );
+    put(&sb, "pixel.dat", &pixel);
+    let v = tool(&sb, "read", &json!({"path": "pixel.dat"}));
+    assert_eq!(v["is_error"], false, "{v}");
+    assert!(v["content"][0]["text"].as_str().unwrap().contains("PNG, 1x1"), "{v}");
+    assert_eq!(
+        v["content"][1],
+        json!({"type": "image", "mime_type": "image/png", "data": b64(&pixel)})
+    );
+    assert_eq!(v["details"]["kind"], "image");
+
+    let wide = encoded(
+        image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(3000, 60, |x, y| {
+            image::Rgb([(x % 251) as u8, (y % 241) as u8, 9])
+        })),
+        image::ImageFormat::Jpeg,
+    );
+    put(&sb, "wide.jpg", &wide);
+    let v = tool(&sb, "read", &json!({"path": "wide.jpg"}));
+    let t = v["content"][0]["text"].as_str().unwrap();
+    assert!(t.contains("JPEG, 3000x60") && t.contains("resized to 2000x40"), "{t}");
+    assert_eq!(v["content"][1]["mime_type"], "image/jpeg");
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(v["content"][1]["data"].as_str().unwrap())
+        .unwrap();
+    let back = image::load_from_memory(&data).unwrap();
+    assert_eq!((back.width(), back.height()), (2000, 40));
+
+    // A GIF named .txt is an image too; a broken PNG is reported as binary, with why.
+    let gif = encoded(
+        image::DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
+            2,
+            2,
+            image::Rgba([0, 0, 0, 255]),
+        )),
+        image::ImageFormat::Gif,
+    );
+    put(&sb, "anim.txt", &gif);
+    let v = tool(&sb, "read", &json!({"path": "anim.txt"}));
+    assert_eq!(v["content"][1]["mime_type"], "image/gif", "{v}");
+    put(&sb, "broken.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
+    let (t, d) = ok(&sb, "read", json!({"path": "broken.png"}));
+    assert!(t.starts_with("binary file") && t.contains("could not be decoded"), "{t}");
+    assert_eq!(d["kind"], "binary");
 }

@@ -39,7 +39,7 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
             outcome
                 .content
                 .first()
-                .map(String::as_str)
+                .and_then(|b| b.text())
                 .unwrap_or("the tool did not run")
         );
         return Ok(ExitCode::from(2));

@@ -7,6 +7,7 @@ pub mod frontmatter;
 pub mod fs;
 pub mod html;
 pub mod http;
+pub mod image;
 pub mod jobs;
 pub mod jsonl;
 pub mod plain_deltas;
