@@ -191,3 +191,56 @@ fn a_bad_models_json_says_serialize_error_twice() {
     assert!(err.contains("models.json: invalid JSON"), "{err}");
     assert!(err.contains("line 3 column 1"), "{err}");
 }
+
+/// Issue 11.7: with -p (or --mode), a one-word prompt that is a subcommand name was taken as the
+/// subcommand (`fen -p list --mock-script s.json`: "unexpected argument").
+#[test]
+fn a_one_word_prompt_that_is_a_subcommand_name_is_taken_as_the_subcommand() {
+    let s = Sandbox::new();
+    s.write("work/s.json", r#"[{"text": "listed"}, {"text": "json too"}]"#);
+    let out = s.fen(&["-p", "list", "--mock-script", "s.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "listed\n");
+    let out = s.fen(&["--mock-script", "s.json", "--mode", "json", "tool", "--no-session"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"tool\""), "{}", text(&out.stdout));
+}
+
+/// Issue 11.7: `fen lsit tools` suggested `tool` (for the second word) instead of `list`.
+#[test]
+fn a_subcommand_typo_with_more_words_suggests_tool_for_the_second_word() {
+    let s = Sandbox::new();
+    let out = s.fen(&["lsit", "tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("similar subcommand exists: 'list'"), "{err}");
+}
+
+/// Issue 11.8: with providers in models.json but none chosen, `fen -p` said only "no provider
+/// is configured"; it names the declared ones and how to choose one.
+#[test]
+fn declared_providers_without_a_default_say_no_provider_is_configured() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/models.json",
+        r#"{"providers": {"proxy": {"base_url": "http://127.0.0.1:9/v1"}, "local": {"base_url": "http://127.0.0.1:9/v1"}}}"#,
+    );
+    let out = s.fen_env(
+        &["-p", "hello"],
+        &[("OPENAI_API_KEY", ""), ("ANTHROPIC_API_KEY", ""), ("FEN_MOCK_SCRIPT", "")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("declares: local, proxy"), "{err}");
+    assert!(err.contains("--provider local"), "{err}");
+    assert!(err.contains("\"provider\": \"local\"") && err.contains("settings.json"), "{err}");
+}
+
+/// Issue 11.10: the README's install line must use the lock file.
+#[test]
+fn readme_installs_without_the_lock_file() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for line in readme.lines().filter(|l| l.contains("cargo install")) {
+        assert!(line.contains("--locked"), "{line}");
+    }
+}

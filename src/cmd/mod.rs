@@ -20,7 +20,14 @@ use std::process::ExitCode;
 
 /// The process entry point.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args = match cli::preparse(std::env::args_os().collect()) {
+        cli::Preparse::Args(args) => args,
+        cli::Preparse::Typo(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
