@@ -244,3 +244,53 @@ fn readme_installs_without_the_lock_file() {
         assert!(line.contains("--locked"), "{line}");
     }
 }
+
+/// Issue 11.9: `--fork` without `-c`/`--resume` was silently ignored.
+#[test]
+fn fork_without_continue_or_resume_is_silently_ignored() {
+    let s = Sandbox::new();
+    s.write("work/s.json", r#"[{"text": "hi"}]"#);
+    let out = s.fen(&["--fork", "-p", "hello", "--mock-script", "s.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--continue|--resume"), "{}", text(&out.stderr));
+}
+
+/// Issue 11.9: `--max-turns 0` was accepted.
+#[test]
+fn max_turns_0_is_accepted() {
+    let s = Sandbox::new();
+    let out = s.fen(&["--max-turns", "0", "-p", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("at least 1"), "{}", text(&out.stderr));
+}
+
+/// Issue 11.9: `fen tool` exited 0 after Ctrl-C; 130 is the documented status.
+#[test]
+fn fen_tool_exits_0_after_ctrl_c() {
+    let s = Sandbox::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args(["tool", "bash", r#"{"command": "sleep 30"}"#])
+        .current_dir(s.cwd())
+        .env("HOME", s.root())
+        .env("XDG_CONFIG_HOME", s.config())
+        .env("XDG_STATE_HOME", s.state())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give it time to start the command (a delay, not a speed assertion).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(start.elapsed().as_secs() < 60, "fen tool did not stop on SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("cancelled"), "{}", text(&out.stdout));
+}

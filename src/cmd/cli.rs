@@ -10,6 +10,7 @@ pub const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high
 #[derive(Debug, Parser)]
 #[command(
     name = "fen",
+    group = clap::ArgGroup::new("source").args(["continue_session", "resume"]).multiple(false),
     version,
     about = "A coding agent for your terminal: a small Rust kernel, everything else Lua extensions.",
     after_help = "Extensions: drop Lua files into ~/.config/fen/extensions/ (or .fen/extensions/ in a project).\nDocs: docs/extensions.md, docs/contracts.md."
@@ -45,8 +46,8 @@ pub struct Cli {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Most model steps in one turn.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    /// Most model steps in one turn (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = at_least_one)]
     pub max_turns: usize,
 
     /// Output token budget of one model call.
@@ -79,7 +80,7 @@ pub struct Cli {
     pub resume: Option<String>,
 
     /// With --continue/--resume: continue in a new session seeded with that one's history.
-    #[arg(long)]
+    #[arg(long, requires = "source")]
     pub fork: bool,
 
     /// Keep nothing on disk for this run.
@@ -100,6 +101,15 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// A count of 1 or more (`--max-turns 0` would stop before the first model call).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
