@@ -394,3 +394,60 @@ end"#,
     let raw = std::fs::read_to_string(&files[0]).unwrap();
     assert_eq!(raw.matches(&b64).count(), 1);
 }
+
+/// Issue 11.12: `session list --all` had no directory column, its ids did not work from another
+/// directory, `doctor` took only a path and its error repeated the OS message.
+#[test]
+fn session_list_all_has_no_directory_column_and_ids_work_only_here() {
+    let s = Sandbox::new();
+    let sc = script(&s, json!([{"text": "one"}]));
+    let out = s.fen(&["-p", "first", "--mock-script", &sc]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = records(&session_files(&s)[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // From another directory.
+    let elsewhere = s.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let fen_in = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fen"))
+            .args(args)
+            .current_dir(&elsewhere)
+            .env("HOME", s.root())
+            .env("XDG_CONFIG_HOME", s.config())
+            .env("XDG_STATE_HOME", s.state())
+            .env_remove("FEN_SESSION_DIR")
+            .output()
+            .unwrap()
+    };
+    let out = fen_in(&["session", "list", "--all"]);
+    let listing = text(&out.stdout);
+    assert!(listing.contains(&id[..13]), "{listing}");
+    assert!(listing.contains(s.cwd().to_string_lossy().as_ref()), "{listing}");
+    let out = fen_in(&["session", "show", &id[..13]]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("you> first"), "{}", text(&out.stdout));
+    let out = fen_in(&["session", "doctor", &id[..13]]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("healthy"), "{}", text(&out.stdout));
+    let out = fen_in(&["session", "doctor", "/nonexistent/x.jsonl"]);
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}
+
+/// Issue 11.13: `/resume` printed "resumed ? (N messages)" without the id.
+#[test]
+fn resume_prints_a_question_mark_instead_of_the_id() {
+    let s = Sandbox::new();
+    let sc = script(&s, json!([{"text": "one"}, {"text": "two"}]));
+    let out = s.fen(&["-p", "first", "--mock-script", &sc]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = records(&session_files(&s)[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = s.fen_stdin(&["--mock-script", &sc], "/resume\n", &[]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains(&format!("resumed {id} (2 messages)")), "{shown}");
+}

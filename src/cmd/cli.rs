@@ -193,9 +193,10 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check a session file; exit 1 when it has issues.
+    /// Check a session (path, id or id prefix); exit 1 when it has issues.
     Doctor {
-        path: PathBuf,
+        /// Session path, id or id prefix.
+        path: String,
         /// Write a repaired copy beside the original (never edits it in place).
         #[arg(long)]
         repair: bool,
