@@ -10,6 +10,7 @@ pub mod http;
 pub mod image;
 pub mod jobs;
 pub mod jsonl;
+pub mod line;
 pub mod plain_deltas;
 pub mod process;
 pub mod read;
