@@ -741,3 +741,63 @@ fn a_text_only_model_gets_a_note_instead_of_the_image() {
     assert!(!body.contains(&b64) && !body.contains("image_url"), "{body}");
     assert!(body.contains("does not take image input"), "{body}");
 }
+
+/// Issue 11.16: the `-p` heartbeat said "(N chars)" but counted bytes.
+#[test]
+fn the_heartbeat_says_chars_but_counts_bytes() {
+    let s = Sandbox::new();
+    let answer = "é".repeat(100);
+    let turn = Turn::text(&answer).with_delta_chars(4);
+    let server = FakeLlm::start(Scenario::new().then(Reply::stream_chunked(
+        Api::OpenAiChat,
+        turn,
+        Chunking::events().with_delay(150),
+    )));
+    let r = run(&s, "openai", &server, &[], false);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let err = r.stderr();
+    let counts: Vec<usize> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("... streaming ("))
+        .filter_map(|l| l.strip_suffix(" chars)"))
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(!counts.is_empty(), "{err}");
+    assert!(counts.iter().all(|&n| n <= 100), "{counts:?}");
+}
+
+/// Issue 11.16: `-p` never said how many tokens the turn used; it does once, at the end, summed
+/// over the turn's model calls.
+#[test]
+fn print_mode_never_says_how_many_tokens_were_used() {
+    use support::fake_llm::Usage;
+    let s = Sandbox::new();
+    s.write("work/notes.txt", "n\n");
+    let usage = |i, o, c| Usage {
+        input_tokens: i,
+        output_tokens: o,
+        cached_tokens: c,
+        ..Default::default()
+    };
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(
+                Api::Anthropic,
+                Turn::text("")
+                    .with_tool_call("call_1", "read", r#"{"path":"notes.txt"}"#)
+                    .with_usage(usage(100, 10, 50)),
+            ))
+            .then(Reply::stream(
+                Api::Anthropic,
+                Turn::text("done").with_usage(usage(200, 20, 150)),
+            )),
+    );
+    let r = run(&s, "anthropic", &server, &[], false);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let err = r.stderr();
+    assert_eq!(err.matches("tokens> ").count(), 1, "{err}");
+    assert!(
+        err.contains("tokens> input 300, output 30, cache read 200, cache write 0"),
+        "{err}"
+    );
+}
