@@ -197,13 +197,27 @@ fn a_bad_models_json_says_serialize_error_twice() {
 #[test]
 fn a_one_word_prompt_that_is_a_subcommand_name_is_taken_as_the_subcommand() {
     let s = Sandbox::new();
-    s.write("work/s.json", r#"[{"text": "listed"}, {"text": "json too"}]"#);
+    s.write(
+        "work/s.json",
+        r#"[{"text": "listed"}, {"text": "json too"}]"#,
+    );
     let out = s.fen(&["-p", "list", "--mock-script", "s.json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "listed\n");
-    let out = s.fen(&["--mock-script", "s.json", "--mode", "json", "tool", "--no-session"]);
+    let out = s.fen(&[
+        "--mock-script",
+        "s.json",
+        "--mode",
+        "json",
+        "tool",
+        "--no-session",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("\"tool\""), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("\"tool\""),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// Issue 11.7: `fen lsit tools` suggested `tool` (for the second word) instead of `list`.
@@ -227,19 +241,27 @@ fn declared_providers_without_a_default_say_no_provider_is_configured() {
     );
     let out = s.fen_env(
         &["-p", "hello"],
-        &[("OPENAI_API_KEY", ""), ("ANTHROPIC_API_KEY", ""), ("FEN_MOCK_SCRIPT", "")],
+        &[
+            ("OPENAI_API_KEY", ""),
+            ("ANTHROPIC_API_KEY", ""),
+            ("FEN_MOCK_SCRIPT", ""),
+        ],
     );
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("declares: local, proxy"), "{err}");
     assert!(err.contains("--provider local"), "{err}");
-    assert!(err.contains("\"provider\": \"local\"") && err.contains("settings.json"), "{err}");
+    assert!(
+        err.contains("\"provider\": \"local\"") && err.contains("settings.json"),
+        "{err}"
+    );
 }
 
 /// Issue 11.10: the README's install line must use the lock file.
 #[test]
 fn readme_installs_without_the_lock_file() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     for line in readme.lines().filter(|l| l.contains("cargo install")) {
         assert!(line.contains("--locked"), "{line}");
     }
@@ -252,7 +274,11 @@ fn fork_without_continue_or_resume_is_silently_ignored() {
     s.write("work/s.json", r#"[{"text": "hi"}]"#);
     let out = s.fen(&["--fork", "-p", "hello", "--mock-script", "s.json"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--continue|--resume"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--continue|--resume"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Issue 11.9: `--max-turns 0` was accepted.
@@ -261,7 +287,11 @@ fn max_turns_0_is_accepted() {
     let s = Sandbox::new();
     let out = s.fen(&["--max-turns", "0", "-p", "hello"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("at least 1"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("at least 1"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Issue 11.9: `fen tool` exited 0 after Ctrl-C; 130 is the documented status.
@@ -287,10 +317,17 @@ fn fen_tool_exits_0_after_ctrl_c() {
         if let Some(st) = child.try_wait().unwrap() {
             break st;
         }
-        assert!(start.elapsed().as_secs() < 60, "fen tool did not stop on SIGINT");
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "fen tool did not stop on SIGINT"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let out = child.wait_with_output().unwrap();
     assert_eq!(status.code(), Some(130), "{}", text(&out.stdout));
-    assert!(text(&out.stdout).contains("cancelled"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("cancelled"),
+        "{}",
+        text(&out.stdout)
+    );
 }

@@ -136,7 +136,14 @@ fn similar_names_finds_case_typo_and_prefix_matches() {
 /// Issue 11.1: readable text was reported as "binary file ... PNG image" because of its name.
 #[test]
 fn binary_detection_by_extension_text_named_like_an_image_is_text() {
-    for name in ["not-an-image.png", "x.bmp", "x.tiff", "x.avif", "x.zip", "x.wasm"] {
+    for name in [
+        "not-an-image.png",
+        "x.bmp",
+        "x.tiff",
+        "x.avif",
+        "x.zip",
+        "x.wasm",
+    ] {
         assert_eq!(
             detect(Path::new(name), b"just some notes\nsecond line\n"),
             FileKind::Text,
@@ -159,7 +166,10 @@ fn binary_detection_ascii_magic_followed_by_text_is_text() {
     }
     // With binary behind it, the same magic names the kind.
     assert_eq!(
-        binary_kind(&detect(Path::new("x"), b"GIF89a\x01\x00\x01\x00\x80\x00\x00")),
+        binary_kind(&detect(
+            Path::new("x"),
+            b"GIF89a\x01\x00\x01\x00\x80\x00\x00"
+        )),
         "GIF image"
     );
 }

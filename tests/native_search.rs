@@ -142,7 +142,9 @@ fn grep_skips_a_binary_file_named_explicitly() {
     assert_eq!(explicit.searched_binary.as_deref(), Some("binary data"));
     let notes = render_notes(&explicit);
     assert!(
-        notes.iter().any(|n| n.contains("is binary") && n.contains("searched it anyway")),
+        notes
+            .iter()
+            .any(|n| n.contains("is binary") && n.contains("searched it anyway")),
         "{notes:?}"
     );
 }

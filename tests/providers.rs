@@ -633,8 +633,14 @@ fn truncated_json_arguments_are_reported_as_a_missing_property() {
         assert_eq!(reqs.len(), 2, "{provider}");
         let body = &reqs[1].raw_body;
         assert!(body.contains("are not valid JSON"), "{provider}: {body}");
-        assert!(body.contains("echo hi"), "{provider}: the first bytes are quoted: {body}");
-        assert!(!body.contains("missing property") && !body.contains("is a required property"), "{provider}: {body}");
+        assert!(
+            body.contains("echo hi"),
+            "{provider}: the first bytes are quoted: {body}"
+        );
+        assert!(
+            !body.contains("missing property") && !body.contains("is a required property"),
+            "{provider}: {body}"
+        );
         assert!(!body.contains("serialize error"), "{provider}: {body}");
         let err = r.stderr();
         assert!(!err.contains("$ nil"), "{provider}: {err}");
@@ -738,7 +744,10 @@ fn a_text_only_model_gets_a_note_instead_of_the_image() {
     let out = s.fen(&["-p", "look", "--model", "local/blind"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let body = &server.requests()[1].raw_body;
-    assert!(!body.contains(&b64) && !body.contains("image_url"), "{body}");
+    assert!(
+        !body.contains(&b64) && !body.contains("image_url"),
+        "{body}"
+    );
     assert!(body.contains("does not take image input"), "{body}");
 }
 

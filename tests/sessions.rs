@@ -424,13 +424,24 @@ fn session_list_all_has_no_directory_column_and_ids_work_only_here() {
     let out = fen_in(&["session", "list", "--all"]);
     let listing = text(&out.stdout);
     assert!(listing.contains(&id[..13]), "{listing}");
-    assert!(listing.contains(s.cwd().to_string_lossy().as_ref()), "{listing}");
+    assert!(
+        listing.contains(s.cwd().to_string_lossy().as_ref()),
+        "{listing}"
+    );
     let out = fen_in(&["session", "show", &id[..13]]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("you> first"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("you> first"),
+        "{}",
+        text(&out.stdout)
+    );
     let out = fen_in(&["session", "doctor", &id[..13]]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("healthy"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("healthy"),
+        "{}",
+        text(&out.stdout)
+    );
     let out = fen_in(&["session", "doctor", "/nonexistent/x.jsonl"]);
     let err = text(&out.stderr);
     assert_eq!(err.matches("No such file").count(), 1, "{err}");
@@ -449,5 +460,8 @@ fn resume_prints_a_question_mark_instead_of_the_id() {
         .to_string();
     let out = s.fen_stdin(&["--mock-script", &sc], "/resume\n", &[]);
     let shown = text(&out.stdout);
-    assert!(shown.contains(&format!("resumed {id} (2 messages)")), "{shown}");
+    assert!(
+        shown.contains(&format!("resumed {id} (2 messages)")),
+        "{shown}"
+    );
 }

@@ -329,7 +329,11 @@ fn user_lines(s: &Sandbox) -> Vec<String> {
     let root = s.state().join("fen/sessions");
     let mut out = Vec::new();
     for dir in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let text = std::fs::read_to_string(f.path()).unwrap_or_default();
             for line in text.lines() {
                 let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
@@ -377,7 +381,10 @@ fn arrow_keys_reach_the_model_as_escape_sequences_on_a_terminal() {
     pty.wait_for("you> ", at);
     pty.send(b"/quit\r");
     assert_eq!(pty.wait_exit(), 0);
-    assert_eq!(user_lines(&s), vec!["hello".to_string(), "hello".to_string()]);
+    assert_eq!(
+        user_lines(&s),
+        vec!["hello".to_string(), "hello".to_string()]
+    );
     let history = std::fs::read_to_string(s.state().join("fen/repl-history")).unwrap();
     assert!(history.contains("hello"), "{history}");
 }
@@ -405,8 +412,14 @@ fn a_line_typed_during_a_turn_is_queued_silently() {
     assert_eq!(pty.wait_exit(), 0);
     let screen = pty.text();
     let after_prompt = &screen[screen.rfind("you> ").unwrap()..];
-    assert!(after_prompt.contains("\r\n"), "Ctrl-D left no newline: {screen:?}");
-    assert_eq!(user_lines(&s), vec!["first".to_string(), "typed ahead".to_string()]);
+    assert!(
+        after_prompt.contains("\r\n"),
+        "Ctrl-D left no newline: {screen:?}"
+    );
+    assert_eq!(
+        user_lines(&s),
+        vec!["first".to_string(), "typed ahead".to_string()]
+    );
 }
 
 /// Issue 11.15: `/quit` and `/exit` did not quit.
@@ -422,7 +435,10 @@ fn quit_and_exit_do_not_quit() {
             &[],
         );
         assert_eq!(code, 0, "{out}");
-        assert!(!out.contains("never") && !out.contains("unknown command"), "{out}");
+        assert!(
+            !out.contains("never") && !out.contains("unknown command"),
+            "{out}"
+        );
     }
 }
 

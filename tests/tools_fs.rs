@@ -1223,7 +1223,10 @@ fn read_binary_detection_by_extension_shows_text_named_like_an_image() {
     for name in ["not-an-image.png", "x.bmp", "x.tiff", "x.avif"] {
         put(&sb, name, "plain words\nsecond line\n");
         let (t, d) = ok(&sb, "read", json!({"path": name}));
-        assert!(t.contains("plain words") && t.contains("second line"), "{name}: {t}");
+        assert!(
+            t.contains("plain words") && t.contains("second line"),
+            "{name}: {t}"
+        );
         assert_eq!(d["kind"], "text", "{name}");
     }
     // `\xff\xfe` then ASCII is not UTF-16, and a short file with a few bad bytes is escaped.
@@ -1245,7 +1248,10 @@ fn edit_empty_old_string_on_a_missing_file_says_to_use_write() {
         "edit",
         json!({"path": "new.txt", "old_string": "", "new_string": "hello\n"}),
     );
-    assert!(e.contains("old_string is empty") && e.contains("write"), "{e}");
+    assert!(
+        e.contains("old_string is empty") && e.contains("write"),
+        "{e}"
+    );
     assert!(!e.contains("no such file"), "{e}");
 }
 
@@ -1318,7 +1324,13 @@ fn read_of_an_image_returns_an_image_block() {
     put(&sb, "pixel.dat", &pixel);
     let v = tool(&sb, "read", &json!({"path": "pixel.dat"}));
     assert_eq!(v["is_error"], false, "{v}");
-    assert!(v["content"][0]["text"].as_str().unwrap().contains("PNG, 1x1"), "{v}");
+    assert!(
+        v["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("PNG, 1x1"),
+        "{v}"
+    );
     assert_eq!(
         v["content"][1],
         json!({"type": "image", "mime_type": "image/png", "data": b64(&pixel)})
@@ -1334,7 +1346,10 @@ fn read_of_an_image_returns_an_image_block() {
     put(&sb, "wide.jpg", &wide);
     let v = tool(&sb, "read", &json!({"path": "wide.jpg"}));
     let t = v["content"][0]["text"].as_str().unwrap();
-    assert!(t.contains("JPEG, 3000x60") && t.contains("resized to 2000x40"), "{t}");
+    assert!(
+        t.contains("JPEG, 3000x60") && t.contains("resized to 2000x40"),
+        "{t}"
+    );
     assert_eq!(v["content"][1]["mime_type"], "image/jpeg");
     let data = base64::engine::general_purpose::STANDARD
         .decode(v["content"][1]["data"].as_str().unwrap())
@@ -1356,6 +1371,9 @@ fn read_of_an_image_returns_an_image_block() {
     assert_eq!(v["content"][1]["mime_type"], "image/gif", "{v}");
     put(&sb, "broken.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
     let (t, d) = ok(&sb, "read", json!({"path": "broken.png"}));
-    assert!(t.starts_with("binary file") && t.contains("could not be decoded"), "{t}");
+    assert!(
+        t.starts_with("binary file") && t.contains("could not be decoded"),
+        "{t}"
+    );
     assert_eq!(d["kind"], "binary");
 }

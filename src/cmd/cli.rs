@@ -355,7 +355,9 @@ pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
         return Preparse::Args(out);
     }
     if !headless && !is_subcommand && positionals.len() > 1 && !word.contains(char::is_whitespace) {
-        if let Some(s) = crate::kernel::suggest::did_you_mean(&word, names.iter().map(String::as_str)) {
+        if let Some(s) =
+            crate::kernel::suggest::did_you_mean(&word, names.iter().map(String::as_str))
+        {
             return Preparse::Typo(format!(
                 "error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'."
             ));
@@ -384,10 +386,21 @@ mod tests {
         );
         assert_eq!(
             prep(&["fen", "--mock-script", "s.json", "--mode", "json", "tool"]),
-            args(&["fen", "--mock-script", "s.json", "--mode", "json", "--", "tool"])
+            args(&[
+                "fen",
+                "--mock-script",
+                "s.json",
+                "--mode",
+                "json",
+                "--",
+                "tool"
+            ])
         );
         // Not headless: the subcommand stays one.
-        assert_eq!(prep(&["fen", "list", "tools"]), args(&["fen", "list", "tools"]));
+        assert_eq!(
+            prep(&["fen", "list", "tools"]),
+            args(&["fen", "list", "tools"])
+        );
         assert_eq!(prep(&["fen", "-p", "hello"]), args(&["fen", "-p", "hello"]));
     }
 

@@ -33,7 +33,11 @@ pub fn validate_table(contract: &Contract, table: &Table) -> Result<(), String> 
         [(name, msg)] => Some(format!("field '{name}' {msg}")),
         several => Some(format!(
             "missing: {} (all required)",
-            several.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            several
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     };
     match (first_bad, missing_text) {

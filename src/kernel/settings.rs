@@ -100,8 +100,7 @@ pub fn tool_output_limits(config_dir: &std::path::Path) -> PruneLimits {
     limits
 }
 
-static PRUNER: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> =
-    std::sync::Mutex::new(None);
+static PRUNER: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
 
 /// Prunes the bash spill directory on a thread of its own (start-up must not wait on the
 /// disk); [`wait_for_tool_output_pruning`] lets it finish before the process exits.

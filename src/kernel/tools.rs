@@ -368,7 +368,8 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
                                 if b.get::<Option<String>>("type").ok().flatten().as_deref()
                                     == Some("image") =>
                             {
-                                out.content.push(image_block(&b).unwrap_or_else(Block::Text));
+                                out.content
+                                    .push(image_block(&b).unwrap_or_else(Block::Text));
                             }
                             Value::Table(b) => {
                                 if let Ok(Some(text)) = b.get::<Option<mlua::LuaString>>("text") {
@@ -393,7 +394,9 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
                 }
             }
         }
-        Value::Nil => out.content.push(Block::Text(format!("{name} returned nothing"))),
+        Value::Nil => out
+            .content
+            .push(Block::Text(format!("{name} returned nothing"))),
         other => out.content.push(Block::Text(format!(
             "{name} returned a {} instead of a result table",
             other.type_name()

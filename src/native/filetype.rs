@@ -227,8 +227,7 @@ fn magic_kind(head: &[u8]) -> Option<&'static str> {
 /// UTF-16 / UTF-32 byte-order marks (UTF-32 LE shares its first two bytes with UTF-16 LE),
 /// unless what follows is NUL-free valid UTF-8 (then the "BOM" is two stray bytes of text).
 fn bom_kind(head: &[u8]) -> Option<&'static str> {
-    let kind = if head.starts_with(b"\xff\xfe\x00\x00") || head.starts_with(b"\x00\x00\xfe\xff")
-    {
+    let kind = if head.starts_with(b"\xff\xfe\x00\x00") || head.starts_with(b"\x00\x00\xfe\xff") {
         "UTF-32 text"
     } else if head.starts_with(b"\xff\xfe") || head.starts_with(b"\xfe\xff") {
         "UTF-16 text"

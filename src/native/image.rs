@@ -187,7 +187,10 @@ mod tests {
     #[test]
     fn a_broken_image_is_an_error_not_a_panic() {
         let err = prepare(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap_err();
-        assert!(err.to_string().contains("PNG image could not be decoded"), "{err}");
+        assert!(
+            err.to_string().contains("PNG image could not be decoded"),
+            "{err}"
+        );
         assert!(matches!(prepare(b"text"), Err(ImageError::NotAnImage)));
     }
 }

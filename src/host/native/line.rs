@@ -40,7 +40,10 @@ fn interactive() -> bool {
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
-    m.set("interactive", lua.create_function(|_, ()| Ok(interactive()))?)?;
+    m.set(
+        "interactive",
+        lua.create_function(|_, ()| Ok(interactive()))?,
+    )?;
     m.set(
         "pending",
         lua.create_function(|_, ()| {
@@ -78,7 +81,9 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
         }
     };
     let outcome = tokio::task::spawn_blocking(move || -> Result<Option<String>, String> {
-        let mut guard = shared.lock().map_err(|_| "line editor poisoned".to_string())?;
+        let mut guard = shared
+            .lock()
+            .map_err(|_| "line editor poisoned".to_string())?;
         if guard.is_none() {
             let config = rustyline::Config::builder()
                 .max_history_size(HISTORY_LINES)
@@ -131,9 +136,8 @@ async fn read_plain(lua: &Lua) -> mlua::Result<(Value, usize)> {
     let reader: SharedStdin = match lua.app_data_ref::<SharedStdin>() {
         Some(r) => r.clone(),
         None => {
-            let r: SharedStdin = Rc::new(tokio::sync::Mutex::new(BufReader::new(
-                tokio::io::stdin(),
-            )));
+            let r: SharedStdin =
+                Rc::new(tokio::sync::Mutex::new(BufReader::new(tokio::io::stdin())));
             lua.set_app_data(r.clone());
             r
         }

@@ -330,8 +330,11 @@ impl Worker<'_> {
             if let Ok(FileKind::Binary { kind }) = filetype::detect_file(path) {
                 self.local.searched_binary = Some(kind);
             }
-            new_searcher(self.job.opts, BinaryDetection::none())
-                .search_path(self.job.matcher, path, &mut sink)
+            new_searcher(self.job.opts, BinaryDetection::none()).search_path(
+                self.job.matcher,
+                path,
+                &mut sink,
+            )
         } else {
             self.searcher.search_path(self.job.matcher, path, &mut sink)
         };
