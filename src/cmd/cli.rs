@@ -344,7 +344,7 @@ pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
     };
     let word = args[first].to_string_lossy().into_owned();
     let names = subcommand_names();
-    let is_subcommand = names.iter().any(|s| *s == word);
+    let is_subcommand = names.contains(&word);
     if headless && is_subcommand {
         let mut out = args;
         let prompt = out.remove(first);
