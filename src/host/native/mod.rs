@@ -211,9 +211,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,markup:table,\
-             paths:table,platform:table,process:table,sanitize:function,search:table,session:table,\
-             sleep:function,term:table,truncate:table,version:string"
+            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+             markup:table,paths:table,platform:table,process:table,sanitize:function,search:table,\
+             session:table,sleep:function,term:table,truncate:table,version:string"
         );
     }
 }
