@@ -15,7 +15,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
 /// -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text, truncated,
 /// escaped_bytes, spill_path, background_pids}` or `nil, message` (bad cwd, spawn failure). Head and tail
 /// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
-/// The turn's cancellation (Ctrl-C, `/cancel`) kills the process group.
+/// The turn's cancellation (Ctrl-C) kills the process group.
 async fn run_fn(
     lua: Lua,
     (opts, on_output): (Table, Option<Function>),
