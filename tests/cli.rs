@@ -164,3 +164,170 @@ fn committed_contract_docs_are_fresh() {
         text(&out.stderr)
     );
 }
+
+/// Issue 11.17: a bad `thinking` in settings.json was warned about twice per run.
+#[test]
+fn a_bad_thinking_setting_is_warned_about_twice() {
+    let s = Sandbox::new();
+    s.write("config/fen/settings.json", r#"{"thinking": "bogus"}"#);
+    s.write("work/s.json", r#"{"turns": [{"text": "hi"}]}"#);
+    let out = s.fen(&["-p", "hello", "--mock-script", "s.json"]);
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("ignoring thinking level").count(), 1, "{err}");
+}
+
+/// Issue 11.17: a bad models.json said "serialize error: serialize error: ..."; it names the
+/// file, the line and the column.
+#[test]
+fn a_bad_models_json_says_serialize_error_twice() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/models.json",
+        "{\"providers\": {\"x\": {\n  \"base_url\": \"http://127.0.0.1:1\",\n}",
+    );
+    let out = s.fen(&["list", "providers"]);
+    let err = text(&out.stderr);
+    assert!(!err.contains("serialize error"), "{err}");
+    assert!(err.contains("models.json: invalid JSON"), "{err}");
+    assert!(err.contains("line 3 column 1"), "{err}");
+}
+
+/// Issue 11.7: with -p (or --mode), a one-word prompt that is a subcommand name was taken as the
+/// subcommand (`fen -p list --mock-script s.json`: "unexpected argument").
+#[test]
+fn a_one_word_prompt_that_is_a_subcommand_name_is_taken_as_the_subcommand() {
+    let s = Sandbox::new();
+    s.write(
+        "work/s.json",
+        r#"[{"text": "listed"}, {"text": "json too"}]"#,
+    );
+    let out = s.fen(&["-p", "list", "--mock-script", "s.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "listed\n");
+    let out = s.fen(&[
+        "--mock-script",
+        "s.json",
+        "--mode",
+        "json",
+        "tool",
+        "--no-session",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("\"tool\""),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// Issue 11.7: `fen lsit tools` suggested `tool` (for the second word) instead of `list`.
+#[test]
+fn a_subcommand_typo_with_more_words_suggests_tool_for_the_second_word() {
+    let s = Sandbox::new();
+    let out = s.fen(&["lsit", "tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("similar subcommand exists: 'list'"), "{err}");
+}
+
+/// Issue 11.8: with providers in models.json but none chosen, `fen -p` said only "no provider
+/// is configured"; it names the declared ones and how to choose one.
+#[test]
+fn declared_providers_without_a_default_say_no_provider_is_configured() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/models.json",
+        r#"{"providers": {"proxy": {"base_url": "http://127.0.0.1:9/v1"}, "local": {"base_url": "http://127.0.0.1:9/v1"}}}"#,
+    );
+    let out = s.fen_env(
+        &["-p", "hello"],
+        &[
+            ("OPENAI_API_KEY", ""),
+            ("ANTHROPIC_API_KEY", ""),
+            ("FEN_MOCK_SCRIPT", ""),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("declares: local, proxy"), "{err}");
+    assert!(err.contains("--provider local"), "{err}");
+    assert!(
+        err.contains("\"provider\": \"local\"") && err.contains("settings.json"),
+        "{err}"
+    );
+}
+
+/// Issue 11.10: the README's install line must use the lock file.
+#[test]
+fn readme_installs_without_the_lock_file() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for line in readme.lines().filter(|l| l.contains("cargo install")) {
+        assert!(line.contains("--locked"), "{line}");
+    }
+}
+
+/// Issue 11.9: `--fork` without `-c`/`--resume` was silently ignored.
+#[test]
+fn fork_without_continue_or_resume_is_silently_ignored() {
+    let s = Sandbox::new();
+    s.write("work/s.json", r#"[{"text": "hi"}]"#);
+    let out = s.fen(&["--fork", "-p", "hello", "--mock-script", "s.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--continue|--resume"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Issue 11.9: `--max-turns 0` was accepted.
+#[test]
+fn max_turns_0_is_accepted() {
+    let s = Sandbox::new();
+    let out = s.fen(&["--max-turns", "0", "-p", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("at least 1"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Issue 11.9: `fen tool` exited 0 after Ctrl-C; 130 is the documented status.
+#[test]
+fn fen_tool_exits_0_after_ctrl_c() {
+    let s = Sandbox::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args(["tool", "bash", r#"{"command": "sleep 30"}"#])
+        .current_dir(s.cwd())
+        .env("HOME", s.root())
+        .env("XDG_CONFIG_HOME", s.config())
+        .env("XDG_STATE_HOME", s.state())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give it time to start the command (a delay, not a speed assertion).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "fen tool did not stop on SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("cancelled"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -470,3 +470,22 @@ fn untrusted_project_code_never_runs() {
     assert_ne!(find(&exts, "name", "essentials")[0]["status"], "untrusted");
     assert!(marker.with_extension("entry").exists());
 }
+
+/// Issue 11.11: a spec missing several required fields named only the first.
+#[test]
+fn a_register_spec_missing_several_fields_names_only_the_first() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/extensions/bare.lua",
+        r#"return function(api) api.register("tool", { name = "bare" }) end"#,
+    );
+    let exts = s.fen_json(&["list", "extensions", "--json"]);
+    let message = find(&exts, "name", "bare")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("missing: description, parameters, execute"),
+        "{message}"
+    );
+}

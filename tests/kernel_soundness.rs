@@ -552,8 +552,8 @@ fn every_kernel_event_matches_its_contract() {
             mlua::Value::Table(t) => t,
             other => panic!("{other:?}"),
         };
-        if let Err((field, msg)) = fen::kernel::convert::validate_table(contract, &table) {
-            panic!("{ty}: field {field} {msg}\n{ev}");
+        if let Err(msg) = fen::kernel::convert::validate_table(contract, &table) {
+            panic!("{ty}: {msg}\n{ev}");
         }
         checked.insert(ty.to_string());
     }

@@ -137,6 +137,39 @@ fn cases() -> Vec<Case> {
             )],
             Ok("impl X {\n    fn f() {\n        four();\n    }\n}\n", &[BlockAnchor]),
         ),
+        // Issue 11.2: the header moved by one amount and the body by another; re-indenting by
+        // the first line's shift moved the body from 4 spaces to 2.
+        case(
+            "block anchor flattens indentation: refused when lines shifted by different amounts",
+            "if ready:\n    start()\n    wait()\n    finish()\nend\n",
+            vec![e(
+                "  if ready:\n    start()\n    wiat()\n    finish()\n  end\n",
+                "  if ready:\n    begin()\n  end\n",
+            )],
+            Err(&["edit 1:", "lines 1-5", "block anchor", "indented differently", "copy old_string exactly"]),
+        ),
+        case(
+            "block anchor: a uniform shift with fewer lines keeps relative indentation",
+            "    if ready:\n        start()\n        finish()\n    end\n",
+            vec![e(
+                "if ready:\n    start()\n    wait()\n    finish()\nend\n",
+                "if ready:\n    begin()\nend\n",
+            )],
+            Ok("    if ready:\n        begin()\n    end\n", &[BlockAnchor]),
+        ),
+        // Issue 11.5: "at lines 2, 2, 2, 2" for four matches on one line.
+        case(
+            "ambiguous matches on one line say how many on that line",
+            "x\nab ab ab ab\n",
+            vec![e("ab", "c")],
+            Err(&["edit 1: old_string is not unique: 4 matches on line 2 (exact match)", "replace_all"]),
+        ),
+        case(
+            "ambiguous matches group repeated lines",
+            "ab ab\nx\nab\n",
+            vec![e("ab", "c")],
+            Err(&["matches 3 places (exact match) at lines 1 (2 matches), 3"]),
+        ),
         case(
             "replace_all",
             "a.b a.b\na.b",
@@ -221,7 +254,7 @@ fn cases() -> Vec<Case> {
             "ambiguous counts overlapping occurrences",
             "aaa\n",
             vec![e("aa", "b")],
-            Err(&["matches 2 places", "lines 1, 1"]),
+            Err(&["2 matches on line 1"]),
         ),
         case(
             "replace_all with overlapping occurrences",

@@ -86,11 +86,11 @@ fn control_heavy_sample_is_binary_but_whitespace_is_not() {
 }
 
 #[test]
-fn known_extensions_and_utf16_bom() {
-    assert_eq!(binary_kind(&detect(Path::new("a.ZIP"), b"")), "zip archive");
+fn known_extensions_word_binary_content_and_utf16_bom() {
+    assert_eq!(detect(Path::new("a.ZIP"), b""), FileKind::Text);
     assert_eq!(
-        binary_kind(&detect(Path::new("x.wasm"), b"abc")),
-        "WebAssembly module"
+        binary_kind(&detect(Path::new("x.bmp"), b"BM\x01\x02\x00\x00abc")),
+        "BMP image"
     );
     assert_eq!(detect(Path::new("empty.rs"), b""), FileKind::Text);
     assert_eq!(
@@ -107,7 +107,7 @@ fn known_extensions_and_utf16_bom() {
 fn detect_file_reads_the_head() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
-    fs::write(&path, b"%PDF-1.7\nrest").unwrap();
+    fs::write(&path, b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\nrest").unwrap();
     assert_eq!(binary_kind(&detect_file(&path).unwrap()), "PDF document");
     assert!(detect_file(&dir.path().join("missing")).is_err());
 }
@@ -131,4 +131,66 @@ fn similar_names_finds_case_typo_and_prefix_matches() {
     assert!(similar_names(dir.path(), "zzzzzz.qq", 3).is_empty());
     assert!(similar_names(dir.path(), "lib.rs", 1).len() <= 1);
     assert!(similar_names(&dir.path().join("nope"), "x", 3).is_empty());
+}
+
+/// Issue 11.1: readable text was reported as "binary file ... PNG image" because of its name.
+#[test]
+fn binary_detection_by_extension_text_named_like_an_image_is_text() {
+    for name in [
+        "not-an-image.png",
+        "x.bmp",
+        "x.tiff",
+        "x.avif",
+        "x.zip",
+        "x.wasm",
+    ] {
+        assert_eq!(
+            detect(Path::new(name), b"just some notes\nsecond line\n"),
+            FileKind::Text,
+            "{name}"
+        );
+    }
+}
+
+/// Issue 11.1: a magic made of printable ASCII is not enough when text follows it.
+#[test]
+fn binary_detection_ascii_magic_followed_by_text_is_text() {
+    for head in [
+        &b"OTTO was here\n"[..],
+        b"BZh, said the bee\n",
+        b"GIF89a is a format name\n",
+        b"ID3 tags explained\n",
+        b"RIFF\x20\x20\x20\x20WAVE notes in text\n",
+    ] {
+        assert_eq!(detect(Path::new("x.txt"), head), FileKind::Text, "{head:?}");
+    }
+    // With binary behind it, the same magic names the kind.
+    assert_eq!(
+        binary_kind(&detect(
+            Path::new("x"),
+            b"GIF89a\x01\x00\x01\x00\x80\x00\x00"
+        )),
+        "GIF image"
+    );
+}
+
+/// Issue 11.1: `\xff\xfe` then ASCII without NULs is not UTF-16.
+#[test]
+fn binary_detection_ff_fe_before_plain_ascii_is_not_utf16() {
+    assert_eq!(
+        detect(Path::new("x.txt"), b"\xff\xfehello world\n"),
+        FileKind::Text
+    );
+    assert_eq!(
+        binary_kind(&detect(Path::new("x.txt"), b"\xff\xfeh\x00i\x00")),
+        "UTF-16 text"
+    );
+}
+
+/// Issue 11.1: a short file with a few invalid bytes is text (shown with escapes), as a long
+/// one with the same bytes is.
+#[test]
+fn binary_detection_short_file_with_a_few_invalid_bytes_is_text() {
+    assert_eq!(detect(Path::new("x.txt"), b"\xe9t\xe9\n"), FileKind::Text);
+    assert_eq!(detect(Path::new("x.txt"), b"a\xff\n"), FileKind::Text);
 }

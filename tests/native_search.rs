@@ -125,12 +125,28 @@ fn binary_files_are_skipped_and_counted() {
     fs::write(dir.path().join("blob.dat"), b"needle\x00\x01\x02needle").unwrap();
     fs::write(dir.path().join("img.png"), b"needle").unwrap();
     let result = run(&GrepOptions::new("needle", dir.path()));
-    assert_eq!(paths(&result), vec!["a.txt"]);
-    assert_eq!(result.skipped_binary, 2);
-    // Named explicitly, a binary file is still not shown as text, and is counted.
+    // Content decides: text named like an image is searched, NUL-holding data is skipped.
+    assert_eq!(paths(&result), vec!["a.txt", "img.png"]);
+    assert_eq!(result.skipped_binary, 1);
+    assert_eq!(result.searched_binary, None);
+}
+
+/// Issue 11.5: a binary file named explicitly was skipped; it is searched, and said so.
+#[test]
+fn grep_skips_a_binary_file_named_explicitly() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("blob.dat"), b"needle\x00\x01\x02needle\n").unwrap();
     let explicit = run(&GrepOptions::new("needle", dir.path().join("blob.dat")));
-    assert!(explicit.files.is_empty());
-    assert_eq!(explicit.skipped_binary, 1);
+    assert_eq!(explicit.files.len(), 1);
+    assert_eq!(explicit.skipped_binary, 0);
+    assert_eq!(explicit.searched_binary.as_deref(), Some("binary data"));
+    let notes = render_notes(&explicit);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("is binary") && n.contains("searched it anyway")),
+        "{notes:?}"
+    );
 }
 
 #[test]

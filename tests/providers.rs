@@ -611,3 +611,202 @@ fn print_mode_shows_a_heartbeat_while_an_answer_streams_slowly() {
     assert_eq!(r.stdout(), "a slow answer that arrives in small pieces\n");
     assert!(r.stderr().contains("... streaming ("), "{}", r.stderr());
 }
+
+/// Issue 11.5: truncated JSON arguments from the model were reported as a missing property,
+/// and the progress row printed `$ nil`.
+#[test]
+fn truncated_json_arguments_are_reported_as_a_missing_property() {
+    for provider in ["openai", "anthropic"] {
+        let s = Sandbox::new();
+        let api = api_of(provider);
+        let server = FakeLlm::start(
+            Scenario::new()
+                .then(Reply::stream(
+                    api,
+                    Turn::text("").with_tool_call("call_1", "bash", r#"{"command": "echo hi"#),
+                ))
+                .then(Reply::stream(api, Turn::text("sorry"))),
+        );
+        let r = run(&s, provider, &server, &[], false);
+        assert_eq!(r.code(), Some(0), "{provider}: {}", r.stderr());
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 2, "{provider}");
+        let body = &reqs[1].raw_body;
+        assert!(body.contains("are not valid JSON"), "{provider}: {body}");
+        assert!(
+            body.contains("echo hi"),
+            "{provider}: the first bytes are quoted: {body}"
+        );
+        assert!(
+            !body.contains("missing property") && !body.contains("is a required property"),
+            "{provider}: {body}"
+        );
+        assert!(!body.contains("serialize error"), "{provider}: {body}");
+        let err = r.stderr();
+        assert!(!err.contains("$ nil"), "{provider}: {err}");
+        assert!(err.contains("not valid JSON"), "{provider}: {err}");
+    }
+}
+
+/// A valid 1x1 RGBA PNG, and its base64.
+fn pixel_png() -> (Vec<u8>, String) {
+    use base64::Engine as _;
+    let img = image::RgbaImage::from_pixel(1, 1, image::Rgba([255, 0, 0, 255]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgba8(img)
+        .write_to(&mut out, image::ImageFormat::Png)
+        .unwrap();
+    let bytes = out.into_inner();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    (bytes, b64)
+}
+
+/// Issue 16, images in read: reading a 1x1 PNG (named without an image extension: detected by
+/// content) puts an image part in each API's request body, in that API's wire format.
+#[test]
+fn a_1x1_png_read_reaches_each_api_as_an_image() {
+    let (png, b64) = pixel_png();
+    for provider in ["openai", "openai-responses", "anthropic"] {
+        let s = Sandbox::new();
+        std::fs::write(s.cwd().join("pixel.dat"), &png).unwrap();
+        let api = api_of(provider);
+        let server = FakeLlm::start(
+            Scenario::new()
+                .then(Reply::stream(
+                    api,
+                    Turn::text("").with_tool_call("call_1", "read", r#"{"path":"pixel.dat"}"#),
+                ))
+                .then(Reply::stream(api, Turn::text("a red pixel"))),
+        );
+        let r = run(&s, provider, &server, &[], false);
+        assert_eq!(r.code(), Some(0), "{provider}: {}", r.stderr());
+        assert_eq!(r.stdout(), "a red pixel\n");
+        let body = &server.requests()[1].body;
+        let url = format!("data:image/png;base64,{b64}");
+        match provider {
+            "anthropic" => {
+                let msgs = body["messages"].as_array().unwrap();
+                let result = msgs
+                    .iter()
+                    .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                    .find(|b| b["type"] == "tool_result")
+                    .expect("a tool_result block");
+                let parts = result["content"].as_array().expect("content blocks");
+                assert!(parts[0]["text"].as_str().unwrap().contains("PNG, 1x1"));
+                assert_eq!(
+                    parts[1],
+                    serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}})
+                );
+            }
+            "openai" => {
+                let msgs = body["messages"].as_array().unwrap();
+                let tool = msgs.iter().position(|m| m["role"] == "tool").unwrap();
+                assert!(msgs[tool]["content"].as_str().unwrap().contains("PNG, 1x1"));
+                let user = &msgs[tool + 1];
+                assert_eq!(user["role"], "user");
+                assert_eq!(user["content"][1]["type"], "image_url");
+                assert_eq!(user["content"][1]["image_url"]["url"], url);
+            }
+            _ => {
+                let items = body["input"].as_array().unwrap();
+                let out = items
+                    .iter()
+                    .position(|m| m["type"] == "function_call_output")
+                    .unwrap();
+                let user = &items[out + 1];
+                assert_eq!(user["role"], "user");
+                assert_eq!(user["content"][1]["type"], "input_image");
+                assert_eq!(user["content"][1]["image_url"], url);
+            }
+        }
+    }
+}
+
+/// Issue 16, images in read: a models.json model declared with `"input": ["text"]` gets a text
+/// note instead of the image.
+#[test]
+fn a_text_only_model_gets_a_note_instead_of_the_image() {
+    let (png, b64) = pixel_png();
+    let s = Sandbox::new();
+    std::fs::write(s.cwd().join("pixel.png"), &png).unwrap();
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                Turn::text("").with_tool_call("call_1", "read", r#"{"path":"pixel.png"}"#),
+            ))
+            .then(Reply::stream(Api::OpenAiChat, Turn::text("no eyes"))),
+    );
+    let models = serde_json::json!({"providers": {"local": {
+        "api": "openai-completions", "baseUrl": server.base_url(),
+        "models": [{"id": "blind", "input": ["text"]}]}}});
+    s.write("config/fen/models.json", &models.to_string());
+    let out = s.fen(&["-p", "look", "--model", "local/blind"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let body = &server.requests()[1].raw_body;
+    assert!(
+        !body.contains(&b64) && !body.contains("image_url"),
+        "{body}"
+    );
+    assert!(body.contains("does not take image input"), "{body}");
+}
+
+/// Issue 11.16: the `-p` heartbeat said "(N chars)" but counted bytes.
+#[test]
+fn the_heartbeat_says_chars_but_counts_bytes() {
+    let s = Sandbox::new();
+    let answer = "é".repeat(100);
+    let turn = Turn::text(&answer).with_delta_chars(4);
+    let server = FakeLlm::start(Scenario::new().then(Reply::stream_chunked(
+        Api::OpenAiChat,
+        turn,
+        Chunking::events().with_delay(150),
+    )));
+    let r = run(&s, "openai", &server, &[], false);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let err = r.stderr();
+    let counts: Vec<usize> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("... streaming ("))
+        .filter_map(|l| l.strip_suffix(" chars)"))
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(!counts.is_empty(), "{err}");
+    assert!(counts.iter().all(|&n| n <= 100), "{counts:?}");
+}
+
+/// Issue 11.16: `-p` never said how many tokens the turn used; it does once, at the end, summed
+/// over the turn's model calls.
+#[test]
+fn print_mode_never_says_how_many_tokens_were_used() {
+    use support::fake_llm::Usage;
+    let s = Sandbox::new();
+    s.write("work/notes.txt", "n\n");
+    let usage = |i, o, c| Usage {
+        input_tokens: i,
+        output_tokens: o,
+        cached_tokens: c,
+        ..Default::default()
+    };
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(
+                Api::Anthropic,
+                Turn::text("")
+                    .with_tool_call("call_1", "read", r#"{"path":"notes.txt"}"#)
+                    .with_usage(usage(100, 10, 50)),
+            ))
+            .then(Reply::stream(
+                Api::Anthropic,
+                Turn::text("done").with_usage(usage(200, 20, 150)),
+            )),
+    );
+    let r = run(&s, "anthropic", &server, &[], false);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let err = r.stderr();
+    assert_eq!(err.matches("tokens> ").count(), 1, "{err}");
+    assert!(
+        err.contains("tokens> input 300, output 30, cache read 200, cache write 0"),
+        "{err}"
+    );
+}

@@ -339,3 +339,129 @@ end"#,
     assert!(out.contains("recalled blue"), "{out}");
     assert!(out.contains("ai> two"), "{out}");
 }
+
+/// Issue 16, images in read: an image read by a tool is stored once in the session file (the
+/// tool-result message), not repeated, and a continued session sends it again from there.
+#[test]
+fn an_image_block_is_stored_once_and_resumes() {
+    use base64::Engine as _;
+    let s = Sandbox::new();
+    let img = image::RgbaImage::from_pixel(1, 1, image::Rgba([0, 0, 255, 255]));
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgba8(img)
+        .write_to(&mut png, image::ImageFormat::Png)
+        .unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+    std::fs::write(s.cwd().join("pixel.dat"), png.get_ref()).unwrap();
+    // Turn 3 counts the image blocks the resumed context hands the provider.
+    let sc = s
+        .write(
+            "script.lua",
+            r#"return function(n, ctx)
+  if n == 1 then return { tool_calls = { { name = "read", arguments = { path = "pixel.dat" } } } } end
+  if n == 2 then return { text = "blue" } end
+  local found = 0
+  for _, m in ipairs(ctx.messages) do
+    if type(m.content) == "table" then
+      for _, b in ipairs(m.content) do
+        if b.type == "image" and b.mime_type == "image/png" and #(b.data or "") > 20 then found = found + 1 end
+      end
+    end
+  end
+  return { text = "images: " .. found }
+end"#,
+        )
+        .to_string_lossy()
+        .into_owned();
+    let out = s.fen(&["-p", "look", "--mock-script", &sc]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let files = session_files(&s);
+    assert_eq!(files.len(), 1);
+    let raw = std::fs::read_to_string(&files[0]).unwrap();
+    assert_eq!(raw.matches(&b64).count(), 1, "{raw}");
+    let result = records(&files[0])
+        .into_iter()
+        .find(|r| r["message"]["role"] == "tool-result")
+        .expect("a tool result");
+    assert_eq!(
+        result["message"]["content"][1],
+        json!({"type": "image", "data": b64, "mime_type": "image/png"})
+    );
+    // Continued: the third turn is played, and the file still holds the image once.
+    let out = s.fen(&["-p", "again", "-c", "--mock-script", &sc]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "images: 1\n");
+    let raw = std::fs::read_to_string(&files[0]).unwrap();
+    assert_eq!(raw.matches(&b64).count(), 1);
+}
+
+/// Issue 11.12: `session list --all` had no directory column, its ids did not work from another
+/// directory, `doctor` took only a path and its error repeated the OS message.
+#[test]
+fn session_list_all_has_no_directory_column_and_ids_work_only_here() {
+    let s = Sandbox::new();
+    let sc = script(&s, json!([{"text": "one"}]));
+    let out = s.fen(&["-p", "first", "--mock-script", &sc]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = records(&session_files(&s)[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // From another directory.
+    let elsewhere = s.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let fen_in = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fen"))
+            .args(args)
+            .current_dir(&elsewhere)
+            .env("HOME", s.root())
+            .env("XDG_CONFIG_HOME", s.config())
+            .env("XDG_STATE_HOME", s.state())
+            .env_remove("FEN_SESSION_DIR")
+            .output()
+            .unwrap()
+    };
+    let out = fen_in(&["session", "list", "--all"]);
+    let listing = text(&out.stdout);
+    assert!(listing.contains(&id[..13]), "{listing}");
+    assert!(
+        listing.contains(s.cwd().to_string_lossy().as_ref()),
+        "{listing}"
+    );
+    let out = fen_in(&["session", "show", &id[..13]]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("you> first"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = fen_in(&["session", "doctor", &id[..13]]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("healthy"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = fen_in(&["session", "doctor", "/nonexistent/x.jsonl"]);
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}
+
+/// Issue 11.13: `/resume` printed "resumed ? (N messages)" without the id.
+#[test]
+fn resume_prints_a_question_mark_instead_of_the_id() {
+    let s = Sandbox::new();
+    let sc = script(&s, json!([{"text": "one"}, {"text": "two"}]));
+    let out = s.fen(&["-p", "first", "--mock-script", &sc]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = records(&session_files(&s)[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = s.fen_stdin(&["--mock-script", &sc], "/resume\n", &[]);
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains(&format!("resumed {id} (2 messages)")),
+        "{shown}"
+    );
+}

@@ -282,3 +282,58 @@ fn ctrl_c_cancels_a_running_command() {
     let t = text(&v);
     assert!(t.contains("[cancelled]") && !t.contains("never"), "{t}");
 }
+
+/// Issue 11.4: escaped bytes came back with no marker saying output was sanitized.
+#[test]
+fn bash_escaped_output_without_a_marker() {
+    let sb = Sandbox::new();
+    let (t, d) = ok(&sb, "bash", json!({"command": "printf 'a\\0b\\377c\\1d'"}));
+    assert!(t.contains("a\\x00b\\xffc\\x01d"), "{t}");
+    assert!(t.contains("[fen: output sanitized: 3 bytes escaped"), "{t}");
+    assert_eq!(d["escaped_bytes"], 3);
+    // Clean output carries no such marker.
+    let (t, _) = ok(&sb, "bash", json!({"command": "echo clean"}));
+    assert!(!t.contains("sanitized"), "{t}");
+}
+
+/// Issue 11.6: spill files under `$XDG_STATE_HOME/fen/tool-output/` were never pruned. At
+/// start-up the old ones go, then the oldest until the total fits settings.json `tool_output`.
+#[test]
+fn bash_spill_files_are_never_pruned() {
+    let sb = Sandbox::new();
+    let dir = sb.state().join("fen/tool-output");
+    std::fs::create_dir_all(&dir).unwrap();
+    let age = |p: &std::path::Path, secs: u64| {
+        let t = std::time::SystemTime::now() - Duration::from_secs(secs);
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    let old = dir.join("bash-old.log");
+    std::fs::write(&old, b"old").unwrap();
+    age(&old, 40 * 86_400);
+    let big: Vec<_> = (0..3)
+        .map(|i| {
+            let p = dir.join(format!("bash-big-{i}.log"));
+            std::fs::write(&p, vec![b'x'; 600 * 1024]).unwrap();
+            age(&p, 3600 * (5 - i));
+            p
+        })
+        .collect();
+    // Default limits: only the 40-day-old file goes.
+    let (t, _) = ok(&sb, "bash", json!({"command": "echo hi"}));
+    assert!(t.contains("hi"), "{t}");
+    assert!(!old.exists(), "a 40-day-old spill file survived start-up");
+    assert!(big.iter().all(|p| p.exists()));
+    // A 1 MB budget keeps only the newest of the three 600 KB files.
+    sb.write(
+        "config/fen/settings.json",
+        r#"{"tool_output": {"max_age_days": 30, "max_mb": 1}}"#,
+    );
+    ok(&sb, "bash", json!({"command": "true"}));
+    assert!(!big[0].exists() && !big[1].exists(), "oldest files kept");
+    assert!(big[2].exists(), "the newest file went too");
+}

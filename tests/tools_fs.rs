@@ -1058,7 +1058,7 @@ impl Session {
     fn ok(&self, name: &str, args: Value) -> String {
         let o = self.run(name, args.clone());
         assert!(!o.is_error, "{name} {args}: {:?}", o.content);
-        o.content.join("\n")
+        texts(&o)
     }
     fn fails(&self, name: &str, args: Value) -> String {
         let o = self.run(name, args.clone());
@@ -1067,8 +1067,17 @@ impl Session {
             "{name} {args} should fail: {:?}",
             o.content
         );
-        o.content.join("\n")
+        texts(&o)
     }
+}
+
+/// The text blocks of an outcome, one per line.
+fn texts(o: &fen::kernel::tools::ToolOutcome) -> String {
+    o.content
+        .iter()
+        .filter_map(|b| b.text())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn abs(sb: &Sandbox, rel: &str) -> String {
@@ -1204,4 +1213,167 @@ fn special_files_are_refused_instead_of_hanging() {
         e.contains("not a regular file") && e.contains("no file was changed"),
         "{e}"
     );
+}
+
+/// Issue 11.1: readable text in `not-an-image.png` (or .bmp/.tiff/.avif) was reported as a
+/// binary "PNG image" while the same bytes in a `.txt` were shown.
+#[test]
+fn read_binary_detection_by_extension_shows_text_named_like_an_image() {
+    let sb = Sandbox::new();
+    for name in ["not-an-image.png", "x.bmp", "x.tiff", "x.avif"] {
+        put(&sb, name, "plain words\nsecond line\n");
+        let (t, d) = ok(&sb, "read", json!({"path": name}));
+        assert!(
+            t.contains("plain words") && t.contains("second line"),
+            "{name}: {t}"
+        );
+        assert_eq!(d["kind"], "text", "{name}");
+    }
+    // `\xff\xfe` then ASCII is not UTF-16, and a short file with a few bad bytes is escaped.
+    put(&sb, "ff.txt", b"\xff\xfehello\n");
+    let (t, _) = ok(&sb, "read", json!({"path": "ff.txt"}));
+    assert!(t.contains("\\xff\\xfehello"), "{t}");
+    put(&sb, "short.txt", b"\xe9t\xe9\n");
+    let (t, d) = ok(&sb, "read", json!({"path": "short.txt"}));
+    assert!(t.contains("\\xe9t\\xe9"), "{t}");
+    assert_eq!(d["escaped_bytes"], 2);
+}
+
+/// Issue 11.3: an empty old_string on a missing file said "no such file; check the path".
+#[test]
+fn edit_empty_old_string_on_a_missing_file_says_to_use_write() {
+    let sb = Sandbox::new();
+    let e = fails(
+        &sb,
+        "edit",
+        json!({"path": "new.txt", "old_string": "", "new_string": "hello\n"}),
+    );
+    assert!(
+        e.contains("old_string is empty") && e.contains("write"),
+        "{e}"
+    );
+    assert!(!e.contains("no such file"), "{e}");
+}
+
+/// Issue 11.5: "use an offset between 1 and 0" for an empty file.
+#[test]
+fn read_offset_in_an_empty_file_says_the_file_is_empty() {
+    let sb = Sandbox::new();
+    put(&sb, "empty.txt", "");
+    let e = fails(&sb, "read", json!({"path": "empty.txt", "offset": 3}));
+    assert!(e.contains("is empty"), "{e}");
+    assert!(!e.contains("between 1 and 0"), "{e}");
+}
+
+/// Issue 11.5: "4 matches on line 2", not "at lines 2, 2, 2, 2".
+#[test]
+fn edit_ambiguous_on_one_line_says_how_many_matches_on_that_line() {
+    let sb = Sandbox::new();
+    put(&sb, "a.txt", "x\nab ab ab ab\n");
+    let e = fails(
+        &sb,
+        "edit",
+        json!({"path": "a.txt", "old_string": "ab", "new_string": "c"}),
+    );
+    assert!(e.contains("4 matches on line 2"), "{e}");
+    assert!(!e.contains("2, 2"), "{e}");
+}
+
+/// Issue 11.5: writing below a file said "cannot read"; an empty path said "error: : no such
+/// file".
+#[test]
+fn write_under_a_file_or_to_an_empty_path_says_why() {
+    let sb = Sandbox::new();
+    put(&sb, "notes.txt", "n\n");
+    let e = fails(
+        &sb,
+        "write",
+        json!({"path": "notes.txt/sub", "content": "x"}),
+    );
+    assert!(e.contains("notes.txt is a file, not a directory"), "{e}");
+    assert!(!e.contains("cannot read"), "{e}");
+    let e = fails(&sb, "write", json!({"path": "", "content": "x"}));
+    assert!(e.contains("path is empty"), "{e}");
+}
+
+fn encoded(img: image::DynamicImage, format: image::ImageFormat) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, format).expect("encode fixture");
+    out.into_inner()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Issue 16, images in read: a PNG, JPEG, GIF or WebP (by content, whatever its name) comes back
+/// as an image block; one larger than 2000x2000 is scaled down to fit; a broken one is binary.
+#[test]
+fn read_of_an_image_returns_an_image_block() {
+    use base64::Engine as _;
+    let sb = Sandbox::new();
+    let pixel = encoded(
+        image::DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
+            1,
+            1,
+            image::Rgba([1, 2, 3, 255]),
+        )),
+        image::ImageFormat::Png,
+    );
+    put(&sb, "pixel.dat", &pixel);
+    let v = tool(&sb, "read", &json!({"path": "pixel.dat"}));
+    assert_eq!(v["is_error"], false, "{v}");
+    assert!(
+        v["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("PNG, 1x1"),
+        "{v}"
+    );
+    assert_eq!(
+        v["content"][1],
+        json!({"type": "image", "mime_type": "image/png", "data": b64(&pixel)})
+    );
+    assert_eq!(v["details"]["kind"], "image");
+
+    let wide = encoded(
+        image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(3000, 60, |x, y| {
+            image::Rgb([(x % 251) as u8, (y % 241) as u8, 9])
+        })),
+        image::ImageFormat::Jpeg,
+    );
+    put(&sb, "wide.jpg", &wide);
+    let v = tool(&sb, "read", &json!({"path": "wide.jpg"}));
+    let t = v["content"][0]["text"].as_str().unwrap();
+    assert!(
+        t.contains("JPEG, 3000x60") && t.contains("resized to 2000x40"),
+        "{t}"
+    );
+    assert_eq!(v["content"][1]["mime_type"], "image/jpeg");
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(v["content"][1]["data"].as_str().unwrap())
+        .unwrap();
+    let back = image::load_from_memory(&data).unwrap();
+    assert_eq!((back.width(), back.height()), (2000, 40));
+
+    // A GIF named .txt is an image too; a broken PNG is reported as binary, with why.
+    let gif = encoded(
+        image::DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
+            2,
+            2,
+            image::Rgba([0, 0, 0, 255]),
+        )),
+        image::ImageFormat::Gif,
+    );
+    put(&sb, "anim.txt", &gif);
+    let v = tool(&sb, "read", &json!({"path": "anim.txt"}));
+    assert_eq!(v["content"][1]["mime_type"], "image/gif", "{v}");
+    put(&sb, "broken.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
+    let (t, d) = ok(&sb, "read", json!({"path": "broken.png"}));
+    assert!(
+        t.starts_with("binary file") && t.contains("could not be decoded"),
+        "{t}"
+    );
+    assert_eq!(d["kind"], "binary");
 }

@@ -387,3 +387,20 @@ fn find_following_a_symlink_loop_terminates_and_reports_it() {
     let (t, _) = ok(&sb, "grep", json!({"pattern": "x"}));
     assert!(t.starts_with("a/file.txt:1:x"), "{t}");
 }
+
+/// Issue 11.5: a binary file named explicitly was skipped; it is searched, and said so.
+#[test]
+fn grep_skips_a_binary_file_named_explicitly() {
+    let sb = Sandbox::new();
+    put(&sb, "blob.bin", b"needle\0\x01\x02binary\n");
+    let (t, _) = ok(
+        &sb,
+        "grep",
+        json!({"pattern": "needle", "path": "blob.bin"}),
+    );
+    assert!(t.contains("1:needle"), "{t}");
+    assert!(
+        t.contains("is binary") && t.contains("searched it anyway"),
+        "{t}"
+    );
+}

@@ -194,6 +194,7 @@ function kernel.prompt_fragments() end
 ---@field session fen.NativeSession
 ---@field jobs fen.NativeJobs
 ---@field markup fen.NativeMarkup
+---@field line fen.NativeLine
 local native = {}
 
 --- Escapes control bytes and invalid UTF-8, caps the size, notes what it changed.
@@ -216,7 +217,7 @@ function native.sleep(ms) end
 ---@field number_lines fun(text: string, first: integer?): string
 
 ---@class fen.NativeFs
----@field read fun(path: string, opts: {offset: integer?, limit: integer?, max_bytes: integer?, max_columns: integer?, numbered: boolean?}?): table?, string? async
+---@field read fun(path: string, opts: {offset: integer?, limit: integer?, max_bytes: integer?, max_columns: integer?, numbered: boolean?, images: boolean?}?): table?, string? async; with `images`, a PNG/JPEG/GIF/WebP is `{kind = "image", mime_type, data, ...}`
 ---@field write fun(path: string, content: string): table?, string? async
 ---@field list fun(path: string, opts: {depth: integer?, limit: integer?}?): table?, string? async
 ---@field expand fun(path: string): string
@@ -277,6 +278,11 @@ function native.sleep(ms) end
 ---@class fen.NativeTerm
 ---@field read_line fun(): string? async
 ---@field isatty fun(fd: integer): boolean
+
+---@class fen.NativeLine
+---@field read fun(prompt: string?): string?, integer async; line editing and history on a terminal, escape sequences removed (counted) without one; nil at end of input
+---@field interactive fun(): boolean stdin and stdout are terminals
+---@field pending fun(): boolean input is already waiting
 
 ---@class fen.NativeSession
 ---@field dir_for fun(cwd: string): string

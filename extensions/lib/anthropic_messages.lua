@@ -41,7 +41,16 @@ local function convert_messages(messages)
       end
       push("assistant", blocks)
     elseif m.role == "tool-result" then
-      push("user", { { type = "tool_result", tool_use_id = m.tool_call_id, content = kit.text_of(m.content), is_error = m.is_error or false } })
+      -- Images go inside the tool result, as image blocks next to its text.
+      local images = kit.images_of(m.content)
+      local content = kit.text_of(m.content)
+      if #images > 0 then
+        content = { { type = "text", text = content } }
+        for _, img in ipairs(images) do
+          content[#content + 1] = { type = "image", source = { type = "base64", media_type = img.mime_type, data = img.data } }
+        end
+      end
+      push("user", { { type = "tool_result", tool_use_id = m.tool_call_id, content = content, is_error = m.is_error or false } })
     end
   end
   -- Cache the conversation up to its last block.

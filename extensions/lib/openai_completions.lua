@@ -11,7 +11,20 @@ local STOP = { stop = "stop", length = "length", tool_calls = "tool-use", functi
 local function convert_messages(messages, system)
   local out = {}
   if system and system ~= "" then out[#out + 1] = { role = "system", content = system } end
+  -- A tool message carries text only: the images of a run of tool results follow it in one
+  -- user message (tool messages must directly follow their assistant message).
+  local pending = {}
+  local function flush()
+    if #pending == 0 then return end
+    local parts = { { type = "text", text = "The images returned by the tool calls above:" } }
+    for _, img in ipairs(pending) do
+      parts[#parts + 1] = { type = "image_url", image_url = { url = kit.data_url(img) } }
+    end
+    out[#out + 1] = { role = "user", content = parts }
+    pending = {}
+  end
   for _, m in ipairs(messages) do
+    if m.role ~= "tool-result" then flush() end
     if m.role == "user" then
       out[#out + 1] = { role = "user", content = kit.text_of(m.content) }
     elseif m.role == "assistant" then
@@ -29,8 +42,10 @@ local function convert_messages(messages, system)
       if msg.content or msg.tool_calls then out[#out + 1] = msg end
     elseif m.role == "tool-result" then
       out[#out + 1] = { role = "tool", tool_call_id = m.tool_call_id, content = kit.text_of(m.content) }
+      for _, img in ipairs(kit.images_of(m.content)) do pending[#pending + 1] = img end
     end
   end
+  flush()
   return out
 end
 

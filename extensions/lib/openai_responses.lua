@@ -6,7 +6,20 @@ local json = native.json
 
 local function convert_messages(messages)
   local out = {}
+  -- A function_call_output carries text: the images of a run of them follow in one user
+  -- message.
+  local pending = {}
+  local function flush()
+    if #pending == 0 then return end
+    local parts = { { type = "input_text", text = "The images returned by the tool calls above:" } }
+    for _, img in ipairs(pending) do
+      parts[#parts + 1] = { type = "input_image", image_url = kit.data_url(img) }
+    end
+    out[#out + 1] = { role = "user", content = parts }
+    pending = {}
+  end
   for _, m in ipairs(messages) do
+    if m.role ~= "tool-result" then flush() end
     if m.role == "user" then
       out[#out + 1] = { role = "user", content = { { type = "input_text", text = kit.text_of(m.content) } } }
     elseif m.role == "assistant" then
@@ -24,8 +37,10 @@ local function convert_messages(messages)
       end
     elseif m.role == "tool-result" then
       out[#out + 1] = { type = "function_call_output", call_id = m.tool_call_id, output = kit.text_of(m.content) }
+      for _, img in ipairs(kit.images_of(m.content)) do pending[#pending + 1] = img end
     end
   end
+  flush()
   return out
 end
 

@@ -141,7 +141,10 @@ function Asm:finish(fields)
         t.block.arguments = args
       else
         t.block.arguments = {}
-        t.block.parse_error = (err or "arguments must be a JSON object") .. "; the arguments were: " .. require("fen.lib.text").prefix(raw, 500)
+        -- The agent loop answers the call with this instead of running the tool (cut on a
+        -- character boundary).
+        t.block.parse_error = string.format("%s; the first 200 bytes were: %s",
+          err or "the arguments must be a JSON object", require("fen.lib.text").prefix(raw, 200))
       end
     end
     self.emit({ type = "tool-call-end", content_index = t.index, tool_call = t.block })
@@ -169,6 +172,61 @@ function M.text_of(content)
     if b.type == "text" and b.text then parts[#parts + 1] = b.text end
   end
   return table.concat(parts, "\n")
+end
+
+--- The image blocks of a message's content (`{type = "image", data, mime_type}`), in order.
+function M.images_of(content)
+  local out = {}
+  if type(content) ~= "table" then return out end
+  for _, b in ipairs(content) do
+    if b.type == "image" and b.data then out[#out + 1] = b end
+  end
+  return out
+end
+
+--- `data:` URL of an image block (what the OpenAI APIs take).
+function M.data_url(image)
+  return string.format("data:%s;base64,%s", image.mime_type, image.data)
+end
+
+--- Whether `model` takes images: false only when its declared entry (models.json, pi's key)
+--- has an `input` list without "image".
+function M.accepts_images(models, model)
+  for _, m in ipairs(models or {}) do
+    if m.id == model and type(m.input) == "table" then
+      for _, kind in ipairs(m.input) do
+        if kind == "image" then return true end
+      end
+      return false
+    end
+  end
+  return true
+end
+
+--- The messages with every image block replaced by a text note, for a model without image
+--- input. Messages without images are shared, not copied.
+function M.without_images(messages, model)
+  local out = {}
+  for i, m in ipairs(messages) do
+    local images = M.images_of(m.content)
+    if #images == 0 then
+      out[i] = m
+    else
+      local copy, content = {}, {}
+      for k, v in pairs(m) do copy[k] = v end
+      for _, b in ipairs(m.content) do
+        if b.type == "image" then
+          content[#content + 1] = { type = "text", text = string.format(
+            "[fen: an image (%s) was left out: model %s does not take image input]", tostring(b.mime_type), tostring(model)) }
+        else
+          content[#content + 1] = b
+        end
+      end
+      copy.content = content
+      out[i] = copy
+    end
+  end
+  return out
 end
 
 --- A JSON schema with the Lua-empty-table ambiguity resolved: `required = {}` and empty
@@ -324,6 +382,12 @@ function M.completer(api, cfg, spec, wire)
     for k, v in pairs(cfg.headers or {}) do headers[k] = v end
     p.url = base .. wire.path
     p.headers = headers
+    if not M.accepts_images(cfg.models, model) then
+      local stripped = {}
+      for k, v in pairs(ctx) do stripped[k] = v end
+      stripped.messages = M.without_images(ctx.messages or {}, model)
+      ctx = stripped
+    end
     p.body = spec.build_body(model, ctx, options)
     p.parse = wire.parse
     p.plain_deltas = wire.plain_deltas

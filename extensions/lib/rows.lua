@@ -11,8 +11,11 @@ end
 function M.call_summary(call)
   local a = call.arguments or {}
   local name = call.name or "?"
+  if call.parse_error then
+    return name .. " (arguments are not valid JSON)"
+  end
   if name == "bash" then
-    return "$ " .. tostring(a.command) .. (a.timeout and string.format(" (timeout %ds)", a.timeout) or "")
+    return "$ " .. (a.command and tostring(a.command) or "(no command)") .. (a.timeout and string.format(" (timeout %ds)", a.timeout) or "")
   elseif name == "read" then
     if a.paths then return string.format("read %d files", #a.paths) end
     local range = a.offset and string.format(":%d-%d", a.offset, a.offset + (a.limit or 2000) - 1) or ""
@@ -43,7 +46,15 @@ function M.result_row(result)
   elseif d.files and #d.files == 1 and d.files[1].path then
     what = what .. " " .. d.files[1].path
   end
-  return string.format("tool> %s %s (%d line%s, %s)", result.is_error and "err" or "ok", what, lines, lines == 1 and "" or "s", human(#text))
+  local row = string.format("tool> %s %s (%d line%s, %s)", result.is_error and "err" or "ok", what, lines, lines == 1 and "" or "s", human(#text))
+  if result.is_error then
+    -- The first line of the error says what went wrong (bash's is its output's first line).
+    local first = text:match("^[^\n]*") or ""
+    local chars = utf8.len(first)
+    if chars and chars > 160 then first = first:sub(1, utf8.offset(first, 158) - 1) .. "..." end
+    if first ~= "" then row = row .. ": " .. first end
+  end
+  return row
 end
 
 return M

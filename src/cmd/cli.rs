@@ -10,6 +10,7 @@ pub const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high
 #[derive(Debug, Parser)]
 #[command(
     name = "fen",
+    group = clap::ArgGroup::new("source").args(["continue_session", "resume"]).multiple(false),
     version,
     about = "A coding agent for your terminal: a small Rust kernel, everything else Lua extensions.",
     after_help = "Extensions: drop Lua files into ~/.config/fen/extensions/ (or .fen/extensions/ in a project).\nDocs: docs/extensions.md, docs/contracts.md."
@@ -45,8 +46,8 @@ pub struct Cli {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Most model steps in one turn.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    /// Most model steps in one turn (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = at_least_one)]
     pub max_turns: usize,
 
     /// Output token budget of one model call.
@@ -79,7 +80,7 @@ pub struct Cli {
     pub resume: Option<String>,
 
     /// With --continue/--resume: continue in a new session seeded with that one's history.
-    #[arg(long)]
+    #[arg(long, requires = "source")]
     pub fork: bool,
 
     /// Keep nothing on disk for this run.
@@ -105,6 +106,15 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// A count of 1 or more (`--max-turns 0` would stop before the first model call).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -188,9 +198,10 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check a session file; exit 1 when it has issues.
+    /// Check a session (path, id or id prefix); exit 1 when it has issues.
     Doctor {
-        path: PathBuf,
+        /// Session path, id or id prefix.
+        path: String,
         /// Write a repaired copy beside the original (never edits it in place).
         #[arg(long)]
         repair: bool,
@@ -253,5 +264,160 @@ impl ListWhat {
             | ListWhat::Kinds
             | ListWhat::Skills => return None,
         })
+    }
+}
+
+/// The subcommand names (clap's own `help` included).
+pub fn subcommand_names() -> Vec<String> {
+    use clap::CommandFactory;
+    let mut names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    names.push("help".into());
+    names
+}
+
+/// What to do with the command line before clap sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Preparse {
+    /// Parse these arguments.
+    Args(Vec<std::ffi::OsString>),
+    /// A typo of a subcommand: print this error and exit 2.
+    Typo(String),
+}
+
+/// Settles the two readings of a first bare word that clap cannot tell apart:
+/// - with `-p`/`--print` or `--mode`, the positional is the prompt even when it is a subcommand
+///   name (`fen -p list`): it is moved after a `--`, where clap takes it as PROMPT;
+/// - without them, a first word that is not a subcommand but close to one, followed by more
+///   words (`fen lsit tools`), is a typo of that subcommand, not a prompt (clap would suggest a
+///   subcommand for the second word instead).
+pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
+    let long_takes_value = |name: &str| {
+        cmd.get_arguments()
+            .find(|a| a.get_long() == Some(name))
+            .is_some_and(takes_value)
+    };
+    let short_takes_value = |c: char| {
+        cmd.get_arguments()
+            .find(|a| a.get_short() == Some(c))
+            .is_some_and(takes_value)
+    };
+    let mut headless = false;
+    let mut positionals: Vec<usize> = Vec::new();
+    let mut i = 1;
+    while i < args.len() {
+        let Some(a) = args[i].to_str() else {
+            positionals.push(i);
+            i += 1;
+            continue;
+        };
+        if a == "--" {
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            if name == "print" || name == "mode" {
+                headless = true;
+            }
+            if !long.contains('=') && long_takes_value(name) {
+                i += 1;
+            }
+        } else if a.len() > 1 && a.starts_with('-') {
+            let shorts: Vec<char> = a[1..].chars().collect();
+            if shorts.contains(&'p') {
+                headless = true;
+            }
+            if shorts.last().is_some_and(|c| short_takes_value(*c)) {
+                i += 1;
+            }
+        } else {
+            positionals.push(i);
+            // A subcommand's own arguments are its business.
+            if !headless && subcommand_names().iter().any(|s| s == a) {
+                break;
+            }
+        }
+        i += 1;
+    }
+    let Some(&first) = positionals.first() else {
+        return Preparse::Args(args);
+    };
+    let word = args[first].to_string_lossy().into_owned();
+    let names = subcommand_names();
+    let is_subcommand = names.contains(&word);
+    if headless && is_subcommand {
+        let mut out = args;
+        let prompt = out.remove(first);
+        if !out.iter().any(|a| a == "--") {
+            out.push("--".into());
+        }
+        out.push(prompt);
+        return Preparse::Args(out);
+    }
+    if !headless && !is_subcommand && positionals.len() > 1 && !word.contains(char::is_whitespace) {
+        if let Some(s) =
+            crate::kernel::suggest::did_you_mean(&word, names.iter().map(String::as_str))
+        {
+            return Preparse::Typo(format!(
+                "error: unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{s}'\n\nFor more information, try '--help'."
+            ));
+        }
+    }
+    Preparse::Args(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prep(args: &[&str]) -> Preparse {
+        preparse(args.iter().map(|a| a.into()).collect())
+    }
+
+    fn args(args: &[&str]) -> Preparse {
+        Preparse::Args(args.iter().map(|a| a.into()).collect())
+    }
+
+    #[test]
+    fn a_subcommand_word_after_print_is_the_prompt() {
+        assert_eq!(
+            prep(&["fen", "-p", "list", "--mock-script", "s.json"]),
+            args(&["fen", "-p", "--mock-script", "s.json", "--", "list"])
+        );
+        assert_eq!(
+            prep(&["fen", "--mock-script", "s.json", "--mode", "json", "tool"]),
+            args(&[
+                "fen",
+                "--mock-script",
+                "s.json",
+                "--mode",
+                "json",
+                "--",
+                "tool"
+            ])
+        );
+        // Not headless: the subcommand stays one.
+        assert_eq!(
+            prep(&["fen", "list", "tools"]),
+            args(&["fen", "list", "tools"])
+        );
+        assert_eq!(prep(&["fen", "-p", "hello"]), args(&["fen", "-p", "hello"]));
+    }
+
+    #[test]
+    fn a_typo_of_a_subcommand_before_more_words_names_the_subcommand() {
+        match prep(&["fen", "lsit", "tools"]) {
+            Preparse::Typo(msg) => assert!(msg.contains("'list'"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            prep(&["fen", "--model", "lsit", "hello"]),
+            args(&["fen", "--model", "lsit", "hello"])
+        );
     }
 }

@@ -20,7 +20,14 @@ use std::process::ExitCode;
 
 /// The process entry point.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args = match cli::preparse(std::env::args_os().collect()) {
+        cli::Preparse::Args(args) => args,
+        cli::Preparse::Typo(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -29,6 +36,7 @@ pub fn main() -> ExitCode {
         }
     };
     end_children();
+    crate::kernel::settings::wait_for_tool_output_pruning(std::time::Duration::from_secs(2));
     code
 }
 
@@ -49,6 +57,7 @@ pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
 }
 
 pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
+    crate::kernel::settings::prune_tool_output_in_background();
     // From here on Lua code runs: Ctrl-C must be able to stop it.
     install_interrupt_handler();
     let cwd = std::env::current_dir()?;

@@ -18,8 +18,43 @@ pub const SETUP_HELP: &str = "no provider is configured. Use one of:
   a custom endpoint in ~/.config/fen/models.json
   --mock-script FILE (or FEN_MOCK_SCRIPT) for the scripted mock provider";
 
+/// The providers `~/.config/fen/models.json` declares, sorted (none when it is missing or not
+/// valid JSON: the `custom` extension reports that when it loads).
+fn declared_providers() -> Vec<String> {
+    let path = crate::kernel::settings::Paths::from_env()
+        .config_dir
+        .join("models.json");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = v["providers"]
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// What to say when nothing chooses a provider: the declared ones and how to pick one when
+/// models.json has some, else every way to configure one.
+fn setup_help() -> String {
+    let declared = declared_providers();
+    let Some(first) = declared.first() else {
+        return SETUP_HELP.to_string();
+    };
+    format!(
+        "no provider is chosen. ~/.config/fen/models.json declares: {}. Choose one:
+  --provider {first} (or --model {first}/MODEL) on the command line
+  \"provider\": \"{first}\" in ~/.config/fen/settings.json, to make it the default",
+        declared.join(", ")
+    )
+}
+
 /// Defaults from `~/.config/fen/settings.json`.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SettingsDefaults {
     provider: Option<String>,
     model: Option<String>,
@@ -30,8 +65,13 @@ struct SettingsDefaults {
 
 /// Reads `provider`, `model` and `thinking` (also pi's and the original fen's
 /// `defaultProvider`, `defaultModel`, `defaultThinkingLevel`). A thinking level fen does not
-/// know is reported and ignored.
+/// know is reported and ignored, once per run (the file is read once and remembered).
 fn settings_defaults() -> SettingsDefaults {
+    static ONCE: std::sync::OnceLock<SettingsDefaults> = std::sync::OnceLock::new();
+    ONCE.get_or_init(read_settings_defaults).clone()
+}
+
+fn read_settings_defaults() -> SettingsDefaults {
     let path = crate::kernel::settings::Paths::from_env()
         .config_dir
         .join("settings.json");
@@ -168,7 +208,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(pm) => pm,
         None if !headless => (String::new(), Some(String::new())),
         None => {
-            eprintln!("fen: {SETUP_HELP}");
+            eprintln!("fen: {}", setup_help());
             return Ok(ExitCode::from(1));
         }
     };
@@ -261,7 +301,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         system_override,
         cwd: std::env::current_dir()?,
         provider_options: options,
-        no_provider_help: SETUP_HELP.to_string(),
+        no_provider_help: setup_help(),
     };
     let agent = Rc::new(Agent::new(&lua, config).map_err(|e| anyhow::anyhow!("{e}"))?);
     *inner.agent.borrow_mut() = Some(agent.clone());

@@ -45,28 +45,38 @@ fn age(modified: u64) -> String {
     }
 }
 
-/// Finds a session by path, id or id prefix in this directory's sessions.
+/// Finds a session by path, id or id prefix: in this directory's sessions first, then in every
+/// directory's (the ids `fen session list --all` shows work from anywhere).
 fn resolve(query: &str) -> anyhow::Result<PathBuf> {
     if Path::new(query).is_file() {
         return Ok(PathBuf::from(query));
     }
-    let list = jsonl::list_sessions(&sessions_dir()?)?;
-    let found: Vec<_> = list
-        .into_iter()
-        .filter(|s| {
-            s.id.as_deref().is_some_and(|id| id.starts_with(query))
-                || s.path
+    let matches = |dirs: Vec<PathBuf>| -> anyhow::Result<Vec<PathBuf>> {
+        let mut found = Vec::new();
+        for dir in dirs {
+            for s in jsonl::list_sessions(&dir)? {
+                let by_id = s.id.as_deref().is_some_and(|id| id.starts_with(query));
+                let by_name = s
+                    .path
                     .file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(query))
-        })
-        .collect();
+                    .is_some_and(|n| n.starts_with(query));
+                if by_id || by_name {
+                    found.push(s.path);
+                }
+            }
+        }
+        Ok(found)
+    };
+    let mut found = matches(vec![sessions_dir()?])?;
+    if found.is_empty() && !query.is_empty() {
+        found = matches(all_dirs()?)?;
+    }
     match found.len() {
         0 => anyhow::bail!(
-            "no session matches '{query}' in {}; `fen session list` shows them",
-            sessions_dir()?.display()
+            "no session matches '{query}' (as a path, or an id or id prefix in any directory); `fen session list --all` shows them"
         ),
-        1 => Ok(found[0].path.clone()),
+        1 => Ok(found.remove(0)),
         n => anyhow::bail!("'{query}' matches {n} sessions; give more of the id"),
     }
 }
@@ -75,7 +85,15 @@ pub fn run(cmd: &SessionCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         SessionCommand::List { all, json } => list(*all, *json),
         SessionCommand::Show { id, tail, json } => show(id, *tail, *json),
-        SessionCommand::Doctor { path, repair, json } => doctor(path, *repair, *json),
+        SessionCommand::Doctor { path, repair, json } => {
+            // A path that does not exist is still tried as an id, then reported as given.
+            let target = match resolve(path) {
+                Ok(p) => p,
+                Err(_) if Path::new(path).exists() || path.contains('/') => PathBuf::from(path),
+                Err(e) => return Err(e),
+            };
+            doctor(&target, *repair, *json)
+        }
     }
 }
 
@@ -97,8 +115,14 @@ fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {
     let mut out = String::new();
     for s in &sessions {
         let id = s.id.as_deref().unwrap_or("?");
+        // With --all, the directory the session was started in (from its header).
+        let dir = if all {
+            format!("  {}", session_cwd(&s.path).unwrap_or_else(|| "?".into()))
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{}  {:>8}  {:>4} msgs  {}\n",
+            "{}  {:>8}  {:>4} msgs{dir}  {}\n",
             &id[..id.len().min(13)],
             age(s.modified),
             s.message_count,
@@ -112,6 +136,18 @@ fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {
     }
     crate::cmd::stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `cwd` of a session's header line.
+fn session_cwd(path: &Path) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file.take(64 * 1024))
+        .read_line(&mut first)
+        .ok()?;
+    let header: serde_json::Value = serde_json::from_str(first.trim_end()).ok()?;
+    header["cwd"].as_str().map(str::to_string)
 }
 
 fn text_of(content: &serde_json::Value) -> String {

@@ -5,7 +5,8 @@ use super::{block_on, boot, cli::Cli, stdout};
 use std::process::ExitCode;
 
 /// `fen tool NAME ARGS`: exit 0 when the tool ran (even if its result is an error), 2 when it
-/// could not run (unknown tool, arguments that are not JSON or do not fit the schema).
+/// could not run (unknown tool, arguments that are not JSON or do not fit the schema), 130 when
+/// Ctrl-C cancelled it.
 pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode> {
     let args: serde_json::Value = match serde_json::from_str(args) {
         Ok(v) => v,
@@ -39,10 +40,14 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
             outcome
                 .content
                 .first()
-                .map(String::as_str)
+                .and_then(|b| b.text())
                 .unwrap_or("the tool did not run")
         );
         return Ok(ExitCode::from(2));
+    }
+    // Ctrl-C stopped the tool: the result says so, and the status too (as for `fen -p`).
+    if cancel.is_cancelled() {
+        return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
 }

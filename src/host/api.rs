@@ -495,9 +495,9 @@ fn register_fn(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Res
                 }
             }
         }
-        if let Err((field, msg)) = convert::validate_table(contract, &spec) {
+        if let Err(msg) = convert::validate_table(contract, &spec) {
             return Err(mlua::Error::runtime(format!(
-                "{whose}: invalid {kind} spec: field '{field}' {msg}"
+                "{whose}: invalid {kind} spec: {msg}"
             )));
         }
         let name = match &contract.unique_by {

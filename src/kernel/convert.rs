@@ -5,8 +5,12 @@ use crate::kernel::contracts::{Contract, Shape};
 use crate::kernel::registry::Listed;
 use mlua::{Lua, LuaSerdeExt, Table, Value};
 
-/// Checks a table against a record contract. `Err((field, message))` for the first bad field.
-pub fn validate_table(contract: &Contract, table: &Table) -> Result<(), (String, String)> {
+/// Checks a table against a record contract. `Err` says what is wrong: every missing required
+/// field at once when several are (`missing: description, parameters, execute`), so an author
+/// fixes them in one go; else the first bad field (`field 'risk' expected ..., got ...`).
+pub fn validate_table(contract: &Contract, table: &Table) -> Result<(), String> {
+    let mut missing = Vec::new();
+    let mut first_bad = None;
     for field in &contract.fields {
         let value: Value = table.get(field.name.as_str()).unwrap_or(Value::Nil);
         let result = match &value {
@@ -17,10 +21,31 @@ pub fn validate_table(contract: &Contract, table: &Table) -> Result<(), (String,
             other => field.check(shape_of_non_string(other)),
         };
         if let Err(msg) = result {
-            return Err((field.name.clone(), msg));
+            if value.is_nil() {
+                missing.push((field.name.as_str(), msg));
+            } else if first_bad.is_none() {
+                first_bad = Some(format!("field '{}' {msg}", field.name));
+            }
         }
     }
-    Ok(())
+    let missing_text = match missing.as_slice() {
+        [] => None,
+        [(name, msg)] => Some(format!("field '{name}' {msg}")),
+        several => Some(format!(
+            "missing: {} (all required)",
+            several
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    match (first_bad, missing_text) {
+        (None, None) => Ok(()),
+        (Some(bad), None) => Err(bad),
+        (None, Some(m)) => Err(m),
+        (Some(bad), Some(m)) => Err(format!("{bad}; {m}")),
+    }
 }
 
 fn shape_of_non_string(v: &Value) -> Shape<'static> {
@@ -240,8 +265,14 @@ fn lua_serializer(lua: &Lua) -> mlua::serde::Serializer<'_> {
 /// streamed provider event).
 pub fn json_text_to_lua(lua: &Lua, text: &[u8]) -> Result<Value, String> {
     let mut de = serde_json::Deserializer::from_slice(text);
-    let value =
-        serde_transcode::transcode(&mut de, lua_serializer(lua)).map_err(|e| e.to_string())?;
+    let value = serde_transcode::transcode(&mut de, lua_serializer(lua)).map_err(|e| {
+        // The transcoder wraps a syntax error twice ("serialize error: serialize error: ...");
+        // serde_json's own error says what and where (line, column).
+        match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            Err(syntax) => syntax.to_string(),
+            Ok(_) => e.to_string(),
+        }
+    })?;
     de.end().map_err(|e| e.to_string())?;
     Ok(value)
 }

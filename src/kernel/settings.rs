@@ -1,5 +1,6 @@
 //! Where fen keeps things: XDG directories, resolved once from the environment.
 
+use crate::native::process::spill::{prune, PruneLimits};
 use std::path::PathBuf;
 
 /// The directories fen reads and writes.
@@ -77,6 +78,58 @@ pub fn tool_env_settings(config_dir: &std::path::Path) -> (Vec<String>, Vec<Stri
             .unwrap_or_default()
     };
     (list("remove"), list("keep"))
+}
+
+/// settings.json `tool_output`: `{"max_age_days": 7, "max_mb": 100}` bounds the bash spill
+/// files under `$XDG_STATE_HOME/fen/tool-output/`. Missing or invalid values keep the default.
+pub fn tool_output_limits(config_dir: &std::path::Path) -> PruneLimits {
+    let mut limits = PruneLimits::default();
+    let Ok(text) = std::fs::read_to_string(config_dir.join("settings.json")) else {
+        return limits;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return limits;
+    };
+    let section = &v["tool_output"];
+    if let Some(days) = section["max_age_days"].as_f64().filter(|d| *d >= 0.0) {
+        limits.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
+    }
+    if let Some(mb) = section["max_mb"].as_f64().filter(|m| *m >= 0.0) {
+        limits.max_total_bytes = (mb * 1024.0 * 1024.0) as u64;
+    }
+    limits
+}
+
+static PRUNER: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
+
+/// Prunes the bash spill directory on a thread of its own (start-up must not wait on the
+/// disk); [`wait_for_tool_output_pruning`] lets it finish before the process exits.
+pub fn prune_tool_output_in_background() {
+    let paths = Paths::from_env();
+    let spawned = std::thread::Builder::new()
+        .name("fen-prune".into())
+        .spawn(move || {
+            let limits = tool_output_limits(&paths.config_dir);
+            let dir = paths.state_dir.join("tool-output");
+            // An unreadable directory only means nothing is pruned this run; bash reports
+            // its own spill errors when it writes there.
+            let _ = prune(&dir, &limits, std::time::SystemTime::now());
+        });
+    if let (Ok(handle), Ok(mut slot)) = (spawned, PRUNER.lock()) {
+        *slot = Some(handle);
+    }
+}
+
+/// Waits up to `bound` for the start-up pruning to end (a prune cut short is harmless: each
+/// removal is whole).
+pub fn wait_for_tool_output_pruning(bound: std::time::Duration) {
+    let Some(handle) = PRUNER.lock().ok().and_then(|mut s| s.take()) else {
+        return;
+    };
+    let start = std::time::Instant::now();
+    while !handle.is_finished() && start.elapsed() < bound {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 #[cfg(test)]

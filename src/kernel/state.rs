@@ -297,9 +297,9 @@ pub fn emit(lua: &Lua, inner: &Inner, event: Table, emitter: &str) -> mlua::Resu
     // The kernel's own events are built by tested code; what extensions emit is checked.
     if emitter != "kernel" {
         if let Some(contract) = events::event_contract(ty) {
-            if let Err((field, msg)) = convert::validate_table(contract, &event) {
+            if let Err(msg) = convert::validate_table(contract, &event) {
                 return Err(mlua::Error::runtime(format!(
-                    "{emitter} emitted an invalid '{ty}' event: field '{field}' {msg}"
+                    "{emitter} emitted an invalid '{ty}' event: {msg}"
                 )));
             }
         }

@@ -9,10 +9,79 @@ use crate::native::sanitize;
 use mlua::{Function, Lua, Table, Value};
 use tokio_util::sync::CancellationToken;
 
-/// A tool's result: text blocks for the model, `details` for presenters only.
+/// One content block of a tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// `{type = "text", text}`.
+    Text(String),
+    /// `{type = "image", data, mime_type}`: base64 image data, checked by [`image_block`].
+    Image { data: String, mime_type: String },
+}
+
+impl Block {
+    /// The text of a text block.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Block::Text(t) => Some(t),
+            Block::Image { .. } => None,
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        match self {
+            Block::Text(t) => serde_json::json!({"type": "text", "text": t}),
+            Block::Image { data, mime_type } => {
+                serde_json::json!({"type": "image", "data": data, "mime_type": mime_type})
+            }
+        }
+    }
+}
+
+impl From<String> for Block {
+    fn from(s: String) -> Block {
+        Block::Text(s)
+    }
+}
+
+/// Image types a tool may return (what the providers take).
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+/// Largest base64 image payload accepted from a tool (the read tool sends at most 5 MB).
+const MAX_IMAGE_DATA: usize = 8 * 1024 * 1024;
+
+/// Checks an image block from Lua: a known type and base64 data of a sane size. `Err` is the
+/// note that replaces it.
+fn image_block(b: &Table) -> Result<Block, String> {
+    let mime_type: String = b
+        .get::<Option<String>>("mime_type")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !IMAGE_TYPES.contains(&mime_type.as_str()) {
+        return Err(format!(
+            "[fen: image block dropped: mime_type {mime_type:?} is not one of {}]",
+            IMAGE_TYPES.join(", ")
+        ));
+    }
+    let data: String = b
+        .get::<Option<String>>("data")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let base64ish = data
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+    if data.is_empty() || !base64ish || data.len() > MAX_IMAGE_DATA {
+        return Err(format!(
+            "[fen: image block dropped: data must be base64 of at most {MAX_IMAGE_DATA} bytes]"
+        ));
+    }
+    Ok(Block::Image { data, mime_type })
+}
+
+/// A tool's result: text and image blocks for the model, `details` for presenters only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutcome {
-    pub content: Vec<String>,
+    pub content: Vec<Block>,
     pub is_error: bool,
     pub details: serde_json::Value,
     /// False when the tool never ran (unknown tool, invalid arguments).
@@ -22,7 +91,7 @@ pub struct ToolOutcome {
 impl ToolOutcome {
     pub fn error(message: impl Into<String>) -> ToolOutcome {
         ToolOutcome {
-            content: vec![message.into()],
+            content: vec![Block::Text(message.into())],
             is_error: true,
             details: serde_json::Value::Null,
             ran: false,
@@ -32,7 +101,7 @@ impl ToolOutcome {
     /// `{"content": [{"type": "text", "text": ...}], "is_error": bool, "details": {...}}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "content": self.content.iter().map(|t| serde_json::json!({"type": "text", "text": t})).collect::<Vec<_>>(),
+            "content": self.content.iter().map(Block::to_json).collect::<Vec<_>>(),
             "is_error": self.is_error,
             "details": self.details,
         })
@@ -41,15 +110,25 @@ impl ToolOutcome {
     /// [`ToolOutcome::to_json`] as JSON text, written without copying the text blocks into a
     /// `serde_json::Value` first (same bytes: keys in the same, sorted, order).
     pub fn to_json_string(&self) -> String {
+        // Fields in sorted order, as `serde_json::Value` writes them.
         #[derive(serde::Serialize)]
-        struct Block<'a> {
-            text: &'a str,
-            #[serde(rename = "type")]
-            kind: &'static str,
+        #[serde(untagged)]
+        enum View<'a> {
+            Text {
+                text: &'a str,
+                #[serde(rename = "type")]
+                kind: &'static str,
+            },
+            Image {
+                data: &'a str,
+                mime_type: &'a str,
+                #[serde(rename = "type")]
+                kind: &'static str,
+            },
         }
         #[derive(serde::Serialize)]
         struct Outcome<'a> {
-            content: Vec<Block<'a>>,
+            content: Vec<View<'a>>,
             details: &'a serde_json::Value,
             is_error: bool,
         }
@@ -57,9 +136,13 @@ impl ToolOutcome {
             content: self
                 .content
                 .iter()
-                .map(|t| Block {
-                    text: t,
-                    kind: "text",
+                .map(|b| match b {
+                    Block::Text(text) => View::Text { text, kind: "text" },
+                    Block::Image { data, mime_type } => View::Image {
+                        data,
+                        mime_type,
+                        kind: "image",
+                    },
                 })
                 .collect(),
             details: &self.details,
@@ -68,10 +151,14 @@ impl ToolOutcome {
         serde_json::to_string(&view).unwrap_or_else(|_| self.to_json().to_string())
     }
 
-    /// Sanitizes every text block (the one sanitizer pass before results are stored or sent).
+    /// Sanitizes every text block (the one sanitizer pass before results are stored or sent);
+    /// image blocks were checked when they were taken from Lua.
     fn sanitized(mut self) -> ToolOutcome {
         let cap = sanitize::default_max_bytes();
         for block in &mut self.content {
+            let Block::Text(block) = block else {
+                continue;
+            };
             let clean = sanitize::sanitize(block.as_bytes(), cap);
             if clean.report.escaped > 0 || clean.report.truncated {
                 *block = clean.text.into_owned();
@@ -264,7 +351,7 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
         ran: true,
     };
     match value {
-        Value::String(s) => out.content.push(block_text(&s)),
+        Value::String(s) => out.content.push(block_text(&s).into()),
         Value::Table(t) => {
             out.is_error = t
                 .get::<Option<bool>>("is_error")
@@ -272,14 +359,21 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
                 .flatten()
                 .unwrap_or(false);
             match t.get::<Value>("content") {
-                Ok(Value::String(s)) => out.content.push(block_text(&s)),
+                Ok(Value::String(s)) => out.content.push(block_text(&s).into()),
                 Ok(Value::Table(blocks)) => {
                     for block in blocks.sequence_values::<Value>().flatten() {
                         match block {
-                            Value::String(s) => out.content.push(block_text(&s)),
+                            Value::String(s) => out.content.push(block_text(&s).into()),
+                            Value::Table(b)
+                                if b.get::<Option<String>>("type").ok().flatten().as_deref()
+                                    == Some("image") =>
+                            {
+                                out.content
+                                    .push(image_block(&b).unwrap_or_else(Block::Text));
+                            }
                             Value::Table(b) => {
                                 if let Ok(Some(text)) = b.get::<Option<mlua::LuaString>>("text") {
-                                    out.content.push(block_text(&text));
+                                    out.content.push(block_text(&text).into());
                                 }
                             }
                             _ => {}
@@ -300,25 +394,34 @@ fn shape_result(lua: &Lua, name: &str, value: Value) -> ToolOutcome {
                 }
             }
         }
-        Value::Nil => out.content.push(format!("{name} returned nothing")),
-        other => out.content.push(format!(
+        Value::Nil => out
+            .content
+            .push(Block::Text(format!("{name} returned nothing"))),
+        other => out.content.push(Block::Text(format!(
             "{name} returned a {} instead of a result table",
             other.type_name()
-        )),
+        ))),
     }
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{validate_args, ToolOutcome};
+    use super::{validate_args, Block, ToolOutcome};
     use serde_json::json;
 
     #[test]
     fn the_json_text_is_that_of_to_json() {
         let outcomes = [
             ToolOutcome {
-                content: vec!["a\tb\n\"q\"".into(), "\u{1b}é".into()],
+                content: vec![
+                    Block::Text("a\tb\n\"q\"".into()),
+                    Block::Image {
+                        data: "iVBORw0KGgo=".into(),
+                        mime_type: "image/png".into(),
+                    },
+                    Block::Text("\u{1b}é".into()),
+                ],
                 is_error: false,
                 details: json!({"z": 1, "a": [null, {"k": "v"}], "m": "x"}),
                 ran: true,

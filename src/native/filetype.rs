@@ -1,18 +1,23 @@
 //! File-type sniffing for the `read` and `grep` tools, and "did you mean" suggestions.
 //!
 //! [`detect`] decides whether a file is text the model can read, or binary data it should be
-//! told about instead of being shown garbage. The checks run cheapest-and-surest first:
+//! told about instead of being shown garbage. It goes by content, never by the name alone:
+//! readable text in `notes.png` is text. The checks run cheapest-and-surest first:
 //!
-//! 1. magic numbers of common formats (PNG, ELF, zip, PDF, ...), which also name the kind;
-//! 2. a UTF-16/UTF-32 byte-order mark: reported as `Binary { kind: "UTF-16 text" }` because
-//!    the tools work in UTF-8 and would otherwise show a NUL every other byte; the adapter can
-//!    tell the model the file is UTF-16 text and suggest converting it;
-//! 3. a known binary file extension (images, archives, executables, object files, fonts, ...);
-//! 4. a NUL byte in the first 8 KiB;
-//! 5. the share of non-text in the first 4 KiB, judged on character boundaries: a valid
+//! 1. magic numbers of common formats (PNG, ELF, zip, ...), which also name the kind. A magic
+//!    whose first bytes are printable ASCII (`%PDF-`, `GIF89a`, `BZh`, `OTTO`, `RIFF`, ...)
+//!    could start a text file, so it names the kind only when checks 3-4 find binary content;
+//! 2. a UTF-16/UTF-32 byte-order mark followed by data that is not NUL-free UTF-8: reported as
+//!    `Binary { kind: "UTF-16 text" }` because the tools work in UTF-8 and would otherwise show
+//!    a NUL every other byte. `\xff\xfe` followed by plain ASCII is text (two escaped bytes);
+//! 3. a NUL byte in the first 8 KiB;
+//! 4. the share of non-text in the first 4 KiB, judged on character boundaries: a valid
 //!    multi-byte UTF-8 character counts as one text character, an invalid byte counts as one
 //!    non-text unit, and a character cut off by the end of the sample is not counted at all.
-//!    More than 30% non-text means binary.
+//!    More than 30% non-text, and more than [`MIN_NON_TEXT_UNITS`] such units, means binary, so
+//!    a short file with a few invalid bytes reads with `\xNN` escapes like a long one.
+//!
+//! The file name only words the kind of content already found binary (`x.bmp`: "BMP image").
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -24,6 +29,9 @@ pub const SNIFF_BYTES: usize = 8 * 1024;
 const RATIO_SAMPLE_BYTES: usize = 4 * 1024;
 /// Non-text characters above this share of the sample make the file binary.
 const MAX_NON_TEXT_SHARE: f64 = 0.30;
+/// ... and there are more than this many of them: a handful of invalid bytes in a short file
+/// is text to show with escapes, not binary.
+pub const MIN_NON_TEXT_UNITS: usize = 8;
 
 /// What a file is, as far as showing it to a model goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,26 +58,38 @@ impl FileKind {
     }
 }
 
-/// Classifies a file from its name and its first bytes (pass at least [`SNIFF_BYTES`] of them
-/// when the file is that long). An empty file with no binary extension is text.
+/// Classifies a file by its first bytes (pass at least [`SNIFF_BYTES`] of them when the file
+/// is that long). The name only words the kind of content found binary. An empty file is text.
 pub fn detect(path_hint: &Path, head: &[u8]) -> FileKind {
     if let Some(kind) = magic_kind(head) {
-        return FileKind::binary(kind);
+        // A weak magic needs binary content behind it: NULs, much non-text, or any byte
+        // that is not UTF-8 (a real PDF's second line, a GIF's header fields).
+        let rest = &head[..head.len().min(SNIFF_BYTES)];
+        if strong_magic(head) || content_is_binary(head) || !utf8_up_to_cut(rest) {
+            return FileKind::binary(kind);
+        }
     }
     if let Some(kind) = bom_kind(head) {
         return FileKind::binary(kind);
     }
-    if let Some(kind) = binary_extension_kind(path_hint) {
-        return FileKind::binary(kind);
-    }
-    let nul_window = &head[..head.len().min(SNIFF_BYTES)];
-    if memchr_nul(nul_window) {
-        return FileKind::binary("binary data");
-    }
-    if non_text_share(&head[..head.len().min(RATIO_SAMPLE_BYTES)]) > MAX_NON_TEXT_SHARE {
-        return FileKind::binary("binary data");
+    if content_is_binary(head) {
+        return FileKind::binary(binary_extension_kind(path_hint).unwrap_or("binary data"));
     }
     FileKind::Text
+}
+
+/// A magic is strong when its first bytes hold one no text file starts with.
+fn strong_magic(head: &[u8]) -> bool {
+    head.iter().take(4).any(|&b| !(0x20..0x7f).contains(&b))
+}
+
+/// A NUL in the first [`SNIFF_BYTES`], or too much non-text in the first 4 KiB.
+fn content_is_binary(head: &[u8]) -> bool {
+    if memchr_nul(&head[..head.len().min(SNIFF_BYTES)]) {
+        return true;
+    }
+    let (bad, total) = non_text_units(&head[..head.len().min(RATIO_SAMPLE_BYTES)]);
+    bad > MIN_NON_TEXT_UNITS && bad as f64 > MAX_NON_TEXT_SHARE * total as f64
 }
 
 /// Reads the first [`SNIFF_BYTES`] of `path` and classifies it with [`detect`].
@@ -97,8 +117,8 @@ pub fn image_mime(head: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// The kind named by a known binary file extension (case-insensitive), if any. Cheap (no I/O),
-/// so the search walk uses it to skip files without opening them.
+/// The kind named by a known binary file extension (case-insensitive), if any. It words the
+/// kind of content found binary; it never decides that a file is binary.
 pub fn binary_extension_kind(path: &Path) -> Option<&'static str> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     let kind = match ext.as_str() {
@@ -204,14 +224,28 @@ fn magic_kind(head: &[u8]) -> Option<&'static str> {
     None
 }
 
-/// UTF-16 / UTF-32 byte-order marks (UTF-32 LE shares its first two bytes with UTF-16 LE).
+/// UTF-16 / UTF-32 byte-order marks (UTF-32 LE shares its first two bytes with UTF-16 LE),
+/// unless what follows is NUL-free valid UTF-8 (then the "BOM" is two stray bytes of text).
 fn bom_kind(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"\xff\xfe\x00\x00") || head.starts_with(b"\x00\x00\xfe\xff") {
-        Some("UTF-32 text")
+    let kind = if head.starts_with(b"\xff\xfe\x00\x00") || head.starts_with(b"\x00\x00\xfe\xff") {
+        "UTF-32 text"
     } else if head.starts_with(b"\xff\xfe") || head.starts_with(b"\xfe\xff") {
-        Some("UTF-16 text")
+        "UTF-16 text"
     } else {
-        None
+        return None;
+    };
+    let rest = &head[2..head.len().min(SNIFF_BYTES)];
+    if !memchr_nul(rest) && utf8_up_to_cut(rest) {
+        return None;
+    }
+    Some(kind)
+}
+
+/// Whether `bytes` is valid UTF-8 but for a character cut off at the end.
+fn utf8_up_to_cut(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
     }
 }
 
@@ -219,11 +253,11 @@ fn memchr_nul(bytes: &[u8]) -> bool {
     bytes.contains(&0)
 }
 
-/// Share of non-text units in `sample`, counted per character: each valid UTF-8 character is
+/// Non-text units and all units of `sample` (non-text first), counted per character: each valid UTF-8 character is
 /// one unit (non-text when it is a control character other than common whitespace), each
 /// invalid byte is one non-text unit, and an incomplete character at the very end of the
 /// sample is ignored (the sample boundary cut it, the file is not at fault).
-fn non_text_share(sample: &[u8]) -> f64 {
+fn non_text_units(sample: &[u8]) -> (usize, usize) {
     let mut total = 0usize;
     let mut bad = 0usize;
     let mut rest = sample;
@@ -251,6 +285,13 @@ fn non_text_share(sample: &[u8]) -> f64 {
             }
         }
     }
+    (bad, total)
+}
+
+/// [`non_text_units`] as a share of the sample.
+#[cfg(test)]
+fn non_text_share(sample: &[u8]) -> f64 {
+    let (bad, total) = non_text_units(sample);
     if total == 0 {
         0.0
     } else {

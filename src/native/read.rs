@@ -91,6 +91,12 @@ pub enum ReadError {
         offset: usize,
         total_lines: usize,
     },
+    #[error("{path} is empty (0 lines, {bytes} bytes), so there is no line {offset}; read it without an offset")]
+    OffsetInEmptyFile {
+        path: PathBuf,
+        offset: usize,
+        bytes: usize,
+    },
     #[error(transparent)]
     Fs(#[from] FsError),
 }
@@ -168,6 +174,13 @@ fn window_in_chunks(
     let body = if bom { &bytes[3..] } else { bytes };
     let total_lines = count_lines(body);
     let offset = opts.offset.max(1);
+    if offset > 1 && total_lines == 0 {
+        return Err(ReadError::OffsetInEmptyFile {
+            path: path.to_path_buf(),
+            offset,
+            bytes: bytes.len(),
+        });
+    }
     if offset > total_lines.max(1) {
         return Err(ReadError::OffsetPastEnd {
             path: path.to_path_buf(),
@@ -525,7 +538,8 @@ mod tests {
             },
         )
         .unwrap_err();
-        assert!(matches!(err, ReadError::OffsetPastEnd { .. }));
+        assert!(matches!(err, ReadError::OffsetInEmptyFile { .. }), "{err}");
+        assert!(err.to_string().contains("is empty"), "{err}");
     }
 
     #[test]

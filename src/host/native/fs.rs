@@ -63,10 +63,14 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
 /// Files up to this size are read on the Lua thread (well under a millisecond).
 const INLINE_READ_MAX: u64 = 1024 * 1024;
 
-/// `fs.read(path, {offset, limit, max_bytes, max_columns, numbered})` -> `{kind = "text" |
-/// "binary" | "directory", ...}` or `nil, message`. Text: `text, first_line, last_line, total_lines,
-/// total_bytes, next_offset, truncated_by, clipped_lines, first_clipped_line, escaped_bytes,
-/// crlf, bom`.
+/// `fs.read(path, {offset, limit, max_bytes, max_columns, numbered, images})` -> `{kind =
+/// "text" | "binary" | "image" | "directory", ...}` or `nil, message`. Text: `text, first_line,
+/// last_line, total_lines, total_bytes, next_offset, truncated_by, clipped_lines,
+/// first_clipped_line, escaped_bytes, crlf, bom`. Binary: `binary_kind, size, mime` (and
+/// `image_error` when an image could not be prepared). With `images = true`, a PNG, JPEG, GIF
+/// or WebP (by content) is `kind = "image"`: `mime_type, data` (base64), `size` (of the file),
+/// `bytes` (sent), `width, height, original_width, original_height` (resized to fit
+/// 2000x2000 when larger).
 async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
     let mut o = ReadOptions::default();
     if let Some(t) = &opts {
@@ -78,6 +82,10 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
             .unwrap_or(o.max_columns);
         o.numbered = t.get::<Option<bool>>("numbered")?.unwrap_or(false);
     }
+    let images = match &opts {
+        Some(t) => t.get::<Option<bool>>("images")?.unwrap_or(false),
+        None => false,
+    };
     let full = expand_path(&path);
     let target = full.clone();
     // A small regular file is read right here: handing it to a worker thread costs more than
@@ -102,6 +110,31 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
             stamp,
         } => {
             ledger::with(&lua, |l| l.record(&full, stamp));
+            if images && mime.is_some() {
+                // Decoding and resizing take milliseconds to seconds: off the Lua thread.
+                let target = full.clone();
+                let prepared = blocking(move || {
+                    std::fs::read(&target)
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| crate::native::image::prepare(&b).map_err(|e| e.to_string()))
+                })
+                .await?;
+                match prepared {
+                    Ok(img) => {
+                        t.set("kind", "image")?;
+                        t.set("mime_type", img.mime_type)?;
+                        t.set("size", size)?;
+                        t.set("bytes", img.bytes)?;
+                        t.set("width", img.width)?;
+                        t.set("height", img.height)?;
+                        t.set("original_width", img.original_width)?;
+                        t.set("original_height", img.original_height)?;
+                        t.set("data", img.data)?;
+                        return success(t);
+                    }
+                    Err(e) => t.set("image_error", e)?,
+                }
+            }
             t.set("kind", "binary")?;
             t.set("binary_kind", kind)?;
             t.set("size", size)?;
@@ -143,6 +176,13 @@ async fn write_fn(
             return Err(format!("{} is a directory; write needs a file path", target.display()));
         }
         refuse_special(&target)?;
+        if let Some(file) = file_ancestor(&target) {
+            return Err(format!(
+                "cannot write {}: {} is a file, not a directory; choose a path whose parent is a directory",
+                target.display(),
+                file.display()
+            ));
+        }
         let before = match std::fs::read(&target) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -209,6 +249,15 @@ async fn list_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
         }
         Err(e) => failure(&lua, e.to_string()),
     }
+}
+
+/// The nearest ancestor of `path` that exists as a regular file (so `path` cannot be created).
+fn file_ancestor(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| a.is_file())
+        .map(|a| a.to_path_buf())
 }
 
 /// Refuses an existing path that is not a regular file (a FIFO, a device): opening one to read

@@ -16,6 +16,7 @@
 //! | `http` | `request` (plain or SSE, cancellable), `fetch_page` (webfetch), `backoff_ms` ([`crate::native::http`]) |
 //! | `sleep(ms)` | cancellable wait |
 //! | `term` | `read_line()` (async, nil at end of input), `isatty(fd)` |
+//! | `line` | `read(prompt)` (async; line editing and history on a terminal, escape sequences removed without one), `interactive()`, `pending()` |
 //! | `platform` | `{os, arch}` |
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
@@ -26,6 +27,7 @@ mod fs;
 mod http;
 mod jobs;
 mod ledger;
+mod line;
 mod markup;
 mod misc;
 mod process;
@@ -39,9 +41,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 11] = [
+const LAZY: [&str; 12] = [
     "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup",
+    "markup", "line",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -57,6 +59,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "session" => session::module(lua)?,
         "jobs" => jobs::module(lua)?,
         "markup" => markup::module(lua)?,
+        "line" => line::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -208,9 +211,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,markup:table,\
-             paths:table,platform:table,process:table,sanitize:function,search:table,session:table,\
-             sleep:function,term:table,truncate:table,version:string"
+            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+             markup:table,paths:table,platform:table,process:table,sanitize:function,search:table,\
+             session:table,sleep:function,term:table,truncate:table,version:string"
         );
     }
 }

@@ -13,9 +13,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
 
 /// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes}, on_output?)`
 /// -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text, truncated,
-/// spill_path, background_pids}` or `nil, message` (bad cwd, spawn failure). Head and tail
+/// escaped_bytes, spill_path, background_pids}` or `nil, message` (bad cwd, spawn failure). Head and tail
 /// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
-/// The turn's cancellation (Ctrl-C, `/cancel`) kills the process group.
+/// The turn's cancellation (Ctrl-C) kills the process group.
 async fn run_fn(
     lua: Lua,
     (opts, on_output): (Table, Option<Function>),
@@ -74,6 +74,7 @@ async fn run_fn(
     t.set("total_bytes", r.total_bytes)?;
     t.set("text", r.text)?;
     t.set("truncated", r.truncated)?;
+    t.set("escaped_bytes", r.escaped_bytes)?;
     t.set(
         "spill_path",
         r.spill_path.map(|p| p.to_string_lossy().into_owned()),

@@ -14,7 +14,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
-/// A flag the walk polls, raised when the running turn is cancelled (Ctrl-C, `/cancel`), so a
+/// A flag the walk polls, raised when the running turn is cancelled (Ctrl-C), so a
 /// search over a huge tree stops instead of running on in the blocking pool.
 fn cancel_flag(lua: &Lua) -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
     let flag = Arc::new(AtomicBool::new(false));

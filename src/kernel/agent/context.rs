@@ -6,7 +6,7 @@
 use super::{now_ms, Agent};
 use crate::kernel::convert;
 use crate::kernel::state::{self, Inner};
-use crate::kernel::tools::ToolOutcome;
+use crate::kernel::tools::{Block, ToolOutcome};
 use mlua::{Lua, Table, Value};
 
 /// A message with plain text content (user turns, steering, follow-ups).
@@ -252,10 +252,19 @@ pub fn result_message(
     m.set("tool_call_id", id)?;
     m.set("tool_name", name)?;
     let content = lua.create_table()?;
-    for text in &outcome.content {
+    for block in &outcome.content {
         let b = lua.create_table()?;
-        b.set("type", "text")?;
-        b.set("text", text.as_str())?;
+        match block {
+            Block::Text(text) => {
+                b.set("type", "text")?;
+                b.set("text", text.as_str())?;
+            }
+            Block::Image { data, mime_type } => {
+                b.set("type", "image")?;
+                b.set("data", data.as_str())?;
+                b.set("mime_type", mime_type.as_str())?;
+            }
+        }
         content.push(b)?;
     }
     m.set("content", content)?;

@@ -57,6 +57,14 @@ pub fn tool_calls(lua: &Lua, message: &Table) -> mlua::Result<Vec<Call>> {
                 ),
             },
         };
+        // The provider could not decode the streamed arguments (truncated or malformed JSON):
+        // say so, rather than report the empty table left in their place as a missing property.
+        let bad_args = match b.get::<Option<String>>("parse_error")? {
+            Some(err) => Some(format!(
+                "error: the arguments of this {name} call are not valid JSON ({err}); the tool did not run. Send the call again with complete JSON arguments."
+            )),
+            None => bad_args,
+        };
         // Empty Lua tables decode as arrays or objects by guess; an argument list is an object.
         let args = if args.as_array().is_some_and(|a| a.is_empty()) {
             serde_json::json!({})

@@ -68,7 +68,7 @@ pub enum EditError {
         crlf_hint: bool,
     },
     /// `old_string` matched more than once and `replace_all` is not set.
-    #[error("edit {edit}: old_string matches {count} places ({strategy} match) at lines {lines}; add surrounding lines to make it unique, or set replace_all to change every one", count = .lines.len(), lines = LineList(.lines))]
+    #[error("edit {edit}: {}; add surrounding text to make it unique, or set replace_all to change every one", Places(.lines, *.strategy))]
     Ambiguous {
         /// 1-based edit number.
         edit: usize,
@@ -84,6 +84,17 @@ pub enum EditError {
         edit: usize,
         /// 1-based first line of every occurrence.
         lines: Vec<usize>,
+    },
+    /// A block-anchor match whose lines are indented differently from `old_string` by
+    /// different amounts: one shift cannot re-indent `new_string` faithfully.
+    #[error("edit {edit}: old_string matches lines {start_line}-{end_line} only loosely (block anchor), and those lines are indented differently from old_string by different amounts, so new_string cannot be re-indented safely; re-read the lines and copy old_string exactly, indentation included")]
+    IndentationMismatch {
+        /// 1-based edit number.
+        edit: usize,
+        /// 1-based first line of the loose match.
+        start_line: usize,
+        /// 1-based last line of the loose match.
+        end_line: usize,
     },
     /// Two edits of one file touch overlapping text.
     #[error("edits {first} and {second} overlap (lines {}-{} and {}-{}); merge them into one edit or make them disjoint", .first_lines.0, .first_lines.1, .second_lines.0, .second_lines.1)]
@@ -118,19 +129,53 @@ fn not_found_message(edit: usize, closest: Option<&Closest>, crlf_hint: bool) ->
     msg
 }
 
-/// Formats line numbers as "3, 9, 17", clipped after [`MAX_LISTED_LINES`].
+/// Where an ambiguous `old_string` matched: "old_string matches 3 places (exact match) at
+/// lines 3, 9 (2 matches)" or, all on one line, "old_string is not unique: 4 matches on line 2
+/// (exact match)".
+struct Places<'a>(&'a [usize], Strategy);
+
+impl fmt::Display for Places<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (lines, strategy) = (self.0, self.1);
+        match lines {
+            [first, rest @ ..] if rest.iter().all(|l| l == first) => write!(
+                f,
+                "old_string is not unique: {} matches on line {first} ({strategy} match)",
+                lines.len()
+            ),
+            _ => write!(
+                f,
+                "old_string matches {} places ({strategy} match) at lines {}",
+                lines.len(),
+                LineList(lines)
+            ),
+        }
+    }
+}
+
+/// Formats line numbers as "3, 9 (2 matches), 17", clipped after [`MAX_LISTED_LINES`] lines.
 struct LineList<'a>(&'a [usize]);
 
 impl fmt::Display for LineList<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, line) in self.0.iter().take(MAX_LISTED_LINES).enumerate() {
+        let mut groups: Vec<(usize, usize)> = Vec::new();
+        for &line in self.0 {
+            match groups.last_mut() {
+                Some((l, n)) if *l == line => *n += 1,
+                _ => groups.push((line, 1)),
+            }
+        }
+        for (i, (line, n)) in groups.iter().take(MAX_LISTED_LINES).enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
             write!(f, "{line}")?;
+            if *n > 1 {
+                write!(f, " ({n} matches)")?;
+            }
         }
-        if self.0.len() > MAX_LISTED_LINES {
-            write!(f, " and {} more", self.0.len() - MAX_LISTED_LINES)?;
+        if groups.len() > MAX_LISTED_LINES {
+            write!(f, " and {} more lines", groups.len() - MAX_LISTED_LINES)?;
         }
         Ok(())
     }

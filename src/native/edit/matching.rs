@@ -20,7 +20,7 @@ use similar::{Algorithm, TextDiff};
 use super::error::EditError;
 use super::{Edit, Strategy};
 
-/// Minimum similarity of the middle lines for a block-anchor match.
+/// Minimum similarity of the middle lines for a block-anchor match (docs/tools.md says so).
 const BLOCK_ANCHOR_THRESHOLD: f32 = 0.8;
 /// Minimum number of lines of `old_string` for a block-anchor match.
 const BLOCK_ANCHOR_MIN_LINES: usize = 3;
@@ -311,6 +311,7 @@ impl Ctx<'_, '_> {
         let (min_len, max_len) = ((n - slack).max(BLOCK_ANCHOR_MIN_LINES), n + slack);
         let count = self.hay.lines().len();
         let mut spans = Vec::new();
+        let mut mismatched = None;
         for i in 0..count {
             if self.hay.line_text(i).trim() != first {
                 continue;
@@ -331,13 +332,52 @@ impl Ctx<'_, '_> {
                 }
             }
             if let Some((_, j)) = best {
-                let shift =
-                    indent_shift(leading_ws(old.lines[0]), leading_ws(self.hay.line_text(i)))
-                        .unwrap_or(Shift::None);
-                spans.push(self.line_span(i, j, old.trailing_newline, shift));
+                match self.block_shift(&old, i, j) {
+                    Some(shift) => spans.push(self.line_span(i, j, old.trailing_newline, shift)),
+                    None if mismatched.is_none() => mismatched = Some((i, j)),
+                    None => {}
+                }
             }
         }
+        // A loose match whose lines moved by different amounts cannot be re-indented by one
+        // shift without changing the file's relative indentation: refuse rather than guess.
+        if let Some((i, j)) = mismatched {
+            if spans.is_empty() || self.edit.replace_all {
+                return Some(Err(EditError::IndentationMismatch {
+                    edit: self.number,
+                    start_line: i + 1,
+                    end_line: j + 1,
+                }));
+            }
+            let (s, e, _) = self.line_span(i, j, old.trailing_newline, Shift::None);
+            spans.push((s, e, None));
+        }
         (!spans.is_empty()).then(|| self.finish(Strategy::BlockAnchor, spans))
+    }
+
+    /// The one indentation shift from `old` to file lines `i..=j` of a block-anchor match,
+    /// judged on the lines that can be paired: the first, the last, and every line between
+    /// when the block has as many lines as `old`. `None` when they moved by different amounts.
+    fn block_shift(&self, old: &OldLines, i: usize, j: usize) -> Option<Shift> {
+        let n = old.lines.len();
+        let mut pairs = vec![(old.lines[0], self.hay.line_text(i))];
+        if j + 1 - i == n {
+            pairs.extend((1..n - 1).map(|k| (old.lines[k], self.hay.line_text(i + k))));
+        }
+        pairs.push((old.lines[n - 1], self.hay.line_text(j)));
+        let mut shift = None;
+        for (o, f) in pairs {
+            if o.trim().is_empty() || f.trim().is_empty() {
+                continue;
+            }
+            let this = indent_shift(leading_ws(o), leading_ws(f))?;
+            match &shift {
+                None => shift = Some(this),
+                Some(s) if *s == this => {}
+                Some(_) => return None,
+            }
+        }
+        Some(shift.unwrap_or(Shift::None))
     }
 
     /// Byte span of file lines `first..=last`, with the last line ending when `old` had one.

@@ -364,6 +364,12 @@ fn prepare_all(files: &[FileEdits]) -> Result<Vec<Prepared>, BatchError> {
     let mut seen: HashMap<PathBuf, usize> = HashMap::new();
     let mut prepared = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
+        // An empty old_string on a missing file means "create it": say to use write rather
+        // than "no such file".
+        validate_edits(&file.edits).map_err(|source| BatchError::Edit {
+            path: file.path.clone(),
+            source,
+        })?;
         let fs_err = |source| BatchError::Fs { source };
         let target = nfs::resolve_symlinks(&file.path).map_err(fs_err)?;
         let (original, read_stamp) = nfs::read_with_stamp(&target).map_err(fs_err)?;

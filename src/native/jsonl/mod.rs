@@ -38,14 +38,16 @@ pub use scan::{Record, SessionBytes};
 #[derive(Debug, thiserror::Error)]
 pub enum JsonlError {
     /// A file-system operation failed.
-    #[error("{op} {path}: {source}")]
+    /// (The OS error is part of the message, not a `source`: an error chain printed with
+    /// `{:#}` would say it twice.)
+    #[error("{op} {path}: {error}")]
     Io {
         /// What was being done ("open", "read", "append to", ...).
         op: &'static str,
         /// The file concerned.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Another live process holds the session's lease.
     #[error("session in use by pid {pid} on {host} (lease {lock_path}); use --fork to continue in a copy, or delete the lease file if that process is gone")]
@@ -67,7 +69,7 @@ impl JsonlError {
         JsonlError::Io {
             op,
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }

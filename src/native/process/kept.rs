@@ -30,6 +30,8 @@ pub struct KeptText {
     pub total_bytes: u64,
     /// Newlines seen in total.
     pub total_lines: u64,
+    /// Bytes of the kept text shown as `\xNN` escapes (invalid UTF-8, control bytes).
+    pub escaped_bytes: usize,
 }
 
 impl Kept {
@@ -80,8 +82,10 @@ impl Kept {
         if !truncated {
             let mut all = self.head;
             all.extend_from_slice(&tail);
+            let (head, escaped_bytes) = visible_text(&all);
             return KeptText {
-                head: visible_text(&all),
+                head,
+                escaped_bytes,
                 tail: String::new(),
                 truncated: false,
                 omitted_bytes: 0,
@@ -93,11 +97,14 @@ impl Kept {
         let head = &self.head[..head_cut(&self.head)];
         let tail = &tail[tail_cut(&tail)..];
         let kept_lines = count_nl(head) + count_nl(tail);
+        let omitted_bytes = self.total - (head.len() + tail.len()) as u64;
+        let ((head, escaped_head), (tail, escaped_tail)) = (visible_text(head), visible_text(tail));
         KeptText {
-            head: visible_text(head),
-            tail: visible_text(tail),
+            head,
+            tail,
+            escaped_bytes: escaped_head + escaped_tail,
             truncated: true,
-            omitted_bytes: self.total - (head.len() + tail.len()) as u64,
+            omitted_bytes,
             omitted_lines: self.lines.saturating_sub(kept_lines),
             total_bytes: self.total,
             total_lines: self.lines,
@@ -108,8 +115,10 @@ impl Kept {
 /// The kept bytes as text: bytes that are not UTF-8 (and control bytes) become visible `\xNN`
 /// escapes, as the tool-result sanitizer writes them, rather than U+FFFD, which would hide what
 /// the program printed.
-fn visible_text(bytes: &[u8]) -> String {
-    crate::native::sanitize::escape(bytes).0.into_owned()
+/// Also returns how many bytes were escaped, so the result can say so.
+fn visible_text(bytes: &[u8]) -> (String, usize) {
+    let (text, escaped) = crate::native::sanitize::escape(bytes);
+    (text.into_owned(), escaped)
 }
 
 fn count_nl(s: &[u8]) -> u64 {

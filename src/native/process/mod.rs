@@ -17,7 +17,7 @@ mod clean;
 mod groups;
 mod kept;
 mod live;
-mod spill;
+pub mod spill;
 
 pub use clean::{clean_all, Cleaner};
 pub use groups::{
@@ -139,6 +139,9 @@ pub struct ProcessResult {
     pub text: String,
     /// Whether `text` is cut.
     pub truncated: bool,
+    /// Bytes of `text` shown as `\xNN` escapes (invalid UTF-8, control bytes): the caller must
+    /// say so, since the tool-result sanitizer sees only clean text afterwards.
+    pub escaped_bytes: usize,
     /// File holding the full raw output, when it outgrew the kept size.
     pub spill_path: Option<PathBuf>,
     /// Why the spill file could not be written, if it could not.
@@ -539,6 +542,7 @@ impl Collector {
             total_bytes: self.raw_total,
             text,
             truncated: kept.truncated,
+            escaped_bytes: kept.escaped_bytes,
             spill_path,
             spill_error,
             background_pids: o.background_pids,

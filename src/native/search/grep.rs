@@ -15,7 +15,7 @@ use ignore::{DirEntry, WalkState};
 use super::glob::PathGlob;
 use super::walk::{self, WalkConfig, WalkIssues};
 use super::{check_root, display_rel, SearchError};
-use crate::native::filetype;
+use crate::native::filetype::{self, FileKind};
 
 /// What [`grep`] collects and [`render_text`] prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,8 +128,11 @@ pub struct GrepResult {
     pub omitted_matches: usize,
     /// Files left out entirely by `head_limit`.
     pub omitted_files: usize,
-    /// Files skipped as binary (known binary extension, or a NUL byte met while searching).
+    /// Files skipped as binary (a NUL byte met while searching).
     pub skipped_binary: usize,
+    /// A file named explicitly as the search path whose content is binary: searched anyway
+    /// (the user asked for it), and said so.
+    pub searched_binary: Option<String>,
     /// Ignored files (by .gitignore etc.) that would match; 0 when `no_ignore`.
     pub ignored_matching_files: usize,
     /// False when the ignored-files pass stopped at `ignored_scan_limit` (making
@@ -213,6 +216,7 @@ pub fn grep(opts: &GrepOptions, cancel: &AtomicBool) -> Result<GrepResult, Searc
         omitted_matches: 0,
         omitted_files: 0,
         skipped_binary: shared.skipped_binary,
+        searched_binary: shared.searched_binary,
         ignored_matching_files,
         ignored_scan_complete,
         issues: shared.issues,
@@ -260,6 +264,7 @@ struct Shared {
     files: Vec<(PathBuf, FileMatches)>,
     seen: Vec<PathBuf>,
     skipped_binary: usize,
+    searched_binary: Option<String>,
     issues: WalkIssues,
 }
 
@@ -281,7 +286,8 @@ impl Job<'_> {
         builder.build_parallel().run(|| {
             let mut worker = Worker {
                 job: self,
-                searcher: new_searcher(self.opts),
+                // Stop at the first NUL: the file is binary and gets counted as skipped.
+                searcher: new_searcher(self.opts, BinaryDetection::quit(b'\x00')),
                 local: Shared::default(),
             };
             Box::new(move |entry| worker.visit(entry))
@@ -316,12 +322,23 @@ impl Worker<'_> {
         if self.job.record_seen {
             self.local.seen.push(path.to_path_buf());
         }
-        if entry.depth() > 0 && filetype::binary_extension_kind(path).is_some() {
-            self.local.skipped_binary += 1;
-            return WalkState::Continue;
-        }
         let mut sink = FileSink::new(self.job.opts, self.job.matcher);
-        if let Err(err) = self.searcher.search_path(self.job.matcher, path, &mut sink) {
+        // A file named explicitly is searched even when binary (and the result says so);
+        // files met on the walk are skipped at their first NUL.
+        let explicit = entry.depth() == 0;
+        let searched = if explicit {
+            if let Ok(FileKind::Binary { kind }) = filetype::detect_file(path) {
+                self.local.searched_binary = Some(kind);
+            }
+            new_searcher(self.job.opts, BinaryDetection::none()).search_path(
+                self.job.matcher,
+                path,
+                &mut sink,
+            )
+        } else {
+            self.searcher.search_path(self.job.matcher, path, &mut sink)
+        };
+        if let Err(err) = searched {
             self.local.issues.record_io(path, &err);
             return WalkState::Continue;
         }
@@ -351,6 +368,9 @@ impl Drop for Worker<'_> {
         shared.files.extend(local.files);
         shared.seen.extend(local.seen);
         shared.skipped_binary += local.skipped_binary;
+        if local.searched_binary.is_some() {
+            shared.searched_binary = local.searched_binary;
+        }
         shared.issues.merge(local.issues);
     }
 }
@@ -370,7 +390,7 @@ fn is_searchable_file(entry: &DirEntry, glob: Option<&PathGlob>, root: &Path) ->
     }
 }
 
-fn new_searcher(opts: &GrepOptions) -> Searcher {
+fn new_searcher(opts: &GrepOptions, binary: BinaryDetection) -> Searcher {
     let context = if opts.output_mode == OutputMode::Content {
         opts.context
     } else {
@@ -381,8 +401,7 @@ fn new_searcher(opts: &GrepOptions) -> Searcher {
         .line_number(true)
         .before_context(context)
         .after_context(context)
-        // Stop at the first NUL: the file is binary and gets counted as skipped.
-        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .binary_detection(binary)
         .build()
 }
 
@@ -597,7 +616,6 @@ impl IgnoredScan<'_> {
         };
         if !is_searchable_file(&entry, self.glob, &self.opts.path)
             || self.seen.contains(entry.path())
-            || filetype::binary_extension_kind(entry.path()).is_some()
         {
             return WalkState::Continue;
         }
@@ -712,6 +730,12 @@ pub fn render_notes(result: &GrepResult) -> Vec<String> {
     }
     if result.skipped_binary > 0 {
         notes.push(format!("{} binary files skipped", result.skipped_binary));
+    }
+    if let Some(kind) = &result.searched_binary {
+        notes.push(format!(
+            "{} is binary ({kind}); searched it anyway because it was named, so matched lines may hold escaped bytes",
+            result.root.display()
+        ));
     }
     if result.issues.total() > 0 {
         notes.push(format!(

@@ -1,6 +1,7 @@
 -- print: `fen -p "task"`. The final answer goes to stdout; progress lines go to stderr as they
 -- happen (`tool> run read README.md`, `tool> ok read README.md (42 lines, 3.1KB)`, retries,
--- a heartbeat while a long answer streams).
+-- a heartbeat while a long answer streams), and at the end of the turn the tokens it used
+-- (`tokens> input N, output N, cache read N, cache write N`, summed over its model calls).
 -- Exit status: 0 on a normal stop, 1 on error, 130 when cancelled.
 local rows = require("fen.lib.rows")
 
@@ -17,13 +18,28 @@ return function(api)
   local beat, streamed = nil, 0
   api.on("llm-start", function() beat, streamed = os.time(), 0 end)
   api.on("assistant-text-delta", function(ev)
-    streamed = streamed + #ev.delta
+    -- Characters, as the heartbeat says (not bytes).
+    streamed = streamed + (utf8.len(ev.delta) or #ev.delta)
     local now = os.time()
     if beat and now > beat then
       beat = now
       progress(string.format("... streaming (%d chars)", streamed))
     end
   end)
+  -- Token use of the turn, summed over its model calls.
+  local used = nil
+  api.on("llm-end", function(ev)
+    local u = ev.message and ev.message.usage
+    if type(u) ~= "table" then return end
+    used = used or { input = 0, output = 0, cache_read = 0, cache_write = 0 }
+    for k in pairs(used) do used[k] = used[k] + (tonumber(u[k]) or 0) end
+  end)
+  local function report_tokens()
+    if used then
+      progress(string.format("tokens> input %d, output %d, cache read %d, cache write %d",
+        used.input, used.output, used.cache_read, used.cache_write))
+    end
+  end
   api.on("provider-retry", function(ev)
     progress(string.format("retry> attempt %d/%d failed (%s); retrying in %.1fs", ev.attempt, ev.max_attempts, ev.reason, ev.delay_ms / 1000))
   end)
@@ -33,6 +49,7 @@ return function(api)
     run = function(ctx)
       active = true
       local r = api.turn.submit(ctx.prompt or "")
+      report_tokens()
       if r.status == "ok" then
         io.stdout:write(r.text or "", "\n")
         io.stdout:flush()

@@ -1,7 +1,9 @@
 -- stdio: a line REPL (`fen` until the TUI exists, and whenever stdin or stdout is not a
 -- terminal). Prefixes: `you>` (the prompt, on a terminal), `ai>` streamed answer text,
 -- `tool>` tool rows, `info>` and `err>` notices. Lines starting with `/` run commands
--- (/help lists them). Ctrl-C cancels a running turn; Ctrl-D (end of input) quits.
+-- (/help lists them). Ctrl-C cancels a running turn; Ctrl-D (end of input), /quit and /exit
+-- quit. On a terminal the line is edited with the cursor keys and Up/Down walk the history
+-- (fen.native.line); without one, escape sequences in the input are dropped, never sent.
 local native = require("fen.native")
 local rows = require("fen.lib.rows")
 
@@ -45,17 +47,29 @@ return function(api)
     name = "stdio",
     run = function(ctx)
       active = true
-      local interactive = native.term.isatty(0)
-      if interactive then out("fen " .. native.version .. ": type a task, /help for commands, Ctrl-D to quit\n") end
+      local line_in = native.line
+      local interactive = line_in.interactive()
+      if interactive then out("fen " .. native.version .. ": type a task, /help for commands, Ctrl-D or /quit to quit\n") end
       local first = ctx.prompt ~= "" and ctx.prompt or nil
+      local after_turn = false
       while true do
         local line = first
         first = nil
         if not line then
-          if interactive then out("you> ") end
-          line = native.term.read_line()
+          -- What was typed while the turn ran waits in the terminal: say so before it runs.
+          if interactive and after_turn and line_in.pending() then
+            out("info> a line typed during the turn was queued; it runs now\n")
+          end
+          after_turn = false
+          local removed
+          line, removed = line_in.read(interactive and "you> " or "")
+          -- (On a terminal the line editor ends the prompt line itself at Ctrl-D.)
+          if not line then break end
+          if (removed or 0) > 0 then
+            out(string.format("info> %d escape sequence(s) removed from the input (arrow keys edit the line only on a terminal)\n", removed))
+          end
         end
-        if not line then break end
+        if line:match("^%s*/quit%s*$") or line:match("^%s*/exit%s*$") then break end
         if line:match("^%s*/") then
           local text, err = api.kernel.run_command(line)
           if err then
@@ -65,6 +79,7 @@ return function(api)
           end
         elseif not line:match("^%s*$") then
           local r = api.turn.submit(line, { when_busy = "steering" })
+          after_turn = true
           end_stream()
           if r.status == "error" then
             out("err> " .. (r.error or "the turn failed") .. "\n")

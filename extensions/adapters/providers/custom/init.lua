@@ -2,7 +2,8 @@
 -- OpenRouter, any OpenAI- or Anthropic-compatible endpoint):
 --   {"providers": {"NAME": {"api": "openai-completions" | "openai-responses" | "anthropic-messages",
 --     "base_url": "http://127.0.0.1:11434/v1", "api_key": "LITERAL or ENV_NAME", "headers": {...},
---     "models": [{"id": "...", "context_window": N, "max_output_tokens": N, "reasoning": bool}]}}}
+--     "models": [{"id": "...", "context_window": N, "max_output_tokens": N, "reasoning": bool,
+--                 "input": ["text", "image"]}]}}}  (`input` without "image": images become a note)
 -- pi's and the original fen's camelCase spellings (baseUrl, apiKey) are read too. A name that
 -- matches a built-in provider replaces it (the built-ins check fen.lib.models and stand back).
 
@@ -23,7 +24,7 @@ return function(api)
     local compat = p.compat or {}
     local spec = wire.spec(api, kind, {
       name = name, base_url = base, base_url_override = base, api_key = p.api_key or p.apiKey,
-      headers = p.headers, key_env = nil,
+      headers = p.headers, key_env = nil, models = p.models,
       max_tokens_field = compat.max_tokens_field or compat.maxTokensField or "max_tokens",
     })
     spec.models = p.models

@@ -51,7 +51,9 @@ return function(api)
   function backend.open_existing(path, opts)
     local writer, err = store.open(path)
     if not writer then error(err, 0) end
-    return { path = path, writer = writer, states = {}, ids = setmetatable({}, { __mode = "k" }) }
+    -- The id until load reads it from the header: the one in the file name.
+    local id = path:match("_([%x%-]+)%.jsonl$")
+    return { path = path, id = id, writer = writer, states = {}, ids = setmetatable({}, { __mode = "k" }) }
   end
 
   function backend.append(session, message)
@@ -103,7 +105,10 @@ return function(api)
       }
     end
     for _, rec in ipairs(r.records) do
-      if rec.type == "message" and type(rec.message) == "table" then
+      if rec.type == "session" and rec.id then
+        -- The header names the session (what /resume and api.session.info report).
+        session.id = session.id or rec.id
+      elseif rec.type == "message" and type(rec.message) == "table" then
         messages[#messages + 1] = rec.message
         session.last_id = rec.id
         session.ids[rec.message] = rec.id

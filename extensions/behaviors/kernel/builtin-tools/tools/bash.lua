@@ -42,6 +42,10 @@ return function(api)
       if not r then return util.fail("error: " .. err) end
       local parts = {}
       if r.text ~= "" then parts[#parts + 1] = (r.text:gsub("\n$", "")) end
+      if (r.escaped_bytes or 0) > 0 then
+        -- The bytes were escaped before the result sanitizer saw them: say so here.
+        parts[#parts + 1] = string.format("[fen: output sanitized: %s escaped as \\xNN]", util.plural(r.escaped_bytes, "byte"))
+      end
       if r.spill_path and not r.text:find(r.spill_path, 1, true) then
         parts[#parts + 1] = string.format("[fen: full output (%s) saved to %s]", native.truncate.human_bytes(r.total_bytes), r.spill_path)
       end
@@ -64,7 +68,7 @@ return function(api)
       local details = {
         command = args.command, exit_code = r.exit_code, signal = r.signal, timed_out = r.timed_out,
         cancelled = r.cancelled, duration_ms = r.duration_ms, bytes = r.total_bytes,
-        truncated = r.truncated, spill_path = r.spill_path, background_pids = r.background_pids,
+        truncated = r.truncated, escaped_bytes = r.escaped_bytes, spill_path = r.spill_path, background_pids = r.background_pids,
       }
       local text = table.concat(parts, "\n")
       if failed then return util.fail(text, details) end

@@ -4,10 +4,24 @@ local util = require("util")
 
 local DESCRIPTION = [[Read files. Returns numbered lines (`cat -n` style).
 Shapes: {path, offset?, limit?} for one file, or {paths: [...]} for several at once, each entry a path string or {path, offset, limit}.
-offset is the 1-based first line (default 1); limit the number of lines (default 2000). Output is capped at 2000 lines and 50 KB per file; a truncated read ends with the exact offset to continue from. Lines longer than 2000 characters are clipped. A directory lists its entries; binary files are reported (type and size), not dumped. Prefer one call with `paths` over several calls.]]
+offset is the 1-based first line (default 1); limit the number of lines (default 2000). Output is capped at 2000 lines and 50 KB per file; a truncated read ends with the exact offset to continue from. Lines longer than 2000 characters are clipped. A directory lists its entries; PNG, JPEG, GIF and WebP images are returned as images you can see (scaled to fit 2000x2000); other binary files are reported (type and size), not dumped. Prefer one call with `paths` over several calls.]]
 
+local MIME_NAME = { ["image/png"] = "PNG", ["image/jpeg"] = "JPEG", ["image/gif"] = "GIF", ["image/webp"] = "WebP" }
+
+--- The text that goes with an image block.
+local function image_note(path, r)
+  local note = string.format("image file %s: %s, %dx%d, %d bytes", path, MIME_NAME[r.mime_type] or r.mime_type,
+    r.original_width, r.original_height, r.size)
+  if r.width ~= r.original_width or r.height ~= r.original_height or r.bytes ~= r.size then
+    note = note .. string.format("\n[fen: image resized to %dx%d (%s, %d bytes) to fit 2000x2000 and 3.75 MB]",
+      r.width, r.height, MIME_NAME[r.mime_type] or r.mime_type, r.bytes)
+  end
+  return note
+end
+
+--- Returns text, details and, for an image, its image block.
 local function read_one(req)
-  local r, err = native.fs.read(req.path, { offset = req.offset, limit = req.limit, numbered = true })
+  local r, err = native.fs.read(req.path, { offset = req.offset, limit = req.limit, numbered = true, images = true })
   if not r then
     return nil, err
   end
@@ -21,8 +35,15 @@ local function read_one(req)
     return string.format("%s is a directory; its entries:\n%s", req.path, listing),
       { path = req.path, kind = "directory", entries = l.total }
   end
+  if r.kind == "image" then
+    return image_note(req.path, r),
+      { path = req.path, kind = "image", bytes = r.size, mime_type = r.mime_type, width = r.width, height = r.height,
+        original_width = r.original_width, original_height = r.original_height },
+      { type = "image", data = r.data, mime_type = r.mime_type }
+  end
   if r.kind == "binary" then
-    return string.format("binary file, %d bytes, %s: %s (not shown as text)", r.size, r.binary_kind, req.path),
+    local why = r.image_error and string.format(" [fen: %s]", r.image_error) or ""
+    return string.format("binary file, %d bytes, %s: %s (not shown as text)%s", r.size, r.binary_kind, req.path, why),
       { path = req.path, kind = "binary", bytes = r.size, binary_kind = r.binary_kind }
   end
   local details = {
@@ -97,8 +118,11 @@ return function()
         if not args.path then
           return util.fail("error: read needs a path (or paths for several files)")
         end
-        local text, details = read_one(args)
+        local text, details, image = read_one(args)
         if not text then return util.fail("error: " .. details) end
+        if image then
+          return { content = { { type = "text", text = text }, image }, is_error = false, details = details }
+        end
         return util.ok(text, details)
       end
       if #args.paths == 0 then
@@ -109,13 +133,14 @@ return function()
       local blocks, files, failed = {}, {}, 0
       for _, entry in ipairs(args.paths) do
         local req = type(entry) == "string" and { path = entry } or entry
-        local text, details = read_one(req)
+        local text, details, image = read_one(req)
         if not text then
           failed = failed + 1
           text = "error: " .. details
           details = { path = req.path, error = true }
         end
         blocks[#blocks + 1] = { type = "text", text = string.format("==> %s <==\n%s", req.path, text) }
+        if image then blocks[#blocks + 1] = image end
         files[#files + 1] = details
       end
       return { content = blocks, is_error = failed == #args.paths, details = { files = files, failed = failed } }

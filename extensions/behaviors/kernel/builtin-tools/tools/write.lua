@@ -19,6 +19,9 @@ return function()
       required = { "path", "content" },
     },
     execute = function(args)
+      if args.path == "" then
+        return util.fail("error: path is empty; give the path of the file to write")
+      end
       local r, err = native.fs.write(args.path, args.content)
       if not r then return util.fail("error: " .. err) end
       local what = r.created and "new file"

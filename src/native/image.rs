@@ -1,0 +1,196 @@
+//! Images for the `read` tool: a PNG, JPEG, GIF or WebP (recognised by content) becomes an
+//! image a model can take. One that fits [`MAX_DIMENSION`] on both sides and [`MAX_BYTES`] goes
+//! as it is (only its header is read, for the dimensions); a larger one is decoded, scaled down
+//! to fit (aspect ratio kept) and encoded again: JPEG stays JPEG, the others become PNG, and
+//! when that is still over [`MAX_BYTES`] it becomes JPEG, halved until it fits. Pure Rust and
+//! blocking (decoding a big image takes milliseconds to seconds): callers run it off the Lua
+//! thread.
+
+use std::io::Cursor;
+
+use base64::Engine as _;
+use image::{DynamicImage, GenericImageView, ImageFormat, ImageReader};
+
+use super::filetype;
+
+/// Longest side sent to a model (what pi and the providers' own limits settle on).
+pub const MAX_DIMENSION: u32 = 2000;
+/// Largest encoded image sent (Anthropic refuses images over 5 MB; base64 adds a third).
+pub const MAX_BYTES: usize = 3_750_000;
+/// JPEG quality of re-encoded images.
+const JPEG_QUALITY: u8 = 85;
+
+/// An image ready for a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub mime_type: &'static str,
+    /// The image file's bytes, base64 (standard alphabet, padded).
+    pub data: String,
+    /// Size of what is sent, before base64.
+    pub bytes: usize,
+    pub width: u32,
+    pub height: u32,
+    /// Dimensions of the file as read (equal to `width`/`height` unless resized).
+    pub original_width: u32,
+    pub original_height: u32,
+}
+
+impl PreparedImage {
+    /// Whether the image was scaled down or re-encoded.
+    pub fn resized(&self) -> bool {
+        (self.width, self.height) != (self.original_width, self.original_height)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("not a PNG, JPEG, GIF or WebP image")]
+    NotAnImage,
+    #[error("the {format} image could not be decoded: {message}")]
+    Decode {
+        format: &'static str,
+        message: String,
+    },
+    #[error("the image could not be encoded again after resizing: {0}")]
+    Encode(String),
+}
+
+/// Prepares `bytes` (a whole image file) for a model; see the module documentation.
+pub fn prepare(bytes: &[u8]) -> Result<PreparedImage, ImageError> {
+    let mime_type = filetype::image_mime(bytes).ok_or(ImageError::NotAnImage)?;
+    let format = match mime_type {
+        "image/png" => ImageFormat::Png,
+        "image/jpeg" => ImageFormat::Jpeg,
+        "image/gif" => ImageFormat::Gif,
+        _ => ImageFormat::WebP,
+    };
+    let decode_err = |e: image::ImageError| ImageError::Decode {
+        format: format_name(format),
+        message: e.to_string(),
+    };
+    let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
+        .into_dimensions()
+        .map_err(decode_err)?;
+    if width <= MAX_DIMENSION && height <= MAX_DIMENSION && bytes.len() <= MAX_BYTES {
+        return Ok(PreparedImage {
+            mime_type,
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            bytes: bytes.len(),
+            width,
+            height,
+            original_width: width,
+            original_height: height,
+        });
+    }
+    let decoded = image::load_from_memory_with_format(bytes, format).map_err(decode_err)?;
+    let mut side = MAX_DIMENSION;
+    let mut as_jpeg = format == ImageFormat::Jpeg;
+    // Each pass either fits or tries smaller: at most a handful.
+    loop {
+        let scaled = fit(&decoded, side);
+        let encoded = encode(&scaled, as_jpeg)?;
+        if encoded.len() <= MAX_BYTES || side <= 250 {
+            let (w, h) = scaled.dimensions();
+            return Ok(PreparedImage {
+                mime_type: if as_jpeg { "image/jpeg" } else { "image/png" },
+                data: base64::engine::general_purpose::STANDARD.encode(&encoded),
+                bytes: encoded.len(),
+                width: w,
+                height: h,
+                original_width: width,
+                original_height: height,
+            });
+        }
+        if as_jpeg {
+            side /= 2;
+        }
+        as_jpeg = true;
+    }
+}
+
+fn format_name(format: ImageFormat) -> &'static str {
+    match format {
+        ImageFormat::Png => "PNG",
+        ImageFormat::Jpeg => "JPEG",
+        ImageFormat::Gif => "GIF",
+        _ => "WebP",
+    }
+}
+
+/// The image scaled down (never up) so both sides are at most `side`.
+fn fit(img: &DynamicImage, side: u32) -> DynamicImage {
+    let (w, h) = img.dimensions();
+    if w <= side && h <= side {
+        return img.clone();
+    }
+    // Triangle: a clean downscale at a fraction of Lanczos's cost.
+    img.resize(side, side, image::imageops::FilterType::Triangle)
+}
+
+fn encode(img: &DynamicImage, as_jpeg: bool) -> Result<Vec<u8>, ImageError> {
+    let mut out = Cursor::new(Vec::new());
+    let result = if as_jpeg {
+        // JPEG has no alpha channel.
+        let rgb = DynamicImage::ImageRgb8(img.to_rgb8());
+        rgb.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut out,
+            JPEG_QUALITY,
+        ))
+    } else {
+        img.write_to(&mut out, ImageFormat::Png)
+    };
+    result.map_err(|e| ImageError::Encode(e.to_string()))?;
+    Ok(out.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = image::RgbaImage::from_fn(w, h, |x, y| {
+            image::Rgba([(x % 256) as u8, (y % 256) as u8, 7, 255])
+        });
+        let mut out = Cursor::new(Vec::new());
+        DynamicImage::ImageRgba8(img)
+            .write_to(&mut out, ImageFormat::Png)
+            .unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn a_small_image_goes_unchanged() {
+        let bytes = png(1, 1);
+        let p = prepare(&bytes).unwrap();
+        assert_eq!((p.mime_type, p.width, p.height), ("image/png", 1, 1));
+        assert!(!p.resized());
+        let back = base64::engine::general_purpose::STANDARD
+            .decode(&p.data)
+            .unwrap();
+        assert_eq!(back, bytes);
+    }
+
+    #[test]
+    fn a_large_image_is_scaled_to_fit_2000() {
+        let p = prepare(&png(3000, 40)).unwrap();
+        assert_eq!((p.width, p.height), (2000, 27));
+        assert_eq!((p.original_width, p.original_height), (3000, 40));
+        assert_eq!(p.mime_type, "image/png");
+        let back = base64::engine::general_purpose::STANDARD
+            .decode(&p.data)
+            .unwrap();
+        let img = image::load_from_memory(&back).unwrap();
+        assert_eq!(img.dimensions(), (2000, 27));
+    }
+
+    #[test]
+    fn a_broken_image_is_an_error_not_a_panic() {
+        let err = prepare(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap_err();
+        assert!(
+            err.to_string().contains("PNG image could not be decoded"),
+            "{err}"
+        );
+        assert!(matches!(prepare(b"text"), Err(ImageError::NotAnImage)));
+    }
+}
