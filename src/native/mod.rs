@@ -9,6 +9,7 @@ pub mod jsonl;
 pub mod plain_deltas;
 pub mod process;
 pub mod read;
+pub mod sandbox;
 pub mod sanitize;
 pub mod search;
 pub mod sse;
