@@ -1,8 +1,15 @@
 //! bubblewrap tier: the `bwrap` argument list for one command. Read-only `/`, fresh `/dev` and
 //! `/proc`, read-write binds of the writable roots, read-only re-binds of git metadata and
 //! carve-outs inside them, secrets masked (empty tmpfs over directories, `/dev/null` over
-//! files), new pid namespace and session, optional new network namespace. Every bind target
-//! already exists, so bwrap never has to create a mount point in the user's tree.
+//! files), new pid namespace, optional new network namespace. Every bind target already
+//! exists, so bwrap never has to create a mount point in the user's tree.
+//!
+//! No `--new-session`: fen already starts bwrap in a new session without a controlling
+//! terminal (the TIOCSTI escape `--new-session` guards against needs one), and a bwrap session
+//! would take the sandbox out of fen's process group, so a timeout or cancel that signals
+//! bwrap before it armed `--die-with-parent` left the command running (seen in tests). Kept in
+//! the group, the pid namespace's init dies with the group kill and takes every process of the
+//! namespace with it, `setsid` escapees included.
 
 use std::ffi::OsString;
 use std::fs;
@@ -84,11 +91,7 @@ pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
         }
     }
 
-    push(&[
-        "--unshare-pid".as_ref(),
-        "--new-session".as_ref(),
-        "--die-with-parent".as_ref(),
-    ]);
+    push(&["--unshare-pid".as_ref(), "--die-with-parent".as_ref()]);
     if !policy.network {
         push(&["--unshare-net".as_ref()]);
     }

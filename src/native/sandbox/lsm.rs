@@ -134,6 +134,9 @@ impl Prepared {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
+        if libc::geteuid() == 0 {
+            drop_capabilities()?;
+        }
         if let Some(fd) = &self.ruleset {
             if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
                 return Err(io::Error::last_os_error());
@@ -156,6 +159,55 @@ impl Prepared {
         }
         Ok(())
     }
+}
+
+/// Run by root, a command would keep every capability: CAP_SYS_PTRACE lets it read other
+/// processes' memory and environment past Landlock (seen on Linux 6.18), CAP_SYS_MODULE load
+/// kernel code. Empties the bounding set (so exec cannot give them back), the ambient set and
+/// the current sets, like bubblewrap's `--cap-drop ALL`. Raw syscalls only.
+unsafe fn drop_capabilities() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // Capabilities past the kernel's last one fail with EINVAL; that is the end of the list.
+    for cap in 0..64 {
+        if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+            if *libc::__errno_location() == libc::EINVAL {
+                break;
+            }
+            return Err(io::Error::last_os_error());
+        }
+    }
+    libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    );
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    if libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// A Landlock rule for `p` with `access` narrowed to what applies to its file type; `None`

@@ -127,7 +127,6 @@ fn trial_bwrap(bwrap: &Path) -> Result<(), String> {
             "/proc",
             "--unshare-pid",
             "--unshare-net",
-            "--new-session",
             "--die-with-parent",
             "--",
             "true",
