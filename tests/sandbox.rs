@@ -793,6 +793,13 @@ async fn build_and_test_workflows_work_inside() {
             "pub fn add(a: i32, b: i32) -> i32 { a + b }\n#[cfg(test)]\nmod t { #[test] fn adds() { assert_eq!(super::add(2, 2), 4); } }\n",
         )
         .unwrap();
+        // The workspace itself is an npm package: `~/.npm` becomes a writable root and is
+        // created (missing in this HOME) before the command runs.
+        std::fs::write(
+            ws.join("package.json"),
+            "{\"name\":\"root\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"node -e \\\"require('fs').writeFileSync(require('os').homedir()+'/.npm/probe','x')\\\"\"}}\n",
+        )
+        .unwrap();
         // A tiny npm package.
         std::fs::create_dir_all(ws.join("pkg")).unwrap();
         std::fs::write(
@@ -846,6 +853,10 @@ async fn build_and_test_workflows_work_inside() {
                 "cd crate && cargo test --offline -q",
             ),
             ("npm test", "cd pkg && npm test --silent"),
+            (
+                "npm test at the root, writing the ~/.npm cache",
+                "npm test --silent && test -f $HOME/.npm/probe",
+            ),
             ("python tests", py_cmd),
             ("make", "cd c && make -s test"),
             (

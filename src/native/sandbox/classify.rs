@@ -15,6 +15,8 @@ pub enum Boundary {
     Write(PathBuf),
     /// A write to a path the sandbox keeps read-only inside a root (git metadata, `.fen`).
     Protected(PathBuf),
+    /// A read of a secret the sandbox hides (`~/.ssh`, fen's credentials, ...).
+    Secret(PathBuf),
     /// A write refused with no path in the message.
     WriteUnknown,
     /// Network access with the network off.
@@ -43,6 +45,11 @@ impl Blocked {
             Boundary::Protected(p) => format!(
                 "sandbox: {} is kept read-only (git metadata and fen settings are protected \
                  inside the workspace); rerun outside the sandbox if this write is intended",
+                p.display()
+            ),
+            Boundary::Secret(p) => format!(
+                "sandbox: {} is hidden from sandboxed commands (secrets such as ~/.ssh and \
+                 fen's credentials); rerun outside the sandbox if the command really needs it",
                 p.display()
             ),
             Boundary::WriteUnknown => "sandbox: a write outside the writable roots was blocked; \
@@ -117,6 +124,7 @@ pub fn classify(policy: &SandboxPolicy, exit_code: Option<i32>, tail: &str) -> O
         }
         let path = paths_in(line).into_iter().next();
         let boundary = match path {
+            Some(p) if policy.hidden.iter().any(|h| p.starts_with(h)) => Boundary::Secret(p),
             Some(p) if !policy.is_writable(&p) => Boundary::Write(p),
             Some(p) if is_protected(policy, &p) => Boundary::Protected(p),
             // EACCES inside a root is the file's own permissions, not the sandbox.
@@ -233,6 +241,10 @@ mod tests {
             )))
         );
         assert_eq!(boundary("cat: /w/secret: Permission denied"), None);
+        assert_eq!(
+            boundary("cat: /home/u/.ssh/id_rsa: Permission denied"),
+            Some(Boundary::Secret(PathBuf::from("/home/u/.ssh/id_rsa")))
+        );
         assert_eq!(boundary("error: test failed"), None);
         assert_eq!(
             classify(

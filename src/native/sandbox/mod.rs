@@ -81,6 +81,9 @@ pub enum Launch {
 /// Prepares one launch: walks the roots (bubblewrap) or builds the ruleset (Landlock). Blocking
 /// file system work; run it off the async thread.
 pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxError> {
+    if sandbox.tier != Tier::None {
+        create_cache_roots(&sandbox.policy);
+    }
     match sandbox.tier {
         Tier::None if sandbox.required => Err(SandboxError::Unavailable(unavailable_reason())),
         Tier::None => Ok(Launch::Unsandboxed),
@@ -109,6 +112,17 @@ pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxE
         Tier::Landlock => Err(SandboxError::Unavailable(
             "Landlock exists only on Linux".into(),
         )),
+    }
+}
+
+/// Creates missing package-cache roots (`~/.npm`, `~/.cache/pip`, ...): HOME is read-only
+/// inside the sandbox, so a tool could not create its cache on first use there (codex #10612,
+/// npm failing on `~/.npm/_logs`). Only these well-known cache directories; best effort.
+fn create_cache_roots(policy: &SandboxPolicy) {
+    for r in &policy.writable_roots {
+        if r.kind == RootKind::Cache && !r.path.exists() {
+            let _ = std::fs::create_dir_all(&r.path);
+        }
     }
 }
 
