@@ -1,4 +1,5 @@
-//! Landlock tier: a Landlock ruleset (read everywhere except the secrets, write only in the
+//! Landlock tier: a Landlock ruleset (list every directory, read files everywhere except the
+//! secrets, write only in the
 //! writable roots and a few device nodes; no TCP bind/connect and no abstract-socket or signal
 //! escape when the kernel's ABI has them), a seccomp filter refusing every socket family but
 //! AF_UNIX (and io_uring, which can open sockets) with EACCES when the network is off, and
@@ -83,6 +84,12 @@ impl Prepared {
             .iter()
             .flat_map(|h| std::iter::once(h.clone()).chain(fs::canonicalize(h).ok()))
             .collect();
+        // Listing directories is allowed everywhere (so `ls /` and `ls ~` work on the way to a
+        // hidden secret); reading and executing files only outside the secrets. A secret's
+        // name can be listed, its content not.
+        if let Some(rule) = rule(Path::new("/"), AccessFs::ReadDir.into()) {
+            created = created.add_rule(rule).map_err(|e| ll(&e))?;
+        }
         let mut readable = Vec::new();
         read_rules(Path::new("/"), &hidden, &mut readable, 0);
         for p in &readable {
