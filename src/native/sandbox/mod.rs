@@ -61,6 +61,28 @@ impl Sandbox {
     }
 }
 
+/// Reads the environment-dependent inputs (kept out of the pure [`SandboxPolicy::build`]):
+/// `HOME`, `TMPDIR`, and fen's configuration directory (`$XDG_CONFIG_HOME/fen`, else
+/// `~/.config/fen`, matching `extensions/lib/models.lua`). Settings fields stay empty.
+pub fn inputs_from_env(workspace: PathBuf) -> PolicyInputs {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let config_dir = var("XDG_CONFIG_HOME")
+        .map(|c| c.join("fen"))
+        .or_else(|| home.as_ref().map(|h| h.join(".config/fen")));
+    PolicyInputs {
+        workspace,
+        home,
+        tmpdir: var("TMPDIR"),
+        config_dir,
+        ..Default::default()
+    }
+}
+
 /// How `process::run` must start the shell.
 #[derive(Debug, Clone)]
 pub enum Launch {
