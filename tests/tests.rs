@@ -2,7 +2,7 @@
 //! file, and shared helpers (`common`, `support`, `tools_support`) compiled once. Files that
 //! change process-global state (environment variables, every live process group) stay
 //! separate targets in Cargo.toml: native_http_proxy, native_sanitize, native_process_exit,
-//! jsonl_kill.
+//! jsonl_kill, sandbox.
 
 mod common;
 mod support;

@@ -14,6 +14,7 @@ pub mod line;
 pub mod plain_deltas;
 pub mod process;
 pub mod read;
+pub mod sandbox;
 pub mod sanitize;
 pub mod search;
 pub mod sse;

@@ -41,6 +41,7 @@ use tokio::process::{Child, Command};
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
+use crate::native::sandbox::{self, Launch, Sandbox, SandboxError};
 use live::LiveBuf;
 use spill::Spill;
 
@@ -97,6 +98,8 @@ pub struct ProcessSpec {
     pub spill_dir: Option<PathBuf>,
     /// Minimum time between two live-output callbacks.
     pub live_interval: Duration,
+    /// OS sandbox to run the command in; `None`: unsandboxed.
+    pub sandbox: Option<Sandbox>,
 }
 
 impl ProcessSpec {
@@ -116,6 +119,7 @@ impl ProcessSpec {
             tail_bytes: 32 * 1024,
             spill_dir: None,
             live_interval: Duration::from_millis(100),
+            sandbox: None,
         }
     }
 }
@@ -187,6 +191,9 @@ pub enum ProcessError {
         /// The underlying error.
         source: io::Error,
     },
+    /// The sandbox could not be set up (or is required and unavailable); nothing ran.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     /// Waiting for the shell failed; its group was killed.
     #[error("lost track of the command ({0}); its process group was killed, run it again")]
     Wait(#[source] io::Error),
@@ -214,10 +221,21 @@ pub async fn run(
         .shell
         .clone()
         .unwrap_or_else(|| default_shell().to_path_buf());
+    let launch = match &spec.sandbox {
+        None => Launch::Unsandboxed,
+        Some(sb) => {
+            let (sb, cwd) = (sb.clone(), spec.cwd.clone());
+            tokio::task::spawn_blocking(move || sandbox::prepare(&sb, cwd.as_deref()))
+                .await
+                .map_err(|e| {
+                    SandboxError::Unavailable(format!("sandbox preparation panicked: {e}"))
+                })??
+        }
+    };
     let (read_fd, write_fd) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| ProcessError::Pipe(e.into()))?;
     let _ = fcntl(&read_fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
-    let mut child = spawn(&spec, &shell, write_fd)?;
+    let mut child = spawn(&spec, &shell, &launch, write_fd)?;
     let Some(pgid) = child.id().map(|p| p as i32) else {
         return Err(ProcessError::Wait(io::Error::other(
             "the shell exited before it could be tracked",
@@ -398,14 +416,23 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Starts the shell in a new session with both output streams on `write_fd`.
+/// Starts the shell in a new session with both output streams on `write_fd`, inside the
+/// sandbox `launch` describes.
 fn spawn(
     spec: &ProcessSpec,
     shell: &Path,
+    launch: &Launch,
     write_fd: std::os::fd::OwnedFd,
 ) -> Result<Child, ProcessError> {
     let stderr_fd = write_fd.try_clone().map_err(ProcessError::Pipe)?;
-    let mut cmd = Command::new(shell);
+    let mut cmd = match launch {
+        Launch::Bubblewrap { bwrap, args } => {
+            let mut c = Command::new(bwrap);
+            c.args(args).arg(shell);
+            c
+        }
+        _ => Command::new(shell),
+    };
     cmd.arg("-c")
         .arg(&spec.command)
         .stdin(Stdio::null())
@@ -424,6 +451,20 @@ fn spawn(
     unsafe {
         cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
     }
+    #[cfg(target_os = "linux")]
+    if let Launch::Landlock(prepared) = launch {
+        let prepared = prepared.clone();
+        // SAFETY: `apply` makes only raw syscalls (prctl, landlock_restrict_self, seccomp) on
+        // a ruleset fd and a filter built before the fork; it allocates nothing. A failure
+        // aborts the spawn, so the command never runs unsandboxed.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+    }
+    let shell = match launch {
+        Launch::Bubblewrap { bwrap, .. } => bwrap.as_path(),
+        _ => shell,
+    };
     let child = cmd.spawn().map_err(|source| ProcessError::Spawn {
         shell: shell.to_path_buf(),
         source,

@@ -1,0 +1,164 @@
+//! OS sandbox for the shell commands fen runs (Linux): a policy (writable roots, network,
+//! secrets), tier detection (bubblewrap, else Landlock + seccomp, else none), the per-command
+//! launch preparation used by `native::process`, and the classifier that tells a sandbox
+//! denial from an ordinary failure. Pure Rust, no Lua.
+//!
+//! Flow: build a [`SandboxPolicy`] from settings and the environment (the caller reads both),
+//! pick a tier ([`detect`]), put a [`Sandbox`] in `ProcessSpec::sandbox`; `process::run` calls
+//! [`prepare`] off the async thread and wraps or restricts the shell; after a failure,
+//! [`classify`] says whether the sandbox caused it.
+
+mod bwrap;
+pub mod classify;
+pub mod git;
+#[cfg(target_os = "linux")]
+mod lsm;
+pub mod policy;
+mod tier;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use bwrap::{args as bwrap_args, BwrapArgs};
+pub use classify::{classify, Blocked, Boundary};
+pub use policy::{PolicyInputs, RootKind, SandboxPolicy, WritableRoot};
+pub use tier::{detect, find_on_path, landlock_abi, probe, Tier, TierInfo};
+
+/// Why a sandboxed command cannot be launched.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SandboxError {
+    /// The requested tier is not available (or none is and the sandbox is required).
+    #[error("sandbox required but unavailable: {0}; install bubblewrap (apt-get install bubblewrap) or use a kernel with Landlock (5.13+), or set sandbox.required = false to run unsandboxed")]
+    Unavailable(String),
+    /// The Landlock ruleset could not be built.
+    #[error("cannot build the Landlock sandbox: {0}")]
+    Landlock(String),
+    /// The seccomp filter could not be built.
+    #[error("cannot build the seccomp network filter: {0}")]
+    Seccomp(String),
+}
+
+/// The sandbox a command runs in.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    /// What the command may do.
+    pub policy: Arc<SandboxPolicy>,
+    /// The mechanism; `Tier::None` runs unsandboxed unless `required`.
+    pub tier: Tier,
+    /// Refuse to run when `tier` is `None` (never fail open).
+    pub required: bool,
+}
+
+impl Sandbox {
+    /// `policy` in the best tier of this machine ([`detect`]).
+    pub fn detected(policy: SandboxPolicy, required: bool) -> Self {
+        Self {
+            policy: Arc::new(policy),
+            tier: detect().tier,
+            required,
+        }
+    }
+}
+
+/// Reads the environment-dependent inputs (kept out of the pure [`SandboxPolicy::build`]):
+/// `HOME`, `TMPDIR`, and fen's configuration directory (`$XDG_CONFIG_HOME/fen`, else
+/// `~/.config/fen`, matching `extensions/lib/models.lua`). Settings fields stay empty.
+pub fn inputs_from_env(workspace: PathBuf) -> PolicyInputs {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let config_dir = var("XDG_CONFIG_HOME")
+        .map(|c| c.join("fen"))
+        .or_else(|| home.as_ref().map(|h| h.join(".config/fen")));
+    PolicyInputs {
+        workspace,
+        home,
+        tmpdir: var("TMPDIR"),
+        config_dir,
+        ..Default::default()
+    }
+}
+
+/// How `process::run` must start the shell.
+#[derive(Debug, Clone)]
+pub enum Launch {
+    /// Run `bwrap <args> <shell> -c <command>`.
+    Bubblewrap {
+        /// The `bwrap` executable.
+        bwrap: PathBuf,
+        /// Its arguments, ending with `--`.
+        args: Vec<OsString>,
+    },
+    /// Apply the prepared ruleset and filter in the child (`pre_exec`).
+    #[cfg(target_os = "linux")]
+    Landlock(Arc<lsm::Prepared>),
+    /// No sandbox (tier `None`, not required).
+    Unsandboxed,
+}
+
+/// Prepares one launch: walks the roots (bubblewrap) or builds the ruleset (Landlock). Blocking
+/// file system work; run it off the async thread.
+pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxError> {
+    if sandbox.tier != Tier::None {
+        create_cache_roots(&sandbox.policy);
+    }
+    match sandbox.tier {
+        Tier::None if sandbox.required => Err(SandboxError::Unavailable(unavailable_reason())),
+        Tier::None => Ok(Launch::Unsandboxed),
+        Tier::Bubblewrap => {
+            let Some(bwrap) = detect().bwrap.clone().or_else(|| find_on_path("bwrap")) else {
+                return Err(SandboxError::Unavailable("bwrap not found on PATH".into()));
+            };
+            let a = bwrap::args(&sandbox.policy, cwd);
+            Ok(Launch::Bubblewrap {
+                bwrap,
+                args: a.args,
+            })
+        }
+        #[cfg(target_os = "linux")]
+        Tier::Landlock => {
+            if landlock_abi() < 1 {
+                return Err(SandboxError::Unavailable(
+                    "the kernel has no Landlock".into(),
+                ));
+            }
+            Ok(Launch::Landlock(Arc::new(lsm::Prepared::build(
+                &sandbox.policy,
+            )?)))
+        }
+        #[cfg(not(target_os = "linux"))]
+        Tier::Landlock => Err(SandboxError::Unavailable(
+            "Landlock exists only on Linux".into(),
+        )),
+    }
+}
+
+/// Creates missing package-cache roots (`~/.npm`, `~/.cache/pip`, ...): HOME is read-only
+/// inside the sandbox, so a tool could not create its cache on first use there (codex #10612,
+/// npm failing on `~/.npm/_logs`). Only these well-known cache directories; best effort.
+fn create_cache_roots(policy: &SandboxPolicy) {
+    for r in &policy.writable_roots {
+        if r.kind == RootKind::Cache && !r.path.exists() {
+            let _ = std::fs::create_dir_all(&r.path);
+        }
+    }
+}
+
+fn unavailable_reason() -> String {
+    let info = detect();
+    if info.tier != Tier::None {
+        return format!(
+            "no sandbox tier was selected (this machine has {})",
+            info.tier.name()
+        );
+    }
+    let bwrap = info
+        .bwrap_problem
+        .clone()
+        .unwrap_or_else(|| "bubblewrap unusable".into());
+    format!("{bwrap}, and the kernel has no Landlock")
+}
