@@ -7,6 +7,7 @@ pub mod fs;
 pub mod http;
 pub mod jsonl;
 pub mod plain_deltas;
+pub mod policy;
 pub mod process;
 pub mod read;
 pub mod sanitize;
