@@ -298,6 +298,35 @@ pub(crate) fn container(argv: &[&str]) -> Container {
                 None => Container::None,
             }
         }
+        "git" => {
+            let (i, _) = git_subcommand(&argv[1..]);
+            let i = i + 1;
+            let sub = argv.get(i).copied().unwrap_or("");
+            let rest = argv.get(i + 1..).unwrap_or(&[]);
+            match sub {
+                "submodule" if rest.first() == Some(&"foreach") => {
+                    let cmd: Vec<&str> = rest[1..].iter().copied().filter(|a| !a.starts_with("--")).collect();
+                    if cmd.is_empty() {
+                        return Container::None;
+                    }
+                    Container::Script { how: "git submodule foreach".into(), script: cmd.join(" ") }
+                }
+                "bisect" if rest.first() == Some(&"run") && rest.len() > 1 => Container::Argv {
+                    how: "git bisect run".into(),
+                    ranges: vec![(i + 2, argv.len())],
+                    with: None,
+                },
+                "rebase" | "difftool" | "mergetool" => {
+                    let pos = rest.iter().position(|a| matches!(*a, "-x" | "--exec" | "--extcmd"));
+                    let inline = rest.iter().find_map(|a| a.strip_prefix("--exec=").or_else(|| a.strip_prefix("--extcmd=")));
+                    match (pos.and_then(|p| rest.get(p + 1)).copied(), inline) {
+                        (_, Some(s)) | (Some(s), None) => Container::Script { how: format!("git {sub} --exec"), script: s.to_string() },
+                        _ => Container::None,
+                    }
+                }
+                _ => Container::None,
+            }
+        }
         "xargs" => {
             let with_arg = [
                 "-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a", "--max-args", "--max-procs",
@@ -571,6 +600,7 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                 _ => &with,
             };
             let (ops, vals) = operands(args, with);
+            let ops = if ops.is_empty() && matches!(name, "ls" | "tree" | "du" | "exa" | "eza") { vec!["."] } else { ops };
             if name == "iconv" {
                 for (k, v) in &vals {
                     if *k == "-o" || *k == "--output" {
@@ -627,6 +657,11 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
             let files_list = args.iter().any(|a| *a == "--files" || *a == "--type-list");
             let files = if pattern_given || files_list { &ops[..] } else { ops.get(1..).unwrap_or(&[]) };
+            // rg, and grep -r, search the working directory when given no path.
+            let recursive = name == "rg" || name == "ag" || name == "ack" || has_short(args, 'r') || has_short(args, 'R') || args.iter().any(|a| a.starts_with("--recursive") || a.starts_with("--dereference-recursive"));
+            if files.is_empty() && recursive {
+                each!(["."], Access::Read);
+            }
             each!(files, Access::Read);
         }
         "find" | "fd" | "fdfind" => {
@@ -790,8 +825,34 @@ pub(crate) fn git_subcommand<'a>(args: &[&'a str]) -> (usize, Vec<&'a str>) {
 fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
     let (i, dirs) = git_subcommand(args);
     let base = dirs.iter().fold(cwd.map(Path::to_path_buf), |acc, d| join_path(acc.as_deref(), d));
+    for d in &dirs {
+        out.push(pr(d, Access::Read, cwd));
+    }
     let Some(&sub) = args.get(i) else { return };
     let rest = &args[i + 1..];
+    let mut k = 0;
+    while k < rest.len() {
+        let a = rest[k];
+        if let Some(f) = a.strip_prefix("--output=") {
+            out.push(pr(f, Access::Write, base.as_deref()));
+        } else if (a == "--output" || (a == "-o" && sub == "archive")) && k + 1 < rest.len() {
+            out.push(pr(rest[k + 1], Access::Write, base.as_deref()));
+            k += 1;
+        }
+        k += 1;
+    }
+    if matches!(sub, "clone" | "init") || (sub == "worktree" && rest.first() == Some(&"add")) {
+        let with = ["-b", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference", "--template", "--separate-git-dir", "-u", "--upload-pack", "--shallow-since", "--filter", "--object-format", "--initial-branch"];
+        let skip = usize::from(sub == "worktree");
+        let (ops, _) = operands(&rest[skip..], &with);
+        let dest = match sub {
+            "clone" => ops.get(1).copied().or_else(|| ops.first().map(|u| u.trim_end_matches('/').trim_end_matches(".git").rsplit(['/', ':']).next().unwrap_or("."))),
+            _ => ops.first().copied(),
+        };
+        let mut p = pr(dest.unwrap_or("."), Access::Write, base.as_deref());
+        p.contents = true;
+        out.push(p);
+    }
     if sub == "config" {
         let reading = rest.iter().any(|a| {
             matches!(*a, "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "--list" | "-l" | "get" | "list" | "--get-color" | "--get-colorbool")
@@ -822,5 +883,50 @@ fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
             p.raw = target;
         }
         out.push(p);
+    }
+}
+
+/// Flags that make a command run other programs or write where its name does not suggest.
+/// A wildcard allow rule (`Bash(git *)`) does not cover them unless the rule spells the flag.
+pub(crate) fn risky_flag(argv: &[String]) -> Option<&'static str> {
+    let name = argv.first()?.as_str();
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let any = |flags: &[&'static str]| -> Option<&'static str> {
+        flags
+            .iter()
+            .find(|f| {
+                args.iter().any(|a| {
+                    a == *f
+                        || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
+                        // `-O'cmd'`, `-ofile`: a short option with its value attached.
+                        || (f.len() == 2 && !f.starts_with("--") && a.starts_with(*f))
+                })
+            })
+            .copied()
+    };
+    match name {
+        "git" => {
+            let (i, _) = git_subcommand(&args);
+            let global = &args[..i.min(args.len())];
+            for f in ["-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace"] {
+                if global.iter().any(|a| *a == f || a.starts_with(&format!("{f}="))) {
+                    return Some(f);
+                }
+            }
+            any(&["--upload-pack", "--receive-pack", "--exec", "--ext-diff", "--open-files-in-pager", "-O", "--output", "--extcmd", "--tool", "-x", "--template", "--config", "--separate-git-dir"])
+                .or_else(|| (args.get(i) == Some(&"clone") && args.contains(&"-u")).then_some("-u"))
+        }
+        "rg" => any(&["--pre", "--pre-glob", "--hostname-bin"]),
+        "sort" => any(&["-o", "--output", "--compress-program"]),
+        "find" => any(&["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
+        "fd" | "fdfind" => any(&["-x", "--exec", "-X", "--exec-batch"]),
+        "sed" | "gsed" => any(&["-i", "--in-place"]).or_else(|| args.iter().any(|a| a.starts_with("-i") || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))).then_some("-i")),
+        "tar" => any(&["--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "--new-volume-script", "-F"]),
+        "rsync" => any(&["-e", "--rsh", "--rsync-path"]),
+        "ssh" | "scp" => any(&["-o", "-F"]),
+        "npm" | "pnpm" | "yarn" => any(&["--prefix", "--userconfig", "--globalconfig", "-g", "--global"]),
+        "cargo" => any(&["--config", "-Z"]),
+        "less" | "more" => any(&["-o", "--log-file", "-O"]),
+        _ => None,
     }
 }

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::commands::risky_flag;
 use super::floors;
 use super::paths::{PathClass, PathInfo, Workspace};
 use super::readonly::is_read_only;
@@ -327,9 +328,16 @@ fn capitalize(s: &str) -> String {
 }
 
 fn finish(items: Vec<Item>, mut scope: Vec<String>, segments: Vec<Segment>) -> Decision {
+    // The strictest verdict; among equals a floor, then a rule, then the first item.
+    let rank = |s: &Source| match s {
+        Source::Floor => 2,
+        Source::Rule { .. } => 1,
+        _ => 0,
+    };
     let top = items
         .iter()
-        .max_by(|a, b| a.verdict.cmp(&b.verdict).then(std::cmp::Ordering::Greater));
+        .rev()
+        .max_by(|a, b| a.verdict.cmp(&b.verdict).then(rank(&a.source).cmp(&rank(&b.source))));
     let (verdict, source, reason, subject) = match top {
         Some(i) => (i.verdict, i.source.clone(), i.reason.clone(), i.subject.clone()),
         None => (Verdict::Allow, Source::Mode, "nothing to check".into(), String::new()),
@@ -561,10 +569,16 @@ fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>
         (v, Source::Destructive, d)
     } else {
         let escalates = seg.wrappers.iter().any(|w| w == "sudo" || w == "doas");
+        let risky = risky_flag(&seg.argv);
         let allow = cmd_rule(RuleKind::Allow).filter(|r| {
-            !escalates || r.text.to_ascii_lowercase().contains("sudo") || r.text.to_ascii_lowercase().contains("doas")
+            (!escalates || r.text.to_ascii_lowercase().contains("sudo") || r.text.to_ascii_lowercase().contains("doas"))
+                && risky.is_none_or(|f| r.text.split_whitespace().any(|w| w.trim_end_matches(')') == f))
         });
-        let writes = seg.paths.iter().any(|p| p.access != Access::Read);
+        let writes = seg
+            .paths
+            .iter()
+            .zip(&infos)
+            .any(|(p, i)| p.access != Access::Read && i.class != PathClass::Stream);
         if let Some(r) = allow {
             (Verdict::Allow, rule_source(r), format!("allow rule {}", r.text))
         } else if !escalates && !seg.redirect_only && !writes && is_read_only(&seg.argv) {

@@ -118,7 +118,7 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
                 h.destructive = Some(format!("deletes {} recursively or by force", p.raw));
             } else if info.git_dir && p.access == Access::Delete {
                 h.destructive = Some("deletes a repository's .git directory".into());
-            } else if p.contents && info.is_workspace_root && p.access != Access::Read {
+            } else if p.contents && info.is_workspace_root && p.access == Access::Delete {
                 h.destructive = Some(format!("changes everything under the workspace root ({})", p.raw));
             }
         }

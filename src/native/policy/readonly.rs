@@ -59,7 +59,10 @@ pub fn is_read_only(argv: &[String]) -> bool {
         "xxd" => !args.iter().any(|a| *a == "-r" || *a == "-revert") && args.iter().filter(|a| !a.starts_with('-')).count() <= 1,
         "date" => !args.iter().any(|a| *a == "-s" || a.starts_with("--set")),
         "hostname" => args.iter().all(|a| a.starts_with('-') && !matches!(*a, "-F" | "--file" | "-b" | "--boot")),
-        "env" | "printenv" | "time" | "nohup" => args.is_empty(),
+        // A bare `env`/`printenv` dumps every variable, provider keys included.
+        "env" | "time" | "nohup" => args.is_empty() && n != "env",
+        "printenv" => !args.is_empty() && args.iter().all(|a| !secret_like_var(a)),
+        "awk" | "gawk" | "mawk" => awk_read_only(&args),
         "file" => !args.iter().any(|a| *a == "-C" || *a == "--compile"),
         "less" | "more" | "most" => !args.iter().any(|a| a.starts_with("+!") || a.starts_with("-o") || a.starts_with("--log-file") || *a == "-O"),
         "dmesg" => !args.iter().any(|a| matches!(*a, "-c" | "-C" | "--clear" | "--read-clear" | "-n" | "--console-level" | "-D" | "-E")),
@@ -238,4 +241,47 @@ fn git_read_only(args: &[&str]) -> bool {
         "symbolic-ref" => positional <= 1 && !rest.iter().any(|a| *a == "-d" || *a == "--delete"),
         _ => false,
     }
+}
+
+/// A variable name that probably holds a credential.
+fn secret_like_var(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"]
+        .iter()
+        .any(|k| up.contains(k))
+}
+
+/// awk whose program cannot run commands or write files: no `system`, pipes, `getline`,
+/// output redirection, `-f` program files or in-place editing.
+fn awk_read_only(args: &[&str]) -> bool {
+    let mut i = 0;
+    let mut program = None;
+    while i < args.len() {
+        let a = args[i];
+        match a {
+            "-f" | "--file" | "-i" | "--include" | "-l" | "--load" | "-E" | "--exec" => return false,
+            "-F" | "-v" | "--assign" | "--field-separator" => i += 2,
+            _ if a.starts_with("-f") || a.starts_with("-i") || a.starts_with("-E") => return false,
+            _ if a.starts_with('-') && a.len() > 1 => i += 1,
+            _ => {
+                program = Some(a);
+                break;
+            }
+        }
+    }
+    let Some(p) = program else { return false };
+    if ["system", "|", "getline", "fflush", "close(", "ENVIRON"].iter().any(|k| p.contains(k)) {
+        return false;
+    }
+    // `print > "file"` / `printf ... >> f`: a `>` after a print before the statement ends.
+    let mut rest = p;
+    while let Some(pos) = rest.find("print") {
+        let after = &rest[pos..];
+        let end = after.find([';', '}', '\n']).unwrap_or(after.len());
+        if after[..end].contains('>') {
+            return false;
+        }
+        rest = &after[5..];
+    }
+    true
 }

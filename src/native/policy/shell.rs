@@ -311,6 +311,12 @@ impl Walker {
                     Some(b) if b.kind() == "command" => {
                         self.command(b, src, state, frame, &all, false)
                     }
+                    Some(b) if b.kind() == "list" => {
+                        // tree-sitter hangs `cd x && echo y > f`'s redirect on the whole list;
+                        // bash binds it to the last command, so it sees the list's `cd`.
+                        self.statement(b, src, state, frame, &[]);
+                        self.redirect_only(node, &all, src, state, frame);
+                    }
                     Some(b) => {
                         // Redirects of a compound statement: a redirect-only segment plus the
                         // body's own segments.
@@ -937,7 +943,7 @@ impl Walker {
         // Operands that are globs or dynamic reach entries the analyser cannot list.
         let (mut paths, opq) = commands::collect_paths(&texts, seg.cwd.as_deref());
         for p in &mut paths {
-            if p.path.is_none() && p.raw.starts_with("~/") {
+            if p.raw.starts_with("~/") {
                 p.path = Some(self.home.join(&p.raw[2..]));
             }
             let dyn_hit = words.iter().any(|w| {
