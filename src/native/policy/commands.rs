@@ -442,8 +442,10 @@ fn operands<'a>(args: &[&'a str], with_arg: &[&str]) -> (Vec<&'a str>, Vec<(&'a 
             continue;
         }
         // `-n5`-style attached values for short options that take one.
-        if a.len() > 2 && !a.starts_with("--") && with_arg.contains(&&a[..2]) {
-            vals.push((&a[..2], &a[2..]));
+        if let (Some(opt), Some(val)) = (a.get(..2), a.get(2..)) {
+            if !val.is_empty() && !a.starts_with("--") && with_arg.contains(&opt) {
+                vals.push((opt, val));
+            }
         }
         i += 1;
     }

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::commands::risky_flag;
 use super::floors;
-use super::paths::{PathClass, PathInfo, Workspace};
+use super::paths::{PathClass, PathInfo, ResolveCache, Workspace};
 use super::readonly::is_read_only;
 use super::rules::{family_of, Family, Rule, RuleKind, RuleSet, RuleSource};
 use super::shell::{self, Access, PathRef, Segment, ShellContext};
@@ -152,6 +152,8 @@ pub struct Decision {
     pub scope: Vec<String>,
     /// The shell analysis, for the audit log (empty for other tools).
     pub segments: Vec<Segment>,
+    /// The shell command did not parse cleanly (the verdict is then at least ask).
+    pub parse_error: bool,
 }
 
 /// One tool call to judge.
@@ -216,6 +218,7 @@ pub fn decide(req: &Request) -> Decision {
     let mut scope = Vec::new();
     let mut segments = Vec::new();
     let fam = family_of(&tool);
+    let mut cache = ResolveCache::default();
 
     // Whole-tool deny and ask rules (bare names, or specifiers over other tools' values).
     for kind in [RuleKind::Deny, RuleKind::Ask] {
@@ -250,7 +253,7 @@ pub fn decide(req: &Request) -> Decision {
         };
         let analysis = shell::analyze(command.unwrap_or(""), &ctx);
         for seg in &analysis.segments {
-            judge_segment(req, &tool, seg, &mut items, &mut scope);
+            judge_segment(req, &tool, seg, &mut items, &mut scope, &mut cache);
         }
         if analysis.segments.is_empty() {
             items.push(Item {
@@ -264,7 +267,9 @@ pub fn decide(req: &Request) -> Decision {
             });
         }
         segments = analysis.segments;
-        return finish(items, scope, segments);
+        let mut d = finish(items, scope, segments);
+        d.parse_error = analysis.parse_error;
+        return d;
     }
 
     // File tools: classify every path argument.
@@ -280,7 +285,7 @@ pub fn decide(req: &Request) -> Decision {
             access,
             redirect: false,
         };
-        let info = classify(req.workspace, &pref);
+        let info = classify(req.workspace, &pref, &mut cache);
         let (v, src, reason) = judge_path(req, &tool, &pref, &info, false, &mut scope);
         items.push(Item {
             kind: ItemKind::Path,
@@ -356,12 +361,13 @@ fn finish(items: Vec<Item>, mut scope: Vec<String>, segments: Vec<Segment>) -> D
         items,
         scope,
         segments,
+        parse_error: false,
     }
 }
 
-fn classify(ws: &Workspace, p: &PathRef) -> PathInfo {
+fn classify(ws: &Workspace, p: &PathRef, cache: &mut ResolveCache) -> PathInfo {
     match &p.path {
-        Some(path) => ws.classify(path, p.contents),
+        Some(path) => ws.classify_cached(path, p.contents, cache),
         None => PathInfo::unknown(),
     }
 }
@@ -443,7 +449,12 @@ fn judge_path(req: &Request, tool: &str, p: &PathRef, info: &PathInfo, in_shell:
     }
     let rule_word = if writes { "Edit" } else { "Read" };
     let abs_rule = |info: &PathInfo| info.path.as_ref().map(|p| format!("{rule_word}(/{})", p.display()));
-    match info.class {
+    // Protected only matters for writes; a read goes by where the path is.
+    let class = match info.class {
+        PathClass::Protected if !writes && !info.in_workspace => PathClass::Outside,
+        c => c,
+    };
+    match class {
         PathClass::Stream => (Verdict::Allow, Source::Mode, format!("{} is a stream", p.raw)),
         PathClass::Unknown => (
             match req.mode {
@@ -500,8 +511,8 @@ fn show(info: &PathInfo, p: &PathRef) -> String {
         .unwrap_or_else(|| p.raw.clone())
 }
 
-fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>, scope: &mut Vec<String>) {
-    let infos: Vec<PathInfo> = seg.paths.iter().map(|p| classify(req.workspace, p)).collect();
+fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>, scope: &mut Vec<String>, cache: &mut ResolveCache) {
+    let infos: Vec<PathInfo> = seg.paths.iter().map(|p| classify(req.workspace, p, cache)).collect();
     let hz = floors::check(seg, &seg.paths, &infos);
     let mode = req.mode;
     let subject = if seg.text.is_empty() { seg.argv.join(" ") } else { seg.text.clone() };

@@ -123,6 +123,12 @@ impl Workspace {
     /// Classifies an absolute path. `contents` means the operation reaches the entries under
     /// the path (a glob or recursive walk), not only the path itself.
     pub fn classify(&self, lexical: &Path, contents: bool) -> PathInfo {
+        self.classify_cached(lexical, contents, &mut ResolveCache::default())
+    }
+
+    /// [`Workspace::classify`] reusing directories already resolved in `cache` (one cache per
+    /// decision: a command naming many files in a few directories resolves each directory once).
+    pub fn classify_cached(&self, lexical: &Path, contents: bool, cache: &mut ResolveCache) -> PathInfo {
         let lex = normalize_lexically(lexical);
         if is_stream(&lex) {
             return PathInfo {
@@ -132,7 +138,8 @@ impl Workspace {
                 ..PathInfo::unknown()
             };
         }
-        let path = resolve(&lex);
+        // Resolve the path as written: `link/..` is the link target's parent, not `.`.
+        let path = cache.resolve(lexical);
         let meta = std::fs::metadata(&path).ok();
         let exists = meta.is_some();
         let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
@@ -174,9 +181,11 @@ impl Workspace {
 
     /// Secret-like paths: the seed's names plus the well-known credential stores.
     pub fn is_secret(&self, path: &Path) -> bool {
-        for dir in [".ssh", ".aws", ".gnupg", ".docker/config.json", ".kube/config", ".config/gh/hosts.yml"] {
-            if path.starts_with(self.home.join(dir)) {
-                return true;
+        if let Ok(rel) = path.strip_prefix(&self.home) {
+            for dir in [".ssh", ".aws", ".gnupg", ".docker/config.json", ".kube/config", ".config/gh/hosts.yml"] {
+                if rel.starts_with(dir) {
+                    return true;
+                }
             }
         }
         let fen = self.config_dir.join("fen");
@@ -301,6 +310,40 @@ pub fn normalize_lexically(p: &Path) -> PathBuf {
 /// followed (at most 40), `..` applies to the resolved directory, the missing tail is joined
 /// lexically.
 pub fn resolve(p: &Path) -> PathBuf {
+    resolve_in(PathBuf::from("/"), true, p).0
+}
+
+/// Directories resolved during one decision, keyed by their path as written.
+#[derive(Debug, Default)]
+pub struct ResolveCache {
+    dirs: std::collections::HashMap<PathBuf, (PathBuf, bool)>,
+}
+
+impl ResolveCache {
+    /// Like [`resolve`], resolving the parent directory once per cache.
+    pub fn resolve(&mut self, p: &Path) -> PathBuf {
+        let simple = p.is_absolute()
+            && !p
+                .components()
+                .any(|c| matches!(c, Component::ParentDir | Component::CurDir));
+        let (Some(parent), Some(name), true) = (p.parent(), p.file_name(), simple) else {
+            return resolve(p);
+        };
+        let (dir, exists) = match self.dirs.get(parent) {
+            Some(hit) => hit.clone(),
+            None => {
+                let r = resolve_in(PathBuf::from("/"), true, parent);
+                self.dirs.insert(parent.to_path_buf(), r.clone());
+                r
+            }
+        };
+        resolve_in(dir, exists, Path::new(name)).0
+    }
+}
+
+/// Resolves `p` (relative components applied to `start`, an already resolved directory whose
+/// existence is `existing`); returns the path and whether all of it exists.
+fn resolve_in(start: PathBuf, existing: bool, p: &Path) -> (PathBuf, bool) {
     enum C {
         Root,
         Up,
@@ -326,14 +369,19 @@ pub fn resolve(p: &Path) -> PathBuf {
     }
     let mut q = VecDeque::new();
     push_all(&mut q, p, false);
-    let mut cur = PathBuf::from("/");
-    let mut existing = true;
+    let mut cur = start;
+    let mut existing = existing;
     let mut hops = 0;
     while let Some(c) = q.pop_front() {
         match c {
             C::Root => cur = PathBuf::from("/"),
             C::Up => {
                 cur.pop();
+                // Back in a directory that exists (`mkdir -p missing/../link/x`): follow
+                // symlinks again from here.
+                if !existing {
+                    existing = std::fs::symlink_metadata(&cur).is_ok();
+                }
             }
             C::Name(n) => {
                 let next = cur.join(&n);
@@ -363,7 +411,7 @@ pub fn resolve(p: &Path) -> PathBuf {
             }
         }
     }
-    cur
+    (cur, existing)
 }
 
 /// The nearest ancestor of `dir` (itself included) holding `.git`.
