@@ -14,7 +14,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fen::native::policy::{analyze, decide, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, ShellContext, Workspace};
+use fen::native::policy::{
+    analyze, decide, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, ShellContext, Workspace,
+};
 use serde_json::json;
 
 const PER_SIZE: usize = 300;
@@ -39,7 +41,9 @@ fn commands(lines: &[String], size: usize, n: usize) -> Vec<String> {
     let seps = [" && ", "; ", " | ", "\n"];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ size as u64;
     let mut next = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (seed >> 33) as usize
     };
     (0..n)
@@ -79,20 +83,47 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home/u");
     let proj = home.join("proj");
-    for d in [".git/hooks", "src", "docs", "crates/foo/src", "nested/.git/hooks", "build", "target/debug", "scripts"] {
+    for d in [
+        ".git/hooks",
+        "src",
+        "docs",
+        "crates/foo/src",
+        "nested/.git/hooks",
+        "build",
+        "target/debug",
+        "scripts",
+    ] {
         std::fs::create_dir_all(proj.join(d)).expect("mkdir");
     }
     std::fs::create_dir_all(home.join(".ssh")).expect("mkdir");
     let ws = Workspace::new(&proj, &[], &home, &home.join(".config"));
-    let inputs: Vec<RuleInput> = ["Bash(git *)", "Bash(ls *)", "Bash(cat *)", "Bash(npm test)", "Bash(cargo test *)", "Read(./.env*)"]
-        .iter()
-        .map(|t| RuleInput { text: (*t).into(), kind: if t.starts_with("Read") { RuleKind::Deny } else { RuleKind::Allow }, source: None })
-        .collect();
+    let inputs: Vec<RuleInput> = [
+        "Bash(git *)",
+        "Bash(ls *)",
+        "Bash(cat *)",
+        "Bash(npm test)",
+        "Bash(cargo test *)",
+        "Read(./.env*)",
+    ]
+    .iter()
+    .map(|t| RuleInput {
+        text: (*t).into(),
+        kind: if t.starts_with("Read") {
+            RuleKind::Deny
+        } else {
+            RuleKind::Allow
+        },
+        source: None,
+    })
+    .collect();
     let rules = RuleSet::parse(&inputs, None, &ws).expect("rules");
     let lines = corpus();
 
     println!("policy analysis (decide on a bash call), {PER_SIZE} commands per size, baseline = shell_words::split");
-    let ctx = ShellContext { cwd: proj.clone(), home: home.clone() };
+    let ctx = ShellContext {
+        cwd: proj.clone(),
+        home: home.clone(),
+    };
     println!(
         "{:>6} {:>10} {:>10} {:>10} {:>14} {:>12} {:>8}",
         "size", "p50 µs", "p99 µs", "max µs", "parse p99 µs", "split p99 µs", "ratio"
@@ -103,7 +134,15 @@ fn main() {
         let args: Vec<serde_json::Value> = cmds.iter().map(|c| json!({ "command": c })).collect();
         // Warm up (parser creation, page cache).
         for a in args.iter().take(20) {
-            black_box(decide(&Request { tool: "bash", risk: Risk::Shell, args: a, mode: Mode::Default, rules: &rules, workspace: &ws, sandbox_available: true }));
+            black_box(decide(&Request {
+                tool: "bash",
+                risk: Risk::Shell,
+                args: a,
+                mode: Mode::Default,
+                rules: &rules,
+                workspace: &ws,
+                sandbox_available: true,
+            }));
         }
         let mut t = Vec::with_capacity(cmds.len());
         let mut b = Vec::with_capacity(cmds.len());
@@ -116,7 +155,15 @@ fn main() {
             black_box(analyze(black_box(c), &ctx));
             a_t.push(start.elapsed());
             let start = Instant::now();
-            black_box(decide(&Request { tool: "bash", risk: Risk::Shell, args: black_box(a), mode: Mode::Default, rules: &rules, workspace: &ws, sandbox_available: true }));
+            black_box(decide(&Request {
+                tool: "bash",
+                risk: Risk::Shell,
+                args: black_box(a),
+                mode: Mode::Default,
+                rules: &rules,
+                workspace: &ws,
+                sandbox_available: true,
+            }));
             t.push(start.elapsed());
         }
         t.sort();
@@ -137,5 +184,9 @@ fn main() {
         );
     }
     let ok = worst_p99 <= Duration::from_millis(2);
-    println!("worst p99 {:.0} µs (target <= 2000 µs): {}", us(worst_p99), if ok { "met" } else { "MISSED" });
+    println!(
+        "worst p99 {:.0} µs (target <= 2000 µs): {}",
+        us(worst_p99),
+        if ok { "met" } else { "MISSED" }
+    );
 }

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use fen::native::policy::{
-    analyze, decide, Decision, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, RuleSource, ShellContext,
-    Source, Verdict, Workspace,
+    analyze, decide, Decision, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, RuleSource,
+    ShellContext, Source, Verdict, Workspace,
 };
 use serde_json::json;
 
@@ -28,11 +28,28 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home/u");
     let proj = home.join("proj");
-    for d in [".git/hooks", ".git/modules/sub/hooks", ".git/worktrees/wt", "src", "docs", "crates/foo/src", "nested/.git/hooks", "vendor/lib", "build", "target/debug", "scripts", "config", "deploy"] {
+    for d in [
+        ".git/hooks",
+        ".git/modules/sub/hooks",
+        ".git/worktrees/wt",
+        "src",
+        "docs",
+        "crates/foo/src",
+        "nested/.git/hooks",
+        "vendor/lib",
+        "build",
+        "target/debug",
+        "scripts",
+        "config",
+        "deploy",
+    ] {
         std::fs::create_dir_all(proj.join(d)).expect("mkdir");
     }
     write(&proj.join(".git/config"), "[core]\n");
-    write(&proj.join("vendor/lib/.git"), "gitdir: ../../.git/modules/lib\n");
+    write(
+        &proj.join("vendor/lib/.git"),
+        "gitdir: ../../.git/modules/lib\n",
+    );
     write(&proj.join("Cargo.toml"), "[package]\n");
     write(&proj.join("README.md"), "# proj\n");
     write(&proj.join("src/main.rs"), "fn main() {}\n");
@@ -44,7 +61,12 @@ fn fixture() -> Fixture {
     write(&home.join(".bashrc"), "\n");
     write(&home.join(".config/fen/auth.json"), "{}\n");
     let ws = Workspace::new(&proj, &[], &home, &home.join(".config"));
-    Fixture { _dir: dir, ws, home, proj }
+    Fixture {
+        _dir: dir,
+        ws,
+        home,
+        proj,
+    }
 }
 
 fn rules(ws: &Workspace, texts: &[(&str, RuleKind)]) -> RuleSet {
@@ -54,10 +76,18 @@ fn rules(ws: &Workspace, texts: &[(&str, RuleKind)]) -> RuleSet {
         .map(|(i, (t, k))| RuleInput {
             text: (*t).to_string(),
             kind: *k,
-            source: Some(RuleSource { file: ".fen/settings.json".into(), line: i as u32 + 1 }),
+            source: Some(RuleSource {
+                file: ".fen/settings.json".into(),
+                line: i as u32 + 1,
+            }),
         })
         .collect();
-    RuleSet::parse(&inputs, Some(&["bash", "read", "edit", "write", "grep", "find", "ls"]), ws).expect("rules parse")
+    RuleSet::parse(
+        &inputs,
+        Some(&["bash", "read", "edit", "write", "grep", "find", "ls"]),
+        ws,
+    )
+    .expect("rules parse")
 }
 
 fn corpus_allow_rules(ws: &Workspace) -> RuleSet {
@@ -73,7 +103,9 @@ fn corpus_allow_rules(ws: &Workspace) -> RuleSet {
 }
 
 fn corpus(name: &str) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policy").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/policy")
+        .join(name);
     let text = std::fs::read_to_string(&path).expect("corpus file");
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -93,8 +125,23 @@ fn shell(f: &Fixture, rules: &RuleSet, cmd: &str, mode: Mode, sandbox: bool) -> 
     })
 }
 
-fn tool(f: &Fixture, rules: &RuleSet, name: &str, risk: Risk, args: serde_json::Value, mode: Mode) -> Decision {
-    decide(&Request { tool: name, risk, args: &args, mode, rules, workspace: &f.ws, sandbox_available: false })
+fn tool(
+    f: &Fixture,
+    rules: &RuleSet,
+    name: &str,
+    risk: Risk,
+    args: serde_json::Value,
+    mode: Mode,
+) -> Decision {
+    decide(&Request {
+        tool: name,
+        risk,
+        args: &args,
+        mode,
+        rules,
+        workspace: &f.ws,
+        sandbox_available: false,
+    })
 }
 
 #[test]
@@ -110,24 +157,44 @@ fn dangerous_commands_are_denied_or_asked_never_allowed() {
             allowed.push(format!("{c:?}: {:?}", d.items));
         }
     }
-    assert!(allowed.is_empty(), "{} dangerous commands allowed:\n{}", allowed.len(), allowed.join("\n"));
+    assert!(
+        allowed.is_empty(),
+        "{} dangerous commands allowed:\n{}",
+        allowed.len(),
+        allowed.join("\n")
+    );
 }
 
 #[test]
 fn floors_are_denied_in_every_mode_even_with_allow_rules() {
     let f = fixture();
-    let r = rules(&f.ws, &[("Bash", RuleKind::Allow), ("Bash(rm *)", RuleKind::Allow), ("Edit", RuleKind::Allow)]);
+    let r = rules(
+        &f.ws,
+        &[
+            ("Bash", RuleKind::Allow),
+            ("Bash(rm *)", RuleKind::Allow),
+            ("Edit", RuleKind::Allow),
+        ],
+    );
     let cmds = corpus("floors.txt");
     let mut wrong = Vec::new();
     for c in &cmds {
         for mode in [Mode::Safe, Mode::Default, Mode::Auto, Mode::Yolo] {
             let d = shell(&f, &r, c, mode, true);
             if d.verdict != Verdict::Deny || d.source != Source::Floor {
-                wrong.push(format!("{mode:?} {c:?}: {:?} {} ({})", d.verdict, d.source, d.reason));
+                wrong.push(format!(
+                    "{mode:?} {c:?}: {:?} {} ({})",
+                    d.verdict, d.source, d.reason
+                ));
             }
         }
     }
-    assert!(wrong.is_empty(), "{} floor failures:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} floor failures:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -139,10 +206,18 @@ fn read_only_commands_run_without_a_prompt_in_default_mode() {
     for c in &cmds {
         let d = shell(&f, &r, c, Mode::Default, false);
         if d.verdict != Verdict::Allow {
-            asked.push(format!("{c:?}: {:?} {} — {}", d.verdict, d.source, d.reason));
+            asked.push(format!(
+                "{c:?}: {:?} {} — {}",
+                d.verdict, d.source, d.reason
+            ));
         }
     }
-    assert!(asked.is_empty(), "{} read-only commands not allowed:\n{}", asked.len(), asked.join("\n"));
+    assert!(
+        asked.is_empty(),
+        "{} read-only commands not allowed:\n{}",
+        asked.len(),
+        asked.join("\n")
+    );
 }
 
 #[test]
@@ -161,7 +236,12 @@ fn at_least_95_percent_of_safe_commands_run_without_a_prompt_in_auto_mode() {
         }
     }
     let share = 1.0 - prompted.len() as f64 / cmds.len() as f64;
-    eprintln!("auto mode: {:.1} % of {} safe commands unprompted; prompted:\n{}", share * 100.0, cmds.len(), prompted.join("\n"));
+    eprintln!(
+        "auto mode: {:.1} % of {} safe commands unprompted; prompted:\n{}",
+        share * 100.0,
+        cmds.len(),
+        prompted.join("\n")
+    );
     assert!(share >= 0.95, "only {:.1} % unprompted", share * 100.0);
 }
 
@@ -172,7 +252,11 @@ fn mode_table_for_shell_commands() {
     let v = |cmd: &str, mode, sandbox| shell(&f, &r, cmd, mode, sandbox).verdict;
     // Read-only.
     for mode in [Mode::Safe, Mode::Default, Mode::Auto, Mode::Yolo] {
-        assert_eq!(v("ls -la && git status", mode, false), Verdict::Allow, "{mode:?}");
+        assert_eq!(
+            v("ls -la && git status", mode, false),
+            Verdict::Allow,
+            "{mode:?}"
+        );
     }
     // Not read-only.
     assert_eq!(v("cargo test", Mode::Safe, true), Verdict::Deny);
@@ -201,18 +285,54 @@ fn mode_table_for_shell_commands() {
 fn a_session_rule_covers_variants_of_the_command_but_not_additions() {
     let f = fixture();
     // The scope an approval of `cargo test -p x` would add.
-    let d = shell(&f, &RuleSet::new(), "cd crates/foo && cargo test -p x 2>&1 | tail -5", Mode::Default, false);
+    let d = shell(
+        &f,
+        &RuleSet::new(),
+        "cd crates/foo && cargo test -p x 2>&1 | tail -5",
+        Mode::Default,
+        false,
+    );
     assert_eq!(d.verdict, Verdict::Ask);
     assert_eq!(d.scope, vec!["Bash(cargo test *)".to_string()]);
     let mut r = RuleSet::new();
-    r.add(&RuleInput { text: d.scope[0].clone(), kind: RuleKind::Allow, source: None }, &f.ws).expect("add");
-    for c in ["cd crates/foo && cargo test -p x", "FOO=1 cargo test", "timeout 60 cargo test", "cargo test", "nice -n 5 cargo test --release 2>&1 | tail -20"] {
-        assert_eq!(shell(&f, &r, c, Mode::Default, false).verdict, Verdict::Allow, "{c}");
+    r.add(
+        &RuleInput {
+            text: d.scope[0].clone(),
+            kind: RuleKind::Allow,
+            source: None,
+        },
+        &f.ws,
+    )
+    .expect("add");
+    for c in [
+        "cd crates/foo && cargo test -p x",
+        "FOO=1 cargo test",
+        "timeout 60 cargo test",
+        "cargo test",
+        "nice -n 5 cargo test --release 2>&1 | tail -20",
+    ] {
+        assert_eq!(
+            shell(&f, &r, c, Mode::Default, false).verdict,
+            Verdict::Allow,
+            "{c}"
+        );
     }
-    for c in ["cargo test; rm -rf ~", "cargo test && curl x | sh", "cargo build", "cargo test > ~/.bashrc"] {
-        assert_ne!(shell(&f, &r, c, Mode::Default, false).verdict, Verdict::Allow, "{c}");
+    for c in [
+        "cargo test; rm -rf ~",
+        "cargo test && curl x | sh",
+        "cargo build",
+        "cargo test > ~/.bashrc",
+    ] {
+        assert_ne!(
+            shell(&f, &r, c, Mode::Default, false).verdict,
+            Verdict::Allow,
+            "{c}"
+        );
     }
-    assert_eq!(shell(&f, &r, "cargo test; rm -rf ~", Mode::Default, false).verdict, Verdict::Deny);
+    assert_eq!(
+        shell(&f, &r, "cargo test; rm -rf ~", Mode::Default, false).verdict,
+        Verdict::Deny
+    );
     // Never a prefix of a shell, interpreter or wrapper.
     for (c, want) in [
         ("python3 gen.py", "Bash(python3 gen.py)"),
@@ -224,8 +344,20 @@ fn a_session_rule_covers_variants_of_the_command_but_not_additions() {
         let d = shell(&f, &RuleSet::new(), c, Mode::Default, false);
         assert_eq!(d.scope, vec![want.to_string()], "{c}");
     }
-    let d = shell(&f, &RuleSet::new(), "sudo env FOO=1 make install", Mode::Default, false);
-    assert!(d.scope.iter().all(|s| !s.contains("sudo") && !s.contains("env")), "{:?}", d.scope);
+    let d = shell(
+        &f,
+        &RuleSet::new(),
+        "sudo env FOO=1 make install",
+        Mode::Default,
+        false,
+    );
+    assert!(
+        d.scope
+            .iter()
+            .all(|s| !s.contains("sudo") && !s.contains("env")),
+        "{:?}",
+        d.scope
+    );
 }
 
 #[test]
@@ -240,16 +372,58 @@ fn deny_and_ask_rules_win_over_allow_and_name_their_file_and_line() {
             ("Read(./.env*)", RuleKind::Deny),
         ],
     );
-    let d = shell(&f, &r, "git add -A && sudo git push origin main", Mode::Yolo, true);
+    let d = shell(
+        &f,
+        &r,
+        "git add -A && sudo git push origin main",
+        Mode::Yolo,
+        true,
+    );
     assert_eq!(d.verdict, Verdict::Deny);
-    assert_eq!(d.source, Source::Rule { rule: "bash(git push *)".into(), source: Some(RuleSource { file: ".fen/settings.json".into(), line: 2 }) });
-    assert_eq!(shell(&f, &r, "npm run deploy -- --prod", Mode::Yolo, true).verdict, Verdict::Ask);
+    assert_eq!(
+        d.source,
+        Source::Rule {
+            rule: "bash(git push *)".into(),
+            source: Some(RuleSource {
+                file: ".fen/settings.json".into(),
+                line: 2
+            })
+        }
+    );
+    assert_eq!(
+        shell(&f, &r, "npm run deploy -- --prod", Mode::Yolo, true).verdict,
+        Verdict::Ask
+    );
     // A Read deny rule holds for shell reads too, in every mode.
-    for c in ["cat .env", "head -1 .env.example", "grep KEY .env", "cd src && cat ../.env", "sort < .env"] {
-        assert_eq!(shell(&f, &r, c, Mode::Yolo, true).verdict, Verdict::Deny, "{c}");
+    for c in [
+        "cat .env",
+        "head -1 .env.example",
+        "grep KEY .env",
+        "cd src && cat ../.env",
+        "sort < .env",
+    ] {
+        assert_eq!(
+            shell(&f, &r, c, Mode::Yolo, true).verdict,
+            Verdict::Deny,
+            "{c}"
+        );
     }
-    assert_eq!(tool(&f, &r, "read", Risk::Read, json!({"path": ".env"}), Mode::Yolo).verdict, Verdict::Deny);
-    assert_eq!(shell(&f, &r, "cargo test", Mode::Default, false).verdict, Verdict::Allow);
+    assert_eq!(
+        tool(
+            &f,
+            &r,
+            "read",
+            Risk::Read,
+            json!({"path": ".env"}),
+            Mode::Yolo
+        )
+        .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        shell(&f, &r, "cargo test", Mode::Default, false).verdict,
+        Verdict::Allow
+    );
 }
 
 #[test]
@@ -264,15 +438,40 @@ fn rules_that_can_never_match_are_errors_naming_the_rule() {
         ("Bash(echo 'x)", "quote"),
     ];
     for (text, why) in bad {
-        let input = RuleInput { text: text.into(), kind: RuleKind::Allow, source: Some(RuleSource { file: "s.json".into(), line: 7 }) };
-        let err = RuleSet::parse(&[input], Some(&["bash", "read", "webfetch"]), &f.ws).expect_err(text);
+        let input = RuleInput {
+            text: text.into(),
+            kind: RuleKind::Allow,
+            source: Some(RuleSource {
+                file: "s.json".into(),
+                line: 7,
+            }),
+        };
+        let err =
+            RuleSet::parse(&[input], Some(&["bash", "read", "webfetch"]), &f.ws).expect_err(text);
         assert_eq!(err.len(), 1);
         let msg = err[0].to_string();
-        assert!(msg.contains(text) && msg.contains("s.json:7") && msg.contains(why), "{msg}");
+        assert!(
+            msg.contains(text) && msg.contains("s.json:7") && msg.contains(why),
+            "{msg}"
+        );
     }
     // Tool names are case-insensitive and MCP-style globs are fine when something matches.
-    let ok = ["bash(ls *)", "READ", "Edit(src/**)", "Write(docs/**)", "WebFetch(domain:example.com)", "mcp__*"];
-    let inputs: Vec<RuleInput> = ok.iter().map(|t| RuleInput { text: (*t).into(), kind: RuleKind::Allow, source: None }).collect();
+    let ok = [
+        "bash(ls *)",
+        "READ",
+        "Edit(src/**)",
+        "Write(docs/**)",
+        "WebFetch(domain:example.com)",
+        "mcp__*",
+    ];
+    let inputs: Vec<RuleInput> = ok
+        .iter()
+        .map(|t| RuleInput {
+            text: (*t).into(),
+            kind: RuleKind::Allow,
+            source: None,
+        })
+        .collect();
     RuleSet::parse(&inputs, Some(&["bash", "mcp__github__issue"]), &f.ws).expect("valid rules");
 }
 
@@ -281,45 +480,123 @@ fn path_tools_are_classified() {
     let f = fixture();
     let none = RuleSet::new();
     let read = |args, mode| tool(&f, &none, "read", Risk::Read, args, mode).verdict;
-    assert_eq!(read(json!({"path": "src/main.rs"}), Mode::Safe), Verdict::Allow);
+    assert_eq!(
+        read(json!({"path": "src/main.rs"}), Mode::Safe),
+        Verdict::Allow
+    );
     assert_eq!(read(json!({"path": ".env"}), Mode::Default), Verdict::Ask);
     assert_eq!(read(json!({"path": ".env"}), Mode::Safe), Verdict::Deny);
-    assert_eq!(read(json!({"path": "~/.ssh/id_rsa"}), Mode::Auto), Verdict::Ask);
-    assert_eq!(read(json!({"paths": ["README.md", "~/.config/fen/auth.json"]}), Mode::Default), Verdict::Ask);
-    assert_eq!(read(json!({"path": "/etc/hostname"}), Mode::Default), Verdict::Ask);
-    assert_eq!(read(json!({"path": "/etc/hostname"}), Mode::Yolo), Verdict::Allow);
+    assert_eq!(
+        read(json!({"path": "~/.ssh/id_rsa"}), Mode::Auto),
+        Verdict::Ask
+    );
+    assert_eq!(
+        read(
+            json!({"paths": ["README.md", "~/.config/fen/auth.json"]}),
+            Mode::Default
+        ),
+        Verdict::Ask
+    );
+    assert_eq!(
+        read(json!({"path": "/etc/hostname"}), Mode::Default),
+        Verdict::Ask
+    );
+    assert_eq!(
+        read(json!({"path": "/etc/hostname"}), Mode::Yolo),
+        Verdict::Allow
+    );
     // Writes.
     let write = |args, mode, rules: &RuleSet| tool(&f, rules, "write", Risk::Write, args, mode);
     let d = write(json!({"path": "src/new.rs"}), Mode::Default, &none);
     assert_eq!(d.verdict, Verdict::Ask);
     assert_eq!(d.scope, vec!["Edit(/src/**)".to_string()]);
-    assert_eq!(write(json!({"path": "src/new.rs"}), Mode::Auto, &none).verdict, Verdict::Allow);
-    for p in [".git/hooks/pre-commit", "nested/.git/hooks/x", "vendor/lib/.git", ".git/config", "crates/../.git/config"] {
+    assert_eq!(
+        write(json!({"path": "src/new.rs"}), Mode::Auto, &none).verdict,
+        Verdict::Allow
+    );
+    for p in [
+        ".git/hooks/pre-commit",
+        "nested/.git/hooks/x",
+        "vendor/lib/.git",
+        ".git/config",
+        "crates/../.git/config",
+    ] {
         let d = write(json!({"path": p}), Mode::Yolo, &none);
-        assert_eq!((d.verdict, d.source.clone()), (Verdict::Deny, Source::Floor), "{p}");
+        assert_eq!(
+            (d.verdict, d.source.clone()),
+            (Verdict::Deny, Source::Floor),
+            "{p}"
+        );
     }
-    let d = tool(&f, &none, "edit", Risk::Write, json!({"files": [{"path": "src/a.rs"}, {"path": "~/.bashrc"}]}), Mode::Auto);
+    let d = tool(
+        &f,
+        &none,
+        "edit",
+        Risk::Write,
+        json!({"files": [{"path": "src/a.rs"}, {"path": "~/.bashrc"}]}),
+        Mode::Auto,
+    );
     assert_eq!((d.verdict, d.source), (Verdict::Ask, Source::Outside));
     // An allow rule naming the path lifts the ask; a bare Edit lifts only the mode.
-    let r = rules(&f.ws, &[("Edit(src/**)", RuleKind::Allow), ("Read(./.env)", RuleKind::Allow)]);
-    assert_eq!(write(json!({"path": "src/deep/x.rs"}), Mode::Default, &r).verdict, Verdict::Allow);
-    assert_eq!(write(json!({"path": "docs/x.md"}), Mode::Default, &r).verdict, Verdict::Ask);
-    assert_eq!(tool(&f, &r, "read", Risk::Read, json!({"path": ".env"}), Mode::Default).verdict, Verdict::Allow);
+    let r = rules(
+        &f.ws,
+        &[
+            ("Edit(src/**)", RuleKind::Allow),
+            ("Read(./.env)", RuleKind::Allow),
+        ],
+    );
+    assert_eq!(
+        write(json!({"path": "src/deep/x.rs"}), Mode::Default, &r).verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        write(json!({"path": "docs/x.md"}), Mode::Default, &r).verdict,
+        Verdict::Ask
+    );
+    assert_eq!(
+        tool(
+            &f,
+            &r,
+            "read",
+            Risk::Read,
+            json!({"path": ".env"}),
+            Mode::Default
+        )
+        .verdict,
+        Verdict::Allow
+    );
     let bare = rules(&f.ws, &[("Edit", RuleKind::Allow)]);
-    assert_eq!(write(json!({"path": "docs/x.md"}), Mode::Default, &bare).verdict, Verdict::Allow);
-    assert_eq!(write(json!({"path": "~/.bashrc"}), Mode::Default, &bare).verdict, Verdict::Ask);
+    assert_eq!(
+        write(json!({"path": "docs/x.md"}), Mode::Default, &bare).verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        write(json!({"path": "~/.bashrc"}), Mode::Default, &bare).verdict,
+        Verdict::Ask
+    );
 }
 
 #[test]
 fn symlinks_are_resolved_before_classifying() {
     let f = fixture();
-    std::os::unix::fs::symlink(f.home.join(".ssh/id_rsa"), f.proj.join("notes.txt")).expect("symlink");
+    std::os::unix::fs::symlink(f.home.join(".ssh/id_rsa"), f.proj.join("notes.txt"))
+        .expect("symlink");
     std::os::unix::fs::symlink(f.home.join(".ssh"), f.proj.join("keys")).expect("symlink");
     std::os::unix::fs::symlink("/etc", f.proj.join("etc")).expect("symlink");
     std::os::unix::fs::symlink(f.proj.join(".git/hooks"), f.proj.join("h")).expect("symlink");
     let none = RuleSet::new();
-    for c in ["cat notes.txt", "cat keys/id_rsa", "ls keys/", "cat etc/hostname", "echo x > etc/motd"] {
-        assert_ne!(shell(&f, &none, c, Mode::Default, false).verdict, Verdict::Allow, "{c}");
+    for c in [
+        "cat notes.txt",
+        "cat keys/id_rsa",
+        "ls keys/",
+        "cat etc/hostname",
+        "echo x > etc/motd",
+    ] {
+        assert_ne!(
+            shell(&f, &none, c, Mode::Default, false).verdict,
+            Verdict::Allow,
+            "{c}"
+        );
     }
     let d = shell(&f, &none, "echo x > h/pre-commit", Mode::Yolo, true);
     assert_eq!((d.verdict, d.source), (Verdict::Deny, Source::Floor));
@@ -330,18 +607,32 @@ fn symlinks_are_resolved_before_classifying() {
 #[test]
 fn segments_wrappers_and_paths_are_reported() {
     let f = fixture();
-    let ctx = ShellContext { cwd: f.proj.clone(), home: f.home.clone() };
+    let ctx = ShellContext {
+        cwd: f.proj.clone(),
+        home: f.home.clone(),
+    };
     let a = analyze("cd crates/foo && sudo -u x env A=1 timeout 5 /bin/rm -rf -- target 2>/dev/null | tee log.txt", &ctx);
     assert!(!a.parse_error);
-    let rm = a.segments.iter().find(|s| s.name() == "rm").expect("rm segment");
+    let rm = a
+        .segments
+        .iter()
+        .find(|s| s.name() == "rm")
+        .expect("rm segment");
     assert_eq!(rm.argv, ["rm", "-rf", "--", "target"]);
     assert_eq!(rm.wrappers, ["sudo", "env", "timeout"]);
     assert_eq!(rm.cwd.as_deref(), Some(f.proj.join("crates/foo").as_path()));
-    assert!(rm.paths.iter().any(|p| p.path.as_deref() == Some(f.proj.join("crates/foo/target").as_path())));
+    assert!(rm
+        .paths
+        .iter()
+        .any(|p| p.path.as_deref() == Some(f.proj.join("crates/foo/target").as_path())));
     let tee = a.segments.iter().find(|s| s.name() == "tee").expect("tee");
     assert!(tee.piped_stdin);
     let a = analyze("bash -c \"eval 'echo \\$(rm -rf /)'\"", &ctx);
-    let rm = a.segments.iter().find(|s| s.name() == "rm").expect("nested rm");
+    let rm = a
+        .segments
+        .iter()
+        .find(|s| s.name() == "rm")
+        .expect("nested rm");
     assert_eq!(rm.via, ["bash -c", "eval", "$(...)"]);
     // Too deep is opaque.
     let mut deep = "ls".to_string();
@@ -349,8 +640,14 @@ fn segments_wrappers_and_paths_are_reported() {
         deep = format!("bash -c {}", shell_words_quote(&deep));
     }
     let a = analyze(&deep, &ctx);
-    assert!(a.segments.iter().any(|s| s.opaque.as_deref().is_some_and(|o| o.contains("deeper"))));
-    assert_eq!(shell(&f, &RuleSet::new(), &deep, Mode::Default, false).verdict, Verdict::Ask);
+    assert!(a
+        .segments
+        .iter()
+        .any(|s| s.opaque.as_deref().is_some_and(|o| o.contains("deeper"))));
+    assert_eq!(
+        shell(&f, &RuleSet::new(), &deep, Mode::Default, false).verdict,
+        Verdict::Ask
+    );
 }
 
 fn shell_words_quote(s: &str) -> String {
@@ -362,11 +659,86 @@ mod generated {
     use proptest::prelude::*;
 
     const TOKENS: &[&str] = &[
-        "ls", "rm", "-rf", "~", "/", "cat", ".env", "git", "push", "--force", "bash", "-c", "'", "\"", "$(", ")", "`", "(", "{",
-        "}", ";", "&&", "||", "|", "|&", "&", "\n", ">", ">>", "<", "2>&1", "<<EOF\n", "\nEOF\n", "<<<", "$X", "${X:-y}", "\\",
-        "eval", "xargs", "find", ".", "-exec", "{}", "\\;", "sudo", "env", "A=1", "timeout", "5", "cd", "..", "*", "?", "[",
-        "]", "$'\\x41'", "<(", ">(", ":(){ :|:& };:", "if", "then", "fi", "for", "in", "do", "done", "case", "esac", "#", "!",
-        " ", " ", " ", "=", "$((", "))", "src/main.rs", ".git/hooks/x", "dd", "of=/dev/sda",
+        "ls",
+        "rm",
+        "-rf",
+        "~",
+        "/",
+        "cat",
+        ".env",
+        "git",
+        "push",
+        "--force",
+        "bash",
+        "-c",
+        "'",
+        "\"",
+        "$(",
+        ")",
+        "`",
+        "(",
+        "{",
+        "}",
+        ";",
+        "&&",
+        "||",
+        "|",
+        "|&",
+        "&",
+        "\n",
+        ">",
+        ">>",
+        "<",
+        "2>&1",
+        "<<EOF\n",
+        "\nEOF\n",
+        "<<<",
+        "$X",
+        "${X:-y}",
+        "\\",
+        "eval",
+        "xargs",
+        "find",
+        ".",
+        "-exec",
+        "{}",
+        "\\;",
+        "sudo",
+        "env",
+        "A=1",
+        "timeout",
+        "5",
+        "cd",
+        "..",
+        "*",
+        "?",
+        "[",
+        "]",
+        "$'\\x41'",
+        "<(",
+        ">(",
+        ":(){ :|:& };:",
+        "if",
+        "then",
+        "fi",
+        "for",
+        "in",
+        "do",
+        "done",
+        "case",
+        "esac",
+        "#",
+        "!",
+        " ",
+        " ",
+        " ",
+        "=",
+        "$((",
+        "))",
+        "src/main.rs",
+        ".git/hooks/x",
+        "dd",
+        "of=/dev/sda",
     ];
 
     fn input() -> impl Strategy<Value = String> {
@@ -407,7 +779,13 @@ fn show() {
     let r = corpus_allow_rules(&f.ws);
     for c in corpus("dangerous.txt") {
         let d = shell(&f, &r, &c, Mode::Default, false);
-        println!("{:<5} {:<12} {:<60} {}", format!("{:?}", d.verdict), d.source.to_string().chars().take(12).collect::<String>(), c.replace('\n', "⏎"), d.reason);
+        println!(
+            "{:<5} {:<12} {:<60} {}",
+            format!("{:?}", d.verdict),
+            d.source.to_string().chars().take(12).collect::<String>(),
+            c.replace('\n', "⏎"),
+            d.reason
+        );
     }
 }
 
@@ -450,7 +828,10 @@ fn split_of_time() {
     }
     let f = fixture();
     let r = corpus_allow_rules(&f.ws);
-    let lines: Vec<String> = corpus("safe_other.txt").into_iter().filter(|l| !l.contains('\n')).collect();
+    let lines: Vec<String> = corpus("safe_other.txt")
+        .into_iter()
+        .filter(|l| !l.contains('\n'))
+        .collect();
     let mut cmd = String::new();
     for l in lines.iter().cycle() {
         if cmd.len() + l.len() > 4000 {
@@ -460,12 +841,16 @@ fn split_of_time() {
         cmd.push_str(" && ");
     }
     cmd.push_str("true");
-    let ctx = ShellContext { cwd: f.proj.clone(), home: f.home.clone() };
+    let ctx = ShellContext {
+        cwd: f.proj.clone(),
+        home: f.home.clone(),
+    };
     let n = 20;
     let t = std::time::Instant::now();
     for _ in 0..n {
         let mut p = tree_sitter::Parser::new();
-        p.set_language(&tree_sitter_bash::LANGUAGE.into()).expect("lang");
+        p.set_language(&tree_sitter_bash::LANGUAGE.into())
+            .expect("lang");
         std::hint::black_box(p.parse(&cmd, None));
     }
     println!("tree-sitter parse: {:?}", t.elapsed() / n);

@@ -89,7 +89,9 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
             Peel::Skip(i.min(argv.len()))
         }
         "time" => Peel::Skip(skip_opts(argv, &["-f", "--format", "-o", "--output"])),
-        "nohup" | "builtin" | "nocorrect" | "noglob" | "unbuffer" => Peel::Skip(skip_opts(argv, &[])),
+        "nohup" | "builtin" | "nocorrect" | "noglob" | "unbuffer" => {
+            Peel::Skip(skip_opts(argv, &[]))
+        }
         "timeout" => {
             let i = skip_opts(argv, &["-s", "--signal", "-k", "--kill-after"]);
             // The duration.
@@ -112,17 +114,30 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
             }
             Peel::Skip(i.min(argv.len()))
         }
-        "ionice" => Peel::Skip(skip_opts(argv, &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"])),
+        "ionice" => Peel::Skip(skip_opts(
+            argv,
+            &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
+        )),
         "taskset" => {
             let i = skip_opts(argv, &[]);
-            let cpu_list = argv[1..i.min(argv.len())].iter().any(|a| a.starts_with("-c") || *a == "--cpu-list");
+            let cpu_list = argv[1..i.min(argv.len())]
+                .iter()
+                .any(|a| a.starts_with("-c") || *a == "--cpu-list");
             let _ = cpu_list;
             Peel::Skip((i + 1).min(argv.len()))
         }
-        "stdbuf" => Peel::Skip(skip_opts(argv, &["-i", "-o", "-e", "--input", "--output", "--error"])),
+        "stdbuf" => Peel::Skip(skip_opts(
+            argv,
+            &["-i", "-o", "-e", "--input", "--output", "--error"],
+        )),
         "setsid" => Peel::Skip(skip_opts(argv, &[])),
         "command" => {
-            if argv.iter().skip(1).take_while(|a| is_opt(a)).any(|a| a.contains('v') || a.contains('V')) {
+            if argv
+                .iter()
+                .skip(1)
+                .take_while(|a| is_opt(a))
+                .any(|a| a.contains('v') || a.contains('V'))
+            {
                 Peel::No
             } else {
                 Peel::Skip(skip_opts(argv, &[]))
@@ -131,9 +146,28 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
         "exec" => Peel::Skip(skip_opts(argv, &["-a"])),
         "sudo" | "doas" => {
             let with_arg = [
-                "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R", "--user", "--group",
-                "--chdir", "--host", "--prompt", "--role", "--type", "--other-user",
-                "--command-timeout", "--chroot", "--close-from",
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "-R",
+                "--user",
+                "--group",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--command-timeout",
+                "--chroot",
+                "--close-from",
             ];
             let mut i = 1;
             let mut shell = false;
@@ -153,7 +187,8 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
                 }
                 if !a.starts_with("--") {
                     shell |= a.contains('s') || a.contains('i');
-                    no_cmd |= a.contains('l') || a.contains('v') || a.contains('k') || a.contains('K');
+                    no_cmd |=
+                        a.contains('l') || a.contains('v') || a.contains('k') || a.contains('K');
                     if a.contains('e') {
                         // sudoedit: edits its operands.
                         return Peel::No;
@@ -181,9 +216,15 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
             Peel::Skip(i.min(argv.len()))
         }
         "watch" => {
-            let i = skip_opts(argv, &["-n", "--interval", "-d", "--differences", "-q", "--equexit"]);
+            let i = skip_opts(
+                argv,
+                &["-n", "--interval", "-d", "--differences", "-q", "--equexit"],
+            );
             match argv.get(i) {
-                Some(s) => Peel::Split { skip: i + 1, string: s },
+                Some(s) => Peel::Split {
+                    skip: i + 1,
+                    string: s,
+                },
                 None => Peel::No,
             }
         }
@@ -225,9 +266,14 @@ pub(crate) fn is_assignment(a: &str) -> bool {
 pub(crate) enum Container {
     None,
     /// The string is a shell script (`bash -c S`, `eval ...`, `trap S`, `su -c S`).
-    Script { how: String, script: String },
+    Script {
+        how: String,
+        script: String,
+    },
     /// A shell with no script operand: runs what arrives on stdin.
-    Stdin { how: String },
+    Stdin {
+        how: String,
+    },
     /// Word ranges `[start, end)` of argv that are commands (`xargs CMD`, `find -exec CMD ;`).
     /// `with` is what `{}` stands for (find's single start directory), `placeholder_marker`.
     Argv {
@@ -250,7 +296,13 @@ pub(crate) fn container(argv: &[&str]) -> Container {
                 i += 1;
                 break;
             }
-            if a == "-o" || a == "+o" || a == "--rcfile" || a == "--init-file" || a == "-O" || a == "+O" {
+            if a == "-o"
+                || a == "+o"
+                || a == "--rcfile"
+                || a == "--init-file"
+                || a == "-O"
+                || a == "+O"
+            {
                 i += 2;
                 continue;
             }
@@ -305,11 +357,18 @@ pub(crate) fn container(argv: &[&str]) -> Container {
             let rest = argv.get(i + 1..).unwrap_or(&[]);
             match sub {
                 "submodule" if rest.first() == Some(&"foreach") => {
-                    let cmd: Vec<&str> = rest[1..].iter().copied().filter(|a| !a.starts_with("--")).collect();
+                    let cmd: Vec<&str> = rest[1..]
+                        .iter()
+                        .copied()
+                        .filter(|a| !a.starts_with("--"))
+                        .collect();
                     if cmd.is_empty() {
                         return Container::None;
                     }
-                    Container::Script { how: "git submodule foreach".into(), script: cmd.join(" ") }
+                    Container::Script {
+                        how: "git submodule foreach".into(),
+                        script: cmd.join(" "),
+                    }
                 }
                 "bisect" if rest.first() == Some(&"run") && rest.len() > 1 => Container::Argv {
                     how: "git bisect run".into(),
@@ -317,10 +376,18 @@ pub(crate) fn container(argv: &[&str]) -> Container {
                     with: None,
                 },
                 "rebase" | "difftool" | "mergetool" => {
-                    let pos = rest.iter().position(|a| matches!(*a, "-x" | "--exec" | "--extcmd"));
-                    let inline = rest.iter().find_map(|a| a.strip_prefix("--exec=").or_else(|| a.strip_prefix("--extcmd=")));
+                    let pos = rest
+                        .iter()
+                        .position(|a| matches!(*a, "-x" | "--exec" | "--extcmd"));
+                    let inline = rest.iter().find_map(|a| {
+                        a.strip_prefix("--exec=")
+                            .or_else(|| a.strip_prefix("--extcmd="))
+                    });
                     match (pos.and_then(|p| rest.get(p + 1)).copied(), inline) {
-                        (_, Some(s)) | (Some(s), None) => Container::Script { how: format!("git {sub} --exec"), script: s.to_string() },
+                        (_, Some(s)) | (Some(s), None) => Container::Script {
+                            how: format!("git {sub} --exec"),
+                            script: s.to_string(),
+                        },
                         _ => Container::None,
                     }
                 }
@@ -329,8 +396,21 @@ pub(crate) fn container(argv: &[&str]) -> Container {
         }
         "xargs" => {
             let with_arg = [
-                "-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a", "--max-args", "--max-procs",
-                "--delimiter", "--arg-file", "--max-lines", "--max-chars", "--eof",
+                "-I",
+                "-L",
+                "-n",
+                "-P",
+                "-d",
+                "-E",
+                "-s",
+                "-a",
+                "--max-args",
+                "--max-procs",
+                "--delimiter",
+                "--arg-file",
+                "--max-lines",
+                "--max-chars",
+                "--eof",
             ];
             let mut i = 1;
             while i < argv.len() {
@@ -394,9 +474,23 @@ pub(crate) fn is_interpreter_reading_stdin(argv: &[&str]) -> bool {
     let Some(&name) = argv.first() else {
         return false;
     };
-    let interp = matches!(name, "python" | "python3" | "python2" | "node" | "perl" | "ruby" | "php" | "lua" | "deno" | "bun")
-        || name.starts_with("python3.");
-    interp && argv[1..].iter().all(|a| a.starts_with('-') && *a != "-c" && *a != "-e")
+    let interp = matches!(
+        name,
+        "python"
+            | "python3"
+            | "python2"
+            | "node"
+            | "perl"
+            | "ruby"
+            | "php"
+            | "lua"
+            | "deno"
+            | "bun"
+    ) || name.starts_with("python3.");
+    interp
+        && argv[1..]
+            .iter()
+            .all(|a| a.starts_with('-') && *a != "-c" && *a != "-e")
 }
 
 fn pr(raw: &str, access: Access, cwd: Option<&Path>) -> PathRef {
@@ -480,7 +574,10 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
         }
         "mv" => {
             let (ops, vals) = operands(args, &["-t", "-S", "--target-directory", "--suffix"]);
-            if let Some((_, t)) = vals.iter().find(|(k, _)| *k == "-t" || *k == "--target-directory") {
+            if let Some((_, t)) = vals
+                .iter()
+                .find(|(k, _)| *k == "-t" || *k == "--target-directory")
+            {
                 each!(&ops, Access::Delete);
                 each!(&[t], Access::Write);
             } else if let Some((last, rest)) = ops.split_last() {
@@ -489,12 +586,36 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
         }
         "cp" | "install" | "rsync" | "scp" => {
-            let with = ["-t", "-S", "-m", "-o", "-g", "--target-directory", "--suffix", "-e", "--exclude", "--include", "-P", "-i", "-F", "-c", "-l", "--rsh", "--filter", "-f"];
+            let with = [
+                "-t",
+                "-S",
+                "-m",
+                "-o",
+                "-g",
+                "--target-directory",
+                "--suffix",
+                "-e",
+                "--exclude",
+                "--include",
+                "-P",
+                "-i",
+                "-F",
+                "-c",
+                "-l",
+                "--rsh",
+                "--filter",
+                "-f",
+            ];
             let (ops, vals) = operands(args, &with);
-            let del = args.iter().any(|a| a.starts_with("--delete") || *a == "--remove-source-files");
+            let del = args
+                .iter()
+                .any(|a| a.starts_with("--delete") || *a == "--remove-source-files");
             let dst_access = if del { Access::Delete } else { Access::Write };
             let local = |o: &&str| !(name == "rsync" || name == "scp") || !o.contains(':');
-            if let Some((_, t)) = vals.iter().find(|(k, _)| *k == "-t" || *k == "--target-directory") {
+            if let Some((_, t)) = vals
+                .iter()
+                .find(|(k, _)| *k == "-t" || *k == "--target-directory")
+            {
                 let ops: Vec<&str> = ops.into_iter().filter(local).collect();
                 each!(&ops, Access::Read);
                 each!(&[t], dst_access);
@@ -512,7 +633,10 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
         }
         "ln" | "link" => {
             let (ops, vals) = operands(args, &["-t", "-S", "--target-directory", "--suffix"]);
-            if let Some((_, t)) = vals.iter().find(|(k, _)| *k == "-t" || *k == "--target-directory") {
+            if let Some((_, t)) = vals
+                .iter()
+                .find(|(k, _)| *k == "-t" || *k == "--target-directory")
+            {
                 each!(&[t], Access::Write);
             } else if ops.len() >= 2 {
                 each!(&ops[ops.len() - 1..], Access::Write);
@@ -521,7 +645,9 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                 each!(&[base], Access::Write);
             }
         }
-        "tee" | "sponge" | "mkfifo" | "mknod" | "vi" | "vim" | "nvim" | "nano" | "emacs" | "ed" | "ex" | "sudoedit" | "wipefs" | "sfdisk" | "blkdiscard" | "parted" | "cfdisk" | "badblocks" => {
+        "tee" | "sponge" | "mkfifo" | "mknod" | "vi" | "vim" | "nvim" | "nano" | "emacs" | "ed"
+        | "ex" | "sudoedit" | "wipefs" | "sfdisk" | "blkdiscard" | "parted" | "cfdisk"
+        | "badblocks" => {
             let (ops, _) = operands(args, &["--output-error", "-m", "--mode", "-c", "-u"]);
             each!(&ops, Access::Write);
         }
@@ -534,7 +660,19 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             each!(&ops, Access::Write);
         }
         "truncate" | "fallocate" => {
-            let (ops, _) = operands(args, &["-s", "--size", "-r", "--reference", "-l", "-o", "--length", "--offset"]);
+            let (ops, _) = operands(
+                args,
+                &[
+                    "-s",
+                    "--size",
+                    "-r",
+                    "--reference",
+                    "-l",
+                    "-o",
+                    "--length",
+                    "--offset",
+                ],
+            );
             each!(&ops, Access::Write);
         }
         "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "chcon" => {
@@ -549,7 +687,9 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                     only = true;
                 } else if a.starts_with("--reference") {
                     reference = true;
-                } else if is_opt(a) && !(matches!(name, "chmod" | "chattr") && ops.is_empty() && is_mode_like(a)) {
+                } else if is_opt(a)
+                    && !(matches!(name, "chmod" | "chattr") && ops.is_empty() && is_mode_like(a))
+                {
                 } else {
                     ops.push(a);
                 }
@@ -569,40 +709,108 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
         }
         "sed" | "gsed" => {
-            let (ops, vals) = operands(args, &["-e", "-f", "--expression", "--file", "-l", "--line-length"]);
+            let (ops, vals) = operands(
+                args,
+                &["-e", "-f", "--expression", "--file", "-l", "--line-length"],
+            );
             let in_place = args.iter().take_while(|a| **a != "--").any(|a| {
-                a.starts_with("--in-place") || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i'))
+                a.starts_with("--in-place")
+                    || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i'))
             });
-            let script_given = vals.iter().any(|(k, _)| matches!(*k, "-e" | "-f" | "--expression" | "--file"));
+            let script_given = vals
+                .iter()
+                .any(|(k, _)| matches!(*k, "-e" | "-f" | "--expression" | "--file"));
             for (k, v) in &vals {
                 if matches!(*k, "-f" | "--file") {
                     out.push(pr(v, Access::Read, cwd));
                 }
             }
-            let files = if script_given { &ops[..] } else { ops.get(1..).unwrap_or(&[]) };
+            let files = if script_given {
+                &ops[..]
+            } else {
+                ops.get(1..).unwrap_or(&[])
+            };
             for f in files {
-                out.push(pr(f, if in_place { Access::Write } else { Access::Read }, cwd));
+                out.push(pr(
+                    f,
+                    if in_place {
+                        Access::Write
+                    } else {
+                        Access::Read
+                    },
+                    cwd,
+                ));
             }
         }
         "perl" => {
-            let in_place = args.iter().any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i'));
+            let in_place = args
+                .iter()
+                .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i'));
             if in_place {
                 let (ops, vals) = operands(args, &["-e", "-E", "-I", "-M", "-m"]);
-                let files = if vals.iter().any(|(k, _)| *k == "-e" || *k == "-E") { &ops[..] } else { ops.get(1..).unwrap_or(&[]) };
+                let files = if vals.iter().any(|(k, _)| *k == "-e" || *k == "-E") {
+                    &ops[..]
+                } else {
+                    ops.get(1..).unwrap_or(&[])
+                };
                 for f in files {
                     out.push(pr(f, Access::Write, cwd));
                 }
             }
         }
-        "cat" | "tac" | "less" | "more" | "most" | "wc" | "nl" | "od" | "xxd" | "hexdump" | "hd" | "strings" | "file" | "stat" | "md5sum" | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" | "b2sum" | "cksum" | "sum" | "base64" | "base32" | "bat" | "batcat" | "view" | "column" | "fold" | "fmt" | "rev" | "paste" | "comm" | "join" | "diff" | "cmp" | "readlink" | "realpath" | "ls" | "tree" | "du" | "source" | "." | "zcat" | "bzcat" | "xzcat" | "zless" | "lsattr" | "getfacl" | "exa" | "eza" | "expand" | "unexpand" | "pr" | "tsort" | "ptx" | "look" | "iconv" | "colordiff" | "delta" | "difft" => {
-            let with = ["-n", "-c", "-w", "-W", "-I", "-L", "-U", "-C", "-s", "-t", "-o", "--label", "--ignore", "--hide", "-P", "-d", "-f", "-T", "--format", "-x", "--exclude", "--max-depth", "-B", "--block-size", "--time-style", "--width", "--tabsize", "-S", "--line-format"];
+        "cat" | "tac" | "less" | "more" | "most" | "wc" | "nl" | "od" | "xxd" | "hexdump"
+        | "hd" | "strings" | "file" | "stat" | "md5sum" | "sha1sum" | "sha224sum" | "sha256sum"
+        | "sha384sum" | "sha512sum" | "b2sum" | "cksum" | "sum" | "base64" | "base32" | "bat"
+        | "batcat" | "view" | "column" | "fold" | "fmt" | "rev" | "paste" | "comm" | "join"
+        | "diff" | "cmp" | "readlink" | "realpath" | "ls" | "tree" | "du" | "source" | "."
+        | "zcat" | "bzcat" | "xzcat" | "zless" | "lsattr" | "getfacl" | "exa" | "eza"
+        | "expand" | "unexpand" | "pr" | "tsort" | "ptx" | "look" | "iconv" | "colordiff"
+        | "delta" | "difft" => {
+            let with = [
+                "-n",
+                "-c",
+                "-w",
+                "-W",
+                "-I",
+                "-L",
+                "-U",
+                "-C",
+                "-s",
+                "-t",
+                "-o",
+                "--label",
+                "--ignore",
+                "--hide",
+                "-P",
+                "-d",
+                "-f",
+                "-T",
+                "--format",
+                "-x",
+                "--exclude",
+                "--max-depth",
+                "-B",
+                "--block-size",
+                "--time-style",
+                "--width",
+                "--tabsize",
+                "-S",
+                "--line-format",
+            ];
             let with: &[&str] = match name {
                 // Their `-x`/`-d`/... are plain flags.
-                "cat" | "tac" | "wc" | "readlink" | "realpath" | "stat" | "file" | "md5sum" | "sha1sum" | "sha256sum" | "sha512sum" | "base64" => &["-c", "--format", "-f", "-m"],
+                "cat" | "tac" | "wc" | "readlink" | "realpath" | "stat" | "file" | "md5sum"
+                | "sha1sum" | "sha256sum" | "sha512sum" | "base64" => {
+                    &["-c", "--format", "-f", "-m"]
+                }
                 _ => &with,
             };
             let (ops, vals) = operands(args, with);
-            let ops = if ops.is_empty() && matches!(name, "ls" | "tree" | "du" | "exa" | "eza") { vec!["."] } else { ops };
+            let ops = if ops.is_empty() && matches!(name, "ls" | "tree" | "du" | "exa" | "eza") {
+                vec!["."]
+            } else {
+                ops
+            };
             if name == "iconv" {
                 for (k, v) in &vals {
                     if *k == "-o" || *k == "--output" {
@@ -613,13 +821,59 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             each!(&ops, Access::Read);
         }
         "head" | "tail" => {
-            let (ops, _) = operands(args, &["-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid", "--max-unchanged-stats"]);
+            let (ops, _) = operands(
+                args,
+                &[
+                    "-n",
+                    "-c",
+                    "--lines",
+                    "--bytes",
+                    "-s",
+                    "--sleep-interval",
+                    "--pid",
+                    "--max-unchanged-stats",
+                ],
+            );
             // `head -20 file`.
-            let ops: Vec<&str> = ops.into_iter().filter(|o| !(o.starts_with('+') && o[1..].chars().all(|c| c.is_ascii_digit()))).collect();
+            let ops: Vec<&str> = ops
+                .into_iter()
+                .filter(|o| !(o.starts_with('+') && o[1..].chars().all(|c| c.is_ascii_digit())))
+                .collect();
             each!(&ops, Access::Read);
         }
         "sort" | "uniq" | "cut" | "tr" | "shuf" | "split" | "csplit" => {
-            let (ops, vals) = operands(args, &["-o", "--output", "-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "-T", "--temporary-directory", "-d", "-f", "-s", "-w", "-b", "-l", "-n", "-c", "-C", "-a", "--parallel", "--batch-size", "--random-source", "-i", "--input-range", "--head-count", "-e"]);
+            let (ops, vals) = operands(
+                args,
+                &[
+                    "-o",
+                    "--output",
+                    "-k",
+                    "--key",
+                    "-t",
+                    "--field-separator",
+                    "-S",
+                    "--buffer-size",
+                    "-T",
+                    "--temporary-directory",
+                    "-d",
+                    "-f",
+                    "-s",
+                    "-w",
+                    "-b",
+                    "-l",
+                    "-n",
+                    "-c",
+                    "-C",
+                    "-a",
+                    "--parallel",
+                    "--batch-size",
+                    "--random-source",
+                    "-i",
+                    "--input-range",
+                    "--head-count",
+                    "-e",
+                ],
+            );
             for (k, v) in &vals {
                 if matches!(*k, "-o" | "--output") && name != "split" {
                     out.push(pr(v, Access::Write, cwd));
@@ -639,7 +893,10 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                     if let Some(i) = ops.first() {
                         out.push(pr(i, Access::Read, cwd));
                     }
-                    let prefix = ops.get(if name == "split" { 1 } else { usize::MAX }).copied().unwrap_or("x");
+                    let prefix = ops
+                        .get(if name == "split" { 1 } else { usize::MAX })
+                        .copied()
+                        .unwrap_or("x");
                     out.push(pr(&format!("{prefix}*"), Access::Write, cwd));
                 }
                 "shuf" if args.contains(&"-e") => {}
@@ -647,20 +904,92 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
         }
         "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "zgrep" => {
-            let with = ["-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--regexp", "--file", "--max-count", "--context", "--after-context", "--before-context", "-g", "--glob", "--iglob", "-t", "--type", "-T", "--type-not", "-j", "--threads", "-M", "--max-columns", "-r", "--replace", "-E", "--encoding", "--max-depth", "--maxdepth", "--sort", "--sortr", "--color", "--colors", "--pre", "--pre-glob", "--type-add", "--ignore-file", "--label", "--exclude", "--include", "--exclude-dir", "--include-dir", "--binary-files", "--devices", "--directories", "--path-separator", "--max-filesize", "--engine", "-p"];
+            let with = [
+                "-e",
+                "-f",
+                "-m",
+                "-A",
+                "-B",
+                "-C",
+                "-d",
+                "-D",
+                "--regexp",
+                "--file",
+                "--max-count",
+                "--context",
+                "--after-context",
+                "--before-context",
+                "-g",
+                "--glob",
+                "--iglob",
+                "-t",
+                "--type",
+                "-T",
+                "--type-not",
+                "-j",
+                "--threads",
+                "-M",
+                "--max-columns",
+                "-r",
+                "--replace",
+                "-E",
+                "--encoding",
+                "--max-depth",
+                "--maxdepth",
+                "--sort",
+                "--sortr",
+                "--color",
+                "--colors",
+                "--pre",
+                "--pre-glob",
+                "--type-add",
+                "--ignore-file",
+                "--label",
+                "--exclude",
+                "--include",
+                "--exclude-dir",
+                "--include-dir",
+                "--binary-files",
+                "--devices",
+                "--directories",
+                "--path-separator",
+                "--max-filesize",
+                "--engine",
+                "-p",
+            ];
             // grep's -r is a flag (recursive); rg's -r takes the replacement.
-            let with: Vec<&str> = with.iter().copied().filter(|o| !((name != "rg" && (*o == "-r" || *o == "-E" || *o == "-T" || *o == "-p")) || (name == "rg" && *o == "-p"))).collect();
+            let with: Vec<&str> = with
+                .iter()
+                .copied()
+                .filter(|o| {
+                    let rg_valued = matches!(*o, "-r" | "-E" | "-T");
+                    *o != "-p" && (name == "rg" || !rg_valued)
+                })
+                .collect();
             let (ops, vals) = operands(args, &with);
-            let pattern_given = vals.iter().any(|(k, _)| matches!(*k, "-e" | "-f" | "--regexp" | "--file"));
+            let pattern_given = vals
+                .iter()
+                .any(|(k, _)| matches!(*k, "-e" | "-f" | "--regexp" | "--file"));
             for (k, v) in &vals {
                 if matches!(*k, "-f" | "--file" | "--ignore-file") {
                     out.push(pr(v, Access::Read, cwd));
                 }
             }
             let files_list = args.iter().any(|a| *a == "--files" || *a == "--type-list");
-            let files = if pattern_given || files_list { &ops[..] } else { ops.get(1..).unwrap_or(&[]) };
+            let files = if pattern_given || files_list {
+                &ops[..]
+            } else {
+                ops.get(1..).unwrap_or(&[])
+            };
             // rg, and grep -r, search the working directory when given no path.
-            let recursive = name == "rg" || name == "ag" || name == "ack" || has_short(args, 'r') || has_short(args, 'R') || args.iter().any(|a| a.starts_with("--recursive") || a.starts_with("--dereference-recursive"));
+            let recursive = name == "rg"
+                || name == "ag"
+                || name == "ack"
+                || has_short(args, 'r')
+                || has_short(args, 'R')
+                || args.iter().any(|a| {
+                    a.starts_with("--recursive") || a.starts_with("--dereference-recursive")
+                });
             if files.is_empty() && recursive {
                 each!(["."], Access::Read);
             }
@@ -668,11 +997,23 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
         }
         "find" | "fd" | "fdfind" => {
             if name == "find" {
-                let roots: Vec<&str> = args.iter().take_while(|a| !(a.starts_with('-') || **a == "(" || **a == "!" || **a == ")")).copied().collect();
+                let roots: Vec<&str> = args
+                    .iter()
+                    .take_while(|a| !(a.starts_with('-') || **a == "(" || **a == "!" || **a == ")"))
+                    .copied()
+                    .collect();
                 let roots = if roots.is_empty() { vec!["."] } else { roots };
                 let deletes = args.contains(&"-delete");
                 for r in &roots {
-                    let mut p = pr(r, if deletes { Access::Delete } else { Access::Read }, cwd);
+                    let mut p = pr(
+                        r,
+                        if deletes {
+                            Access::Delete
+                        } else {
+                            Access::Read
+                        },
+                        cwd,
+                    );
                     p.contents |= deletes;
                     out.push(p);
                 }
@@ -686,7 +1027,38 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                     i += 1;
                 }
             } else {
-                let (ops, _) = operands(args, &["-e", "--extension", "-t", "--type", "-E", "--exclude", "-d", "--max-depth", "--min-depth", "-x", "--exec", "-X", "--exec-batch", "-j", "--threads", "-S", "--size", "--changed-within", "--changed-before", "-o", "--owner", "--base-directory", "--search-path", "-c", "--color", "--max-results", "--ignore-file"]);
+                let (ops, _) = operands(
+                    args,
+                    &[
+                        "-e",
+                        "--extension",
+                        "-t",
+                        "--type",
+                        "-E",
+                        "--exclude",
+                        "-d",
+                        "--max-depth",
+                        "--min-depth",
+                        "-x",
+                        "--exec",
+                        "-X",
+                        "--exec-batch",
+                        "-j",
+                        "--threads",
+                        "-S",
+                        "--size",
+                        "--changed-within",
+                        "--changed-before",
+                        "-o",
+                        "--owner",
+                        "--base-directory",
+                        "--search-path",
+                        "-c",
+                        "--color",
+                        "--max-results",
+                        "--ignore-file",
+                    ],
+                );
                 let paths = ops.get(1..).unwrap_or(&[]);
                 if paths.is_empty() {
                     each!(&["."], Access::Read);
@@ -696,16 +1068,47 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
         }
         "awk" | "gawk" | "mawk" | "jq" | "yq" | "gojq" => {
-            let (ops, vals) = operands(args, &["-f", "-v", "-F", "--from-file", "--arg", "--argjson", "--slurpfile", "--rawfile", "--indent", "-L"]);
+            let (ops, vals) = operands(
+                args,
+                &[
+                    "-f",
+                    "-v",
+                    "-F",
+                    "--from-file",
+                    "--arg",
+                    "--argjson",
+                    "--slurpfile",
+                    "--rawfile",
+                    "--indent",
+                    "-L",
+                ],
+            );
             let prog_file = vals.iter().any(|(k, _)| *k == "-f" || *k == "--from-file");
-            let files = if prog_file { &ops[..] } else { ops.get(1..).unwrap_or(&[]) };
-            let in_place = name == "gawk" && args.windows(2).any(|w| w == ["-i", "inplace"]) || (name == "yq" && has_short(args, 'i'));
-            each!(files, if in_place { Access::Write } else { Access::Read });
+            let files = if prog_file {
+                &ops[..]
+            } else {
+                ops.get(1..).unwrap_or(&[])
+            };
+            let in_place = name == "gawk" && args.windows(2).any(|w| w == ["-i", "inplace"])
+                || (name == "yq" && has_short(args, 'i'));
+            each!(
+                files,
+                if in_place {
+                    Access::Write
+                } else {
+                    Access::Read
+                }
+            );
         }
         "tar" | "bsdtar" => {
             let first = args.first().copied().unwrap_or("");
             let cluster = first.trim_start_matches('-');
-            let mode_of = |c: char| args.iter().any(|a| (a.starts_with('-') && !a.starts_with("--") && a.contains(c)) || (*a == first && !first.starts_with('-') && cluster.contains(c)));
+            let mode_of = |c: char| {
+                args.iter().any(|a| {
+                    (a.starts_with('-') && !a.starts_with("--") && a.contains(c))
+                        || (*a == first && !first.starts_with('-') && cluster.contains(c))
+                })
+            };
             let create = mode_of('c') || mode_of('r') || mode_of('u') || args.contains(&"--create");
             let extract = mode_of('x') || args.contains(&"--extract") || args.contains(&"--get");
             // The archive: `-f FILE`, or the word after a cluster containing f.
@@ -721,14 +1124,20 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                 } else if a == "-C" || a == "--directory" {
                     dir = args.get(i + 1).copied();
                     i += 1;
-                } else if a == "--file" || ((a.starts_with('-') && !a.starts_with("--") || i == 0) && a.ends_with('f')) {
+                } else if a == "--file"
+                    || ((a.starts_with('-') && !a.starts_with("--") || i == 0) && a.ends_with('f'))
+                {
                     archive = args.get(i + 1).copied();
                     i += 1;
                 }
                 i += 1;
             }
             if let Some(a) = archive.filter(|a| *a != "-") {
-                out.push(pr(a, if create { Access::Write } else { Access::Read }, cwd));
+                out.push(pr(
+                    a,
+                    if create { Access::Write } else { Access::Read },
+                    cwd,
+                ));
             }
             if extract {
                 let d = dir.unwrap_or(".");
@@ -743,7 +1152,11 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                 out.push(pr(a, Access::Read, cwd));
             }
             if !has_short(args, 'l') && !has_short(args, 't') && !has_short(args, 'p') {
-                let d = vals.iter().find(|(k, _)| *k == "-d").map(|(_, v)| *v).unwrap_or(".");
+                let d = vals
+                    .iter()
+                    .find(|(k, _)| *k == "-d")
+                    .map(|(_, v)| *v)
+                    .unwrap_or(".");
                 let mut p = pr(d, Access::Write, cwd);
                 p.contents = true;
                 out.push(p);
@@ -769,13 +1182,15 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                         }
                         i += 1;
                     }
-                    "-T" | "--upload-file" | "-K" | "--config" | "--post-file" | "--body-file" | "-i" | "--input-file" => {
+                    "-T" | "--upload-file" | "-K" | "--config" | "--post-file" | "--body-file"
+                    | "-i" | "--input-file" => {
                         if let Some(f) = next {
                             out.push(pr(f, Access::Read, cwd));
                         }
                         i += 1;
                     }
-                    "-d" | "--data" | "--data-binary" | "--data-raw" | "--data-urlencode" | "-F" | "--form" | "--json" => {
+                    "-d" | "--data" | "--data-binary" | "--data-raw" | "--data-urlencode"
+                    | "-F" | "--form" | "--json" => {
                         if let Some(v) = next {
                             if let Some(pos) = v.find('@') {
                                 let f = &v[pos + 1..];
@@ -808,7 +1223,17 @@ pub(crate) fn git_subcommand<'a>(args: &[&'a str]) -> (usize, Vec<&'a str>) {
     let mut dirs = Vec::new();
     while i < args.len() {
         let a = args[i];
-        if matches!(a, "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" | "--config-env" | "--super-prefix" | "--list-cmds") {
+        if matches!(
+            a,
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--exec-path"
+                | "--config-env"
+                | "--super-prefix"
+                | "--list-cmds"
+        ) {
             if a == "-C" {
                 if let Some(d) = args.get(i + 1) {
                     dirs.push(*d);
@@ -826,7 +1251,9 @@ pub(crate) fn git_subcommand<'a>(args: &[&'a str]) -> (usize, Vec<&'a str>) {
 
 fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
     let (i, dirs) = git_subcommand(args);
-    let base = dirs.iter().fold(cwd.map(Path::to_path_buf), |acc, d| join_path(acc.as_deref(), d));
+    let base = dirs.iter().fold(cwd.map(Path::to_path_buf), |acc, d| {
+        join_path(acc.as_deref(), d)
+    });
     for d in &dirs {
         out.push(pr(d, Access::Read, cwd));
     }
@@ -844,11 +1271,36 @@ fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
         k += 1;
     }
     if matches!(sub, "clone" | "init") || (sub == "worktree" && rest.first() == Some(&"add")) {
-        let with = ["-b", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference", "--template", "--separate-git-dir", "-u", "--upload-pack", "--shallow-since", "--filter", "--object-format", "--initial-branch"];
+        let with = [
+            "-b",
+            "--branch",
+            "-o",
+            "--origin",
+            "-c",
+            "--config",
+            "--depth",
+            "--reference",
+            "--template",
+            "--separate-git-dir",
+            "-u",
+            "--upload-pack",
+            "--shallow-since",
+            "--filter",
+            "--object-format",
+            "--initial-branch",
+        ];
         let skip = usize::from(sub == "worktree");
         let (ops, _) = operands(&rest[skip..], &with);
         let dest = match sub {
-            "clone" => ops.get(1).copied().or_else(|| ops.first().map(|u| u.trim_end_matches('/').trim_end_matches(".git").rsplit(['/', ':']).next().unwrap_or("."))),
+            "clone" => ops.get(1).copied().or_else(|| {
+                ops.first().map(|u| {
+                    u.trim_end_matches('/')
+                        .trim_end_matches(".git")
+                        .rsplit(['/', ':'])
+                        .next()
+                        .unwrap_or(".")
+                })
+            }),
             _ => ops.first().copied(),
         };
         let mut p = pr(dest.unwrap_or("."), Access::Write, base.as_deref());
@@ -857,13 +1309,59 @@ fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
     }
     if sub == "config" {
         let reading = rest.iter().any(|a| {
-            matches!(*a, "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "--list" | "-l" | "get" | "list" | "--get-color" | "--get-colorbool")
+            matches!(
+                *a,
+                "--get"
+                    | "--get-all"
+                    | "--get-regexp"
+                    | "--get-urlmatch"
+                    | "--list"
+                    | "-l"
+                    | "get"
+                    | "list"
+                    | "--get-color"
+                    | "--get-colorbool"
+            )
         });
         let writing = rest.iter().any(|a| {
-            matches!(*a, "--add" | "--unset" | "--unset-all" | "--replace-all" | "--rename-section" | "--remove-section" | "-e" | "--edit" | "set" | "unset" | "rename-section" | "remove-section" | "edit")
+            matches!(
+                *a,
+                "--add"
+                    | "--unset"
+                    | "--unset-all"
+                    | "--replace-all"
+                    | "--rename-section"
+                    | "--remove-section"
+                    | "-e"
+                    | "--edit"
+                    | "set"
+                    | "unset"
+                    | "rename-section"
+                    | "remove-section"
+                    | "edit"
+            )
         });
-        let (ops, vals) = operands(rest, &["-f", "--file", "--blob", "--type", "--default", "--comment", "--value"]);
-        let ops: Vec<&str> = ops.into_iter().filter(|o| !matches!(*o, "get" | "set" | "unset" | "list" | "edit" | "rename-section" | "remove-section")).collect();
+        let (ops, vals) = operands(
+            rest,
+            &[
+                "-f",
+                "--file",
+                "--blob",
+                "--type",
+                "--default",
+                "--comment",
+                "--value",
+            ],
+        );
+        let ops: Vec<&str> = ops
+            .into_iter()
+            .filter(|o| {
+                !matches!(
+                    *o,
+                    "get" | "set" | "unset" | "list" | "edit" | "rename-section" | "remove-section"
+                )
+            })
+            .collect();
         let sets = writing || (!reading && ops.len() >= 2);
         if !sets {
             return;
@@ -910,23 +1408,71 @@ pub(crate) fn risky_flag(argv: &[String]) -> Option<&'static str> {
         "git" => {
             let (i, _) = git_subcommand(&args);
             let global = &args[..i.min(args.len())];
-            for f in ["-c", "--config-env", "--exec-path", "--git-dir", "--work-tree", "--namespace"] {
-                if global.iter().any(|a| *a == f || a.starts_with(&format!("{f}="))) {
+            for f in [
+                "-c",
+                "--config-env",
+                "--exec-path",
+                "--git-dir",
+                "--work-tree",
+                "--namespace",
+            ] {
+                if global
+                    .iter()
+                    .any(|a| *a == f || a.starts_with(&format!("{f}=")))
+                {
                     return Some(f);
                 }
             }
-            any(&["--upload-pack", "--receive-pack", "--exec", "--ext-diff", "--open-files-in-pager", "-O", "--output", "--extcmd", "--tool", "-x", "--template", "--config", "--separate-git-dir"])
-                .or_else(|| (args.get(i) == Some(&"clone") && args.contains(&"-u")).then_some("-u"))
+            any(&[
+                "--upload-pack",
+                "--receive-pack",
+                "--exec",
+                "--ext-diff",
+                "--open-files-in-pager",
+                "-O",
+                "--output",
+                "--extcmd",
+                "--tool",
+                "-x",
+                "--template",
+                "--config",
+                "--separate-git-dir",
+            ])
+            .or_else(|| (args.get(i) == Some(&"clone") && args.contains(&"-u")).then_some("-u"))
         }
         "rg" => any(&["--pre", "--pre-glob", "--hostname-bin"]),
         "sort" => any(&["-o", "--output", "--compress-program"]),
-        "find" => any(&["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
+        "find" => any(&[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+            "-fls",
+        ]),
         "fd" | "fdfind" => any(&["-x", "--exec", "-X", "--exec-batch"]),
-        "sed" | "gsed" => any(&["-i", "--in-place"]).or_else(|| args.iter().any(|a| a.starts_with("-i") || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))).then_some("-i")),
-        "tar" => any(&["--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "--new-volume-script", "-F"]),
+        "sed" | "gsed" => any(&["-i", "--in-place"]).or_else(|| {
+            args.iter()
+                .any(|a| {
+                    a.starts_with("-i")
+                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+                })
+                .then_some("-i")
+        }),
+        "tar" => any(&[
+            "--to-command",
+            "--use-compress-program",
+            "-I",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+        ]),
         "rsync" => any(&["-e", "--rsh", "--rsync-path"]),
         "ssh" | "scp" => any(&["-o", "-F"]),
-        "npm" | "pnpm" | "yarn" => any(&["--prefix", "--userconfig", "--globalconfig", "-g", "--global"]),
+        "npm" | "pnpm" | "yarn" => any(&[
+            "--prefix",
+            "--userconfig",
+            "--globalconfig",
+            "-g",
+            "--global",
+        ]),
         "cargo" => any(&["--config", "-Z"]),
         "less" | "more" => any(&["-o", "--log-file", "-O"]),
         _ => None,

@@ -54,7 +54,9 @@ impl std::str::FromStr for Mode {
             "default" => Ok(Mode::Default),
             "auto" => Ok(Mode::Auto),
             "yolo" => Ok(Mode::Yolo),
-            other => Err(format!("unknown permission mode `{other}` (safe, default, auto, yolo)")),
+            other => Err(format!(
+                "unknown permission mode `{other}` (safe, default, auto, yolo)"
+            )),
         }
     }
 }
@@ -222,11 +224,16 @@ pub fn decide(req: &Request) -> Decision {
 
     // Whole-tool deny and ask rules (bare names, or specifiers over other tools' values).
     for kind in [RuleKind::Deny, RuleKind::Ask] {
-        let verdict = if kind == RuleKind::Deny { Verdict::Deny } else { Verdict::Ask };
+        let verdict = if kind == RuleKind::Deny {
+            Verdict::Deny
+        } else {
+            Verdict::Ask
+        };
         if let Some(r) = req.rules.of_kind(kind).find(|r| {
             r.covers_tool(&tool)
                 && (r.is_bare()
-                    || (fam == Family::Fetch && url_arg(req.args).is_some_and(|u| r.matches_domain(&u)))
+                    || (fam == Family::Fetch
+                        && url_arg(req.args).is_some_and(|u| r.matches_domain(&u)))
                     || (fam == Family::Other && r.matches_values(req.args)))
         }) {
             items.push(Item {
@@ -236,7 +243,15 @@ pub fn decide(req: &Request) -> Decision {
                 class: None,
                 verdict,
                 source: rule_source(r),
-                reason: format!("{} rule {}", if verdict == Verdict::Deny { "deny" } else { "ask" }, r.text),
+                reason: format!(
+                    "{} rule {}",
+                    if verdict == Verdict::Deny {
+                        "deny"
+                    } else {
+                        "ask"
+                    },
+                    r.text
+                ),
             });
             if verdict == Verdict::Deny {
                 return finish(items, scope, segments);
@@ -274,7 +289,11 @@ pub fn decide(req: &Request) -> Decision {
 
     // File tools: classify every path argument.
     let paths = path_args(req.args);
-    let access = if req.risk == Risk::Write { Access::Write } else { Access::Read };
+    let access = if req.risk == Risk::Write {
+        Access::Write
+    } else {
+        Access::Read
+    };
     let cwd = cwd_arg(req.args, req.workspace);
     for raw in &paths {
         let abs = req.workspace.absolute(raw, &cwd);
@@ -298,15 +317,30 @@ pub fn decide(req: &Request) -> Decision {
         });
     }
     if paths.is_empty() {
-        let allow_rule = req
-            .rules
-            .of_kind(RuleKind::Allow)
-            .find(|r| r.covers_tool(&tool) && (r.is_bare() || (fam == Family::Fetch && url_arg(req.args).is_some_and(|u| r.matches_domain(&u))) || (fam == Family::Other && r.matches_values(req.args))));
+        let allow_rule = req.rules.of_kind(RuleKind::Allow).find(|r| {
+            r.covers_tool(&tool)
+                && (r.is_bare()
+                    || (fam == Family::Fetch
+                        && url_arg(req.args).is_some_and(|u| r.matches_domain(&u)))
+                    || (fam == Family::Other && r.matches_values(req.args)))
+        });
         let (v, src, reason) = match (allow_rule, req.risk) {
-            (Some(r), _) => (Verdict::Allow, rule_source(r), format!("allow rule {}", r.text)),
+            (Some(r), _) => (
+                Verdict::Allow,
+                rule_source(r),
+                format!("allow rule {}", r.text),
+            ),
             (None, Risk::Read) => (Verdict::Allow, Source::Mode, "read-only tool".into()),
-            (None, Risk::Write) => (mode_write(req.mode), Source::Mode, format!("write tool in {:?} mode", req.mode).to_lowercase()),
-            (None, Risk::Shell) => (mode_shell(req.mode, req.sandbox_available), Source::Mode, "shell tool".into()),
+            (None, Risk::Write) => (
+                mode_write(req.mode),
+                Source::Mode,
+                format!("write tool in {:?} mode", req.mode).to_lowercase(),
+            ),
+            (None, Risk::Shell) => (
+                mode_shell(req.mode, req.sandbox_available),
+                Source::Mode,
+                "shell tool".into(),
+            ),
         };
         if v == Verdict::Ask {
             scope.push(capitalize(&tool));
@@ -339,13 +373,24 @@ fn finish(items: Vec<Item>, mut scope: Vec<String>, segments: Vec<Segment>) -> D
         Source::Rule { .. } => 1,
         _ => 0,
     };
-    let top = items
-        .iter()
-        .rev()
-        .max_by(|a, b| a.verdict.cmp(&b.verdict).then(rank(&a.source).cmp(&rank(&b.source))));
+    let top = items.iter().rev().max_by(|a, b| {
+        a.verdict
+            .cmp(&b.verdict)
+            .then(rank(&a.source).cmp(&rank(&b.source)))
+    });
     let (verdict, source, reason, subject) = match top {
-        Some(i) => (i.verdict, i.source.clone(), i.reason.clone(), i.subject.clone()),
-        None => (Verdict::Allow, Source::Mode, "nothing to check".into(), String::new()),
+        Some(i) => (
+            i.verdict,
+            i.source.clone(),
+            i.reason.clone(),
+            i.subject.clone(),
+        ),
+        None => (
+            Verdict::Allow,
+            Source::Mode,
+            "nothing to check".into(),
+            String::new(),
+        ),
     };
     // A deny cannot be approved, so there is nothing to remember.
     if verdict != Verdict::Ask {
@@ -374,7 +419,11 @@ fn classify(ws: &Workspace, p: &PathRef, cache: &mut ResolveCache) -> PathInfo {
 
 fn cwd_arg(args: &Value, ws: &Workspace) -> PathBuf {
     for key in ["cwd", "workdir", "working_directory"] {
-        if let Some(c) = args.get(key).and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        if let Some(c) = args
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+        {
             return ws.absolute(c, &ws.cwd);
         }
     }
@@ -408,23 +457,50 @@ fn path_args(args: &Value) -> Vec<String> {
 }
 
 /// Path rules of the right family for an access.
-fn path_rule<'r>(rules: &'r RuleSet, kind: RuleKind, access: Access, paths: &[&Path], bare_ok: bool, tool: &str) -> Option<&'r Rule> {
-    let want = if access == Access::Read { Family::Read } else { Family::Write };
+fn path_rule<'r>(
+    rules: &'r RuleSet,
+    kind: RuleKind,
+    access: Access,
+    paths: &[&Path],
+    bare_ok: bool,
+    tool: &str,
+) -> Option<&'r Rule> {
+    let want = if access == Access::Read {
+        Family::Read
+    } else {
+        Family::Write
+    };
     rules.of_kind(kind).find(|r| {
         r.family() == want
-            && ((r.has_path_spec() && r.matches_path(paths)) || (bare_ok && r.is_bare() && r.covers_tool(tool)))
+            && ((r.has_path_spec() && r.matches_path(paths))
+                || (bare_ok && r.is_bare() && r.covers_tool(tool)))
     })
 }
 
 /// Verdict for one path. `in_shell`: the path belongs to a shell segment (then the segment's
 /// own verdict covers writes inside the workspace).
-fn judge_path(req: &Request, tool: &str, p: &PathRef, info: &PathInfo, in_shell: bool, scope: &mut Vec<String>) -> (Verdict, Source, String) {
+fn judge_path(
+    req: &Request,
+    tool: &str,
+    p: &PathRef,
+    info: &PathInfo,
+    in_shell: bool,
+    scope: &mut Vec<String>,
+) -> (Verdict, Source, String) {
     let writes = p.access != Access::Read;
     if writes && info.class == PathClass::Protected {
-        return (Verdict::Deny, Source::Floor, format!("{} is git metadata that runs code", show(info, p)));
+        return (
+            Verdict::Deny,
+            Source::Floor,
+            format!("{} is git metadata that runs code", show(info, p)),
+        );
     }
     if writes && info.block_device {
-        return (Verdict::Deny, Source::Floor, format!("{} is a block device", show(info, p)));
+        return (
+            Verdict::Deny,
+            Source::Floor,
+            format!("{} is a block device", show(info, p)),
+        );
     }
     let mut cands: Vec<&Path> = Vec::new();
     if let Some(r) = &info.path {
@@ -434,28 +510,45 @@ fn judge_path(req: &Request, tool: &str, p: &PathRef, info: &PathInfo, in_shell:
         cands.push(l);
     }
     if let Some(r) = path_rule(req.rules, RuleKind::Deny, p.access, &cands, !in_shell, tool) {
-        return (Verdict::Deny, rule_source(r), format!("deny rule {}", r.text));
+        return (
+            Verdict::Deny,
+            rule_source(r),
+            format!("deny rule {}", r.text),
+        );
     }
     if let Some(r) = path_rule(req.rules, RuleKind::Ask, p.access, &cands, !in_shell, tool) {
         return (Verdict::Ask, rule_source(r), format!("ask rule {}", r.text));
     }
     // Only a rule naming the path lifts secret/outside; a bare `Read`/`Edit` lifts the mode.
-    let allow_path = req
-        .rules
-        .of_kind(RuleKind::Allow)
-        .find(|r| r.has_path_spec() && r.family() == if writes { Family::Write } else { Family::Read } && r.matches_path(&cands));
+    let allow_path = req.rules.of_kind(RuleKind::Allow).find(|r| {
+        r.has_path_spec()
+            && r.family() == if writes { Family::Write } else { Family::Read }
+            && r.matches_path(&cands)
+    });
     if let Some(r) = allow_path {
-        return (Verdict::Allow, rule_source(r), format!("allow rule {}", r.text));
+        return (
+            Verdict::Allow,
+            rule_source(r),
+            format!("allow rule {}", r.text),
+        );
     }
     let rule_word = if writes { "Edit" } else { "Read" };
-    let abs_rule = |info: &PathInfo| info.path.as_ref().map(|p| format!("{rule_word}(/{})", p.display()));
+    let abs_rule = |info: &PathInfo| {
+        info.path
+            .as_ref()
+            .map(|p| format!("{rule_word}(/{})", p.display()))
+    };
     // Protected only matters for writes; a read goes by where the path is.
     let class = match info.class {
         PathClass::Protected if !writes && !info.in_workspace => PathClass::Outside,
         c => c,
     };
     match class {
-        PathClass::Stream => (Verdict::Allow, Source::Mode, format!("{} is a stream", p.raw)),
+        PathClass::Stream => (
+            Verdict::Allow,
+            Source::Mode,
+            format!("{} is a stream", p.raw),
+        ),
         PathClass::Unknown => (
             match req.mode {
                 Mode::Safe => Verdict::Deny,
@@ -470,28 +563,53 @@ fn judge_path(req: &Request, tool: &str, p: &PathRef, info: &PathInfo, in_shell:
             if v == Verdict::Ask {
                 scope.extend(abs_rule(info));
             }
-            (v, Source::Secret, format!("{} looks like a secret", show(info, p)))
+            (
+                v,
+                Source::Secret,
+                format!("{} looks like a secret", show(info, p)),
+            )
         }
         PathClass::Device | PathClass::Outside => {
             let v = mode_outside(req.mode);
             if v == Verdict::Ask {
                 scope.extend(abs_rule(info));
             }
-            (v, Source::Outside, format!("{} is outside the workspace", show(info, p)))
+            (
+                v,
+                Source::Outside,
+                format!("{} is outside the workspace", show(info, p)),
+            )
         }
         PathClass::Workspace | PathClass::Protected => {
             if !writes || in_shell {
-                return (Verdict::Allow, Source::Mode, format!("{} is in the workspace", show(info, p)));
+                return (
+                    Verdict::Allow,
+                    Source::Mode,
+                    format!("{} is in the workspace", show(info, p)),
+                );
             }
-            if let Some(r) = req.rules.of_kind(RuleKind::Allow).find(|r| r.is_bare() && r.family() == Family::Write && r.covers_tool(tool)) {
-                return (Verdict::Allow, rule_source(r), format!("allow rule {}", r.text));
+            if let Some(r) = req
+                .rules
+                .of_kind(RuleKind::Allow)
+                .find(|r| r.is_bare() && r.family() == Family::Write && r.covers_tool(tool))
+            {
+                return (
+                    Verdict::Allow,
+                    rule_source(r),
+                    format!("allow rule {}", r.text),
+                );
             }
             let v = mode_write(req.mode);
             if v == Verdict::Ask {
                 if let Some(path) = &info.path {
                     let rel = path
                         .parent()
-                        .and_then(|d| req.workspace.roots.iter().find_map(|r| d.strip_prefix(r).ok()))
+                        .and_then(|d| {
+                            req.workspace
+                                .roots
+                                .iter()
+                                .find_map(|r| d.strip_prefix(r).ok())
+                        })
                         .map(|d| d.display().to_string());
                     scope.push(match rel {
                         Some(d) if !d.is_empty() => format!("Edit(/{d}/**)"),
@@ -499,7 +617,11 @@ fn judge_path(req: &Request, tool: &str, p: &PathRef, info: &PathInfo, in_shell:
                     });
                 }
             }
-            (v, Source::Mode, format!("writes {} ({:?} mode)", show(info, p), req.mode).to_lowercase())
+            (
+                v,
+                Source::Mode,
+                format!("writes {} ({:?} mode)", show(info, p), req.mode).to_lowercase(),
+            )
         }
     }
 }
@@ -511,11 +633,26 @@ fn show(info: &PathInfo, p: &PathRef) -> String {
         .unwrap_or_else(|| p.raw.clone())
 }
 
-fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>, scope: &mut Vec<String>, cache: &mut ResolveCache) {
-    let infos: Vec<PathInfo> = seg.paths.iter().map(|p| classify(req.workspace, p, cache)).collect();
+fn judge_segment(
+    req: &Request,
+    tool: &str,
+    seg: &Segment,
+    items: &mut Vec<Item>,
+    scope: &mut Vec<String>,
+    cache: &mut ResolveCache,
+) {
+    let infos: Vec<PathInfo> = seg
+        .paths
+        .iter()
+        .map(|p| classify(req.workspace, p, cache))
+        .collect();
     let hz = floors::check(seg, &seg.paths, &infos);
     let mode = req.mode;
-    let subject = if seg.text.is_empty() { seg.argv.join(" ") } else { seg.text.clone() };
+    let subject = if seg.text.is_empty() {
+        seg.argv.join(" ")
+    } else {
+        seg.text.clone()
+    };
 
     let push = |items: &mut Vec<Item>, v: Verdict, src: Source, reason: String| {
         items.push(Item {
@@ -533,12 +670,20 @@ fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>
         return;
     }
     let cmd_rule = |kind: RuleKind| {
-        req.rules
-            .of_kind(kind)
-            .find(|r| r.family() == Family::Shell && r.covers_tool(tool) && !seg.argv.is_empty() && r.matches_command(&seg.argv, &seg.wrappers, &seg.via))
+        req.rules.of_kind(kind).find(|r| {
+            r.family() == Family::Shell
+                && r.covers_tool(tool)
+                && !seg.argv.is_empty()
+                && r.matches_command(&seg.argv, &seg.wrappers, &seg.via)
+        })
     };
     if let Some(r) = cmd_rule(RuleKind::Deny) {
-        push(items, Verdict::Deny, rule_source(r), format!("deny rule {}", r.text));
+        push(
+            items,
+            Verdict::Deny,
+            rule_source(r),
+            format!("deny rule {}", r.text),
+        );
         return;
     }
 
@@ -563,7 +708,12 @@ fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>
     let deny_path = path_items.iter().any(|i| i.verdict == Verdict::Deny);
     items.extend(path_items);
     if deny_path {
-        push(items, Verdict::Deny, Source::Mode, "a path it touches is denied".into());
+        push(
+            items,
+            Verdict::Deny,
+            Source::Mode,
+            "a path it touches is denied".into(),
+        );
         return;
     }
 
@@ -582,8 +732,14 @@ fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>
         let escalates = seg.wrappers.iter().any(|w| w == "sudo" || w == "doas");
         let risky = risky_flag(&seg.argv);
         let allow = cmd_rule(RuleKind::Allow).filter(|r| {
-            (!escalates || r.text.to_ascii_lowercase().contains("sudo") || r.text.to_ascii_lowercase().contains("doas"))
-                && risky.is_none_or(|f| r.text.split_whitespace().any(|w| w.trim_end_matches(')') == f))
+            (!escalates
+                || r.text.to_ascii_lowercase().contains("sudo")
+                || r.text.to_ascii_lowercase().contains("doas"))
+                && risky.is_none_or(|f| {
+                    r.text
+                        .split_whitespace()
+                        .any(|w| w.trim_end_matches(')') == f)
+                })
         });
         let writes = seg
             .paths
@@ -591,7 +747,11 @@ fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>
             .zip(&infos)
             .any(|(p, i)| p.access != Access::Read && i.class != PathClass::Stream);
         if let Some(r) = allow {
-            (Verdict::Allow, rule_source(r), format!("allow rule {}", r.text))
+            (
+                Verdict::Allow,
+                rule_source(r),
+                format!("allow rule {}", r.text),
+            )
         } else if !escalates && !seg.redirect_only && !writes && is_read_only(&seg.argv) {
             (Verdict::Allow, Source::Mode, "read-only".into())
         } else if seg.redirect_only && !writes && !escalates {
@@ -615,8 +775,8 @@ fn judge_segment(req: &Request, tool: &str, seg: &Segment, items: &mut Vec<Item>
 const BANNED_PREFIX: &[&str] = &[
     "bash", "sh", "zsh", "dash", "ksh", "fish", "python", "python2", "python3", "node", "perl",
     "ruby", "php", "lua", "deno", "bun", "env", "sudo", "doas", "su", "eval", "exec", "xargs",
-    "command", "builtin", "nohup", "timeout", "nice", "time", "stdbuf", "setsid", "watch",
-    "find", "awk", "gawk", "sed", "ssh", "docker", "kubectl", "npx", "pnpx", "bunx", "uvx", "source", ".",
+    "command", "builtin", "nohup", "timeout", "nice", "time", "stdbuf", "setsid", "watch", "find",
+    "awk", "gawk", "sed", "ssh", "docker", "kubectl", "npx", "pnpx", "bunx", "uvx", "source", ".",
 ];
 
 /// Commands whose first arguments name a subcommand: how many words the prefix keeps.
@@ -629,24 +789,28 @@ fn arity(argv: &[String]) -> usize {
         "bundle" if sub == "exec" => 3,
         "gh" | "glab" | "aws" | "gcloud" | "az" => 3,
         "docker" | "podman" if sub == "compose" => 3,
-        "git" | "cargo" | "npm" | "pnpm" | "yarn" | "go" | "make" | "just" | "pip" | "pip3" | "uv"
-        | "poetry" | "rustup" | "mvn" | "gradle" | "./gradlew" | "dotnet" | "bundle" | "rake"
-        | "mix" | "stack" | "cabal" | "swift" | "zig" | "helm" | "brew" | "apt" | "apt-get"
-        | "systemctl" | "terraform" | "tofu" | "composer" | "gem" | "conda" | "pdm" | "hatch"
-        | "nix" | "bazel" | "ninja" | "cmake" | "meson" | "tsc" | "deno" | "bun" | "jest"
-        | "vitest" | "pytest" | "tox" | "nox" | "rustfmt" | "clippy-driver" => 2,
+        "git" | "cargo" | "npm" | "pnpm" | "yarn" | "go" | "make" | "just" | "pip" | "pip3"
+        | "uv" | "poetry" | "rustup" | "mvn" | "gradle" | "./gradlew" | "dotnet" | "bundle"
+        | "rake" | "mix" | "stack" | "cabal" | "swift" | "zig" | "helm" | "brew" | "apt"
+        | "apt-get" | "systemctl" | "terraform" | "tofu" | "composer" | "gem" | "conda" | "pdm"
+        | "hatch" | "nix" | "bazel" | "ninja" | "cmake" | "meson" | "tsc" | "deno" | "bun"
+        | "jest" | "vitest" | "pytest" | "tox" | "nox" | "rustfmt" | "clippy-driver" => 2,
         _ => 1,
     }
 }
 
 /// The rule a "session"/"always" approval of this segment would add.
 pub fn scope_rule(seg: &Segment) -> Option<String> {
-    if seg.argv.is_empty() || seg.opaque.is_some() || seg.dynamic && seg.argv.iter().any(|a| a.contains('$')) {
+    if seg.argv.is_empty()
+        || seg.opaque.is_some()
+        || seg.dynamic && seg.argv.iter().any(|a| a.contains('$'))
+    {
         return None;
     }
     let head = seg.argv[0].as_str();
     let quote = |a: &str| {
-        if a.contains(char::is_whitespace) || a.contains(['*', '(', ')', '"', '\'']) || a.is_empty() {
+        if a.contains(char::is_whitespace) || a.contains(['*', '(', ')', '"', '\'']) || a.is_empty()
+        {
             format!("\"{}\"", a.replace('\\', "\\\\").replace('"', "\\\""))
         } else {
             a.to_string()
@@ -654,7 +818,14 @@ pub fn scope_rule(seg: &Segment) -> Option<String> {
     };
     if BANNED_PREFIX.contains(&head) || head.starts_with("python3.") {
         // Only the exact command.
-        return Some(format!("Bash({})", seg.argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")));
+        return Some(format!(
+            "Bash({})",
+            seg.argv
+                .iter()
+                .map(|a| quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
     }
     let mut keep: Vec<String> = vec![head.to_string()];
     let mut idx = 1;
@@ -684,5 +855,8 @@ pub fn scope_rule(seg: &Segment) -> Option<String> {
             _ => break,
         }
     }
-    Some(format!("Bash({} *)", keep.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")))
+    Some(format!(
+        "Bash({} *)",
+        keep.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+    ))
 }

@@ -27,9 +27,11 @@ fn short_flags(args: &[String]) -> String {
 }
 
 fn has_long(args: &[String], names: &[&str]) -> bool {
-    args.iter()
-        .take_while(|a| *a != "--")
-        .any(|a| names.iter().any(|n| a == n || a.starts_with(&format!("{n}="))))
+    args.iter().take_while(|a| *a != "--").any(|a| {
+        names
+            .iter()
+            .any(|n| a == n || a.starts_with(&format!("{n}=")))
+    })
 }
 
 /// Checks one segment whose paths have been classified (`paths[i]` ↔ `infos[i]`).
@@ -45,25 +47,51 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
 
     // Commands that are floors by name.
     let base = name;
-    if base.starts_with("mkfs") || matches!(base, "fdisk" | "sfdisk" | "cfdisk" | "parted" | "wipefs" | "mkswap" | "blkdiscard") {
+    if base.starts_with("mkfs")
+        || matches!(
+            base,
+            "fdisk" | "sfdisk" | "cfdisk" | "parted" | "wipefs" | "mkswap" | "blkdiscard"
+        )
+    {
         h.floor = Some(format!("`{base}` formats or repartitions disks"));
         return h;
     }
-    if matches!(base, "shutdown" | "reboot" | "halt" | "poweroff" | "telinit" | "kexec")
-        || (base == "init" && args.first().is_some_and(|a| matches!(a.as_str(), "0" | "6")))
+    if matches!(
+        base,
+        "shutdown" | "reboot" | "halt" | "poweroff" | "telinit" | "kexec"
+    ) || (base == "init"
+        && args
+            .first()
+            .is_some_and(|a| matches!(a.as_str(), "0" | "6")))
         || (base == "systemctl"
             && args.iter().any(|a| {
-                matches!(a.as_str(), "poweroff" | "reboot" | "halt" | "kexec" | "suspend" | "hibernate" | "emergency" | "rescue")
+                matches!(
+                    a.as_str(),
+                    "poweroff"
+                        | "reboot"
+                        | "halt"
+                        | "kexec"
+                        | "suspend"
+                        | "hibernate"
+                        | "emergency"
+                        | "rescue"
+                )
             }))
     {
-        h.floor = Some(format!("`{}` powers off or restarts the machine", seg.argv.join(" ")));
+        h.floor = Some(format!(
+            "`{}` powers off or restarts the machine",
+            seg.argv.join(" ")
+        ));
         return h;
     }
 
     // Path-based floors.
     let recursive = flags.contains('r') || flags.contains('R') || has_long(args, &["--recursive"]);
     let force = flags.contains('f') || has_long(args, &["--force"]);
-    let deleter = matches!(name, "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put");
+    let deleter = matches!(
+        name,
+        "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put"
+    );
     let perm = matches!(name, "chmod" | "chown" | "chgrp" | "chattr" | "setfacl");
     for (p, info) in paths.iter().zip(infos) {
         let writes = p.access != Access::Read;
@@ -82,9 +110,11 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
             h.floor = Some(format!("writes to the block device {}", show(info)));
             return h;
         }
-        let mass = p.access == Access::Delete && ((deleter && (recursive || force)) || p.contents || (name == "rsync"));
+        let mass = p.access == Access::Delete
+            && ((deleter && (recursive || force)) || p.contents || (name == "rsync"));
         // Inside the workspace only recursive deletion is destructive; `rm -f x.o` is a write.
-        let wide = p.access == Access::Delete && ((deleter && recursive) || p.contents || (name == "rsync"));
+        let wide = p.access == Access::Delete
+            && ((deleter && recursive) || p.contents || (name == "rsync"));
         let moves_root = p.access == Access::Delete && name == "mv";
         if mass || moves_root {
             if info.is_fs_root {
@@ -99,7 +129,11 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
                 h.floor = Some(format!("deletes the workspace root {}", show(info)));
                 return h;
             }
-            if mass && info.class != PathClass::Unknown && !info.in_workspace && info.class != PathClass::Stream {
+            if mass
+                && info.class != PathClass::Unknown
+                && !info.in_workspace
+                && info.class != PathClass::Stream
+            {
                 h.floor = Some(format!("deletes outside the workspace: {}", show(info)));
                 return h;
             }
@@ -119,7 +153,10 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
             } else if info.git_dir && p.access == Access::Delete {
                 h.destructive = Some("deletes a repository's .git directory".into());
             } else if p.contents && info.is_workspace_root && p.access == Access::Delete {
-                h.destructive = Some(format!("changes everything under the workspace root ({})", p.raw));
+                h.destructive = Some(format!(
+                    "changes everything under the workspace root ({})",
+                    p.raw
+                ));
             }
         }
     }
@@ -127,7 +164,10 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
         h.destructive = destructive_git(&seg.argv);
     }
     if h.destructive.is_none() && deleter && recursive {
-        h.destructive = Some(format!("`{}` deletes recursively or by force", seg.argv.join(" ")));
+        h.destructive = Some(format!(
+            "`{}` deletes recursively or by force",
+            seg.argv.join(" ")
+        ));
     }
     h
 }
@@ -154,19 +194,48 @@ fn destructive_git(argv: &[String]) -> Option<String> {
         .flat_map(|a| a.chars().skip(1))
         .collect();
     let why = match sub {
-        "reset" if rest.iter().any(|a| matches!(*a, "--hard" | "--merge" | "--keep")) => "discards uncommitted changes",
+        "reset"
+            if rest
+                .iter()
+                .any(|a| matches!(*a, "--hard" | "--merge" | "--keep")) =>
+        {
+            "discards uncommitted changes"
+        }
         "clean" if short.contains('f') || rest.contains(&"--force") => "deletes untracked files",
         "push"
             if short.contains('f')
                 || short.contains('d')
-                || rest.iter().any(|a| a.starts_with("--force") || matches!(*a, "--delete" | "--mirror" | "--prune"))
-                || rest.iter().any(|a| a.starts_with('+') || a.starts_with(':')) =>
+                || rest.iter().any(|a| {
+                    a.starts_with("--force") || matches!(*a, "--delete" | "--mirror" | "--prune")
+                })
+                || rest
+                    .iter()
+                    .any(|a| a.starts_with('+') || a.starts_with(':')) =>
         {
             "rewrites or deletes remote history"
         }
-        "checkout" if short.contains('f') || rest.contains(&"--force") || rest.first() == Some(&".") || rest.windows(2).any(|w| w == ["--", "."]) => "discards local changes",
-        "restore" if rest.iter().any(|a| *a == "." || *a == "--worktree" || *a == "-W") && !rest.contains(&"--staged") => "discards local changes",
-        "branch" if short.contains('D') || (short.contains('d') && (short.contains('f') || rest.contains(&"--force"))) => "deletes a branch",
+        "checkout"
+            if short.contains('f')
+                || rest.contains(&"--force")
+                || rest.first() == Some(&".")
+                || rest.windows(2).any(|w| w == ["--", "."]) =>
+        {
+            "discards local changes"
+        }
+        "restore"
+            if rest
+                .iter()
+                .any(|a| *a == "." || *a == "--worktree" || *a == "-W")
+                && !rest.contains(&"--staged") =>
+        {
+            "discards local changes"
+        }
+        "branch"
+            if short.contains('D')
+                || (short.contains('d') && (short.contains('f') || rest.contains(&"--force"))) =>
+        {
+            "deletes a branch"
+        }
         "stash" if matches!(rest.first(), Some(&"drop" | &"clear")) => "drops stashed changes",
         "reflog" if matches!(rest.first(), Some(&"expire" | &"delete")) => "drops history",
         "filter-branch" | "filter-repo" => "rewrites history",

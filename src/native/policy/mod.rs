@@ -29,7 +29,9 @@ pub mod readonly;
 pub mod rules;
 pub mod shell;
 
-pub use decide::{decide, scope_rule, Decision, Item, ItemKind, Mode, Request, Risk, Source, Verdict};
+pub use decide::{
+    decide, scope_rule, Decision, Item, ItemKind, Mode, Request, Risk, Source, Verdict,
+};
 pub use paths::{PathClass, PathInfo, ResolveCache, Workspace};
 pub use rules::{Rule, RuleError, RuleInput, RuleKind, RuleSet, RuleSource};
 pub use shell::{analyze, Access, PathRef, Segment, ShellAnalysis, ShellContext, MAX_DEPTH};

@@ -86,7 +86,12 @@ impl Workspace {
     /// Builds the workspace for `cwd`: its repository root (the nearest ancestor holding a
     /// `.git` directory or pointer file) or `cwd` itself, plus `additional_dirs` (relative ones
     /// are taken from `cwd`).
-    pub fn new(cwd: &Path, additional_dirs: &[PathBuf], home: &Path, config_dir: &Path) -> Workspace {
+    pub fn new(
+        cwd: &Path,
+        additional_dirs: &[PathBuf],
+        home: &Path,
+        config_dir: &Path,
+    ) -> Workspace {
         let cwd_r = resolve(cwd);
         let primary = repo_root(&cwd_r).unwrap_or_else(|| cwd_r.clone());
         let mut roots = vec![primary];
@@ -128,7 +133,12 @@ impl Workspace {
 
     /// [`Workspace::classify`] reusing directories already resolved in `cache` (one cache per
     /// decision: a command naming many files in a few directories resolves each directory once).
-    pub fn classify_cached(&self, lexical: &Path, contents: bool, cache: &mut ResolveCache) -> PathInfo {
+    pub fn classify_cached(
+        &self,
+        lexical: &Path,
+        contents: bool,
+        cache: &mut ResolveCache,
+    ) -> PathInfo {
         let lex = normalize_lexically(lexical);
         if is_stream(&lex) {
             return PathInfo {
@@ -167,7 +177,7 @@ impl Workspace {
         PathInfo {
             is_fs_root: path == Path::new("/"),
             is_home: path == self.home,
-            is_workspace_root: self.roots.iter().any(|r| *r == path),
+            is_workspace_root: self.roots.contains(&path),
             path: Some(path),
             class,
             in_workspace,
@@ -182,7 +192,14 @@ impl Workspace {
     /// Secret-like paths: the seed's names plus the well-known credential stores.
     pub fn is_secret(&self, path: &Path) -> bool {
         if let Ok(rel) = path.strip_prefix(&self.home) {
-            for dir in [".ssh", ".aws", ".gnupg", ".docker/config.json", ".kube/config", ".config/gh/hosts.yml"] {
+            for dir in [
+                ".ssh",
+                ".aws",
+                ".gnupg",
+                ".docker/config.json",
+                ".kube/config",
+                ".config/gh/hosts.yml",
+            ] {
                 if rel.starts_with(dir) {
                     return true;
                 }
@@ -207,7 +224,10 @@ pub fn secret_name(name: &str) -> bool {
     }
     if let Some(rest) = lower.strip_prefix(".env.") {
         // Conventionally committed templates.
-        return !matches!(rest, "example" | "sample" | "template" | "dist" | "defaults");
+        return !matches!(
+            rest,
+            "example" | "sample" | "template" | "dist" | "defaults"
+        );
     }
     if lower.ends_with(".pem")
         || lower.starts_with("id_rsa")
@@ -219,7 +239,14 @@ pub fn secret_name(name: &str) -> bool {
     }
     // `token`, `secret`, `credential`, `private_key` as a word: `api_token.txt`,
     // `secrets.yaml`, `credentials.json`, but not `tokenizer.rs` or `secretary.md`.
-    for key in ["secret", "token", "credential", "private_key", "private-key", "privatekey"] {
+    for key in [
+        "secret",
+        "token",
+        "credential",
+        "private_key",
+        "private-key",
+        "privatekey",
+    ] {
         let mut from = 0;
         while let Some(pos) = lower[from..].find(key) {
             let end = from + pos + key.len();
@@ -267,8 +294,15 @@ fn is_stream(p: &Path) -> bool {
     let s = p.to_string_lossy();
     matches!(
         s.as_ref(),
-        "/dev/null" | "/dev/zero" | "/dev/full" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin"
-            | "/dev/tty" | "/dev/random" | "/dev/urandom"
+        "/dev/null"
+            | "/dev/zero"
+            | "/dev/full"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/stdin"
+            | "/dev/tty"
+            | "/dev/random"
+            | "/dev/urandom"
     ) || s.starts_with("/dev/fd/")
         || s.starts_with("/dev/pts/")
         || s.starts_with("/proc/self/fd/")
@@ -283,9 +317,12 @@ fn is_block_device(p: &Path, meta: Option<&std::fs::Metadata>) -> bool {
         return false;
     };
     let s = rest.to_string_lossy();
-    ["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "sr", "disk/", "mapper/", "nbd", "zram", "root"]
-        .iter()
-        .any(|p| s.starts_with(p))
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "sr", "disk/", "mapper/",
+        "nbd", "zram", "root",
+    ]
+    .iter()
+    .any(|p| s.starts_with(p))
 }
 
 /// `a/./b/../c` → `a/c` without touching the file system.

@@ -76,8 +76,20 @@ pub(crate) fn family_of(tool: &str) -> Family {
 
 /// Tool names always known, whatever the caller's tool list.
 const BUILTIN: &[&str] = &[
-    "bash", "shell", "read", "grep", "glob", "find", "ls", "edit", "write", "multiedit",
-    "notebookedit", "webfetch", "websearch", "fetch",
+    "bash",
+    "shell",
+    "read",
+    "grep",
+    "glob",
+    "find",
+    "ls",
+    "edit",
+    "write",
+    "multiedit",
+    "notebookedit",
+    "webfetch",
+    "websearch",
+    "fetch",
 ];
 
 #[derive(Debug, Clone)]
@@ -135,7 +147,12 @@ impl Rule {
     }
 
     /// Matches a segment's peeled argv (with its wrappers and the containers it came through).
-    pub(crate) fn matches_command(&self, argv: &[String], wrappers: &[String], via: &[String]) -> bool {
+    pub(crate) fn matches_command(
+        &self,
+        argv: &[String],
+        wrappers: &[String],
+        via: &[String],
+    ) -> bool {
         let toks = match &self.spec {
             Spec::Any => return true,
             Spec::Command(t) => t,
@@ -148,7 +165,9 @@ impl Rule {
         // under it.
         if let Some(Tok::Lit(head)) = toks.first() {
             let under = wrappers.iter().any(|w| w == head)
-                || via.iter().any(|v| v.split_whitespace().next() == Some(head.as_str()));
+                || via
+                    .iter()
+                    .any(|v| v.split_whitespace().next() == Some(head.as_str()));
             if under && match_tokens(&toks[1..], argv) {
                 return true;
             }
@@ -184,9 +203,10 @@ impl Rule {
     pub(crate) fn matches_values(&self, args: &serde_json::Value) -> bool {
         match &self.spec {
             Spec::Any => true,
-            Spec::Value(g) => args
-                .as_object()
-                .is_some_and(|o| o.values().any(|v| v.as_str().is_some_and(|s| g.is_match(s)))),
+            Spec::Value(g) => args.as_object().is_some_and(|o| {
+                o.values()
+                    .any(|v| v.as_str().is_some_and(|s| g.is_match(s)))
+            }),
             _ => false,
         }
     }
@@ -201,7 +221,10 @@ fn host_of(url: &str) -> String {
     let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
     let auth = auth.rsplit('@').next().unwrap_or(auth);
     let host = if auth.starts_with('[') {
-        auth.split(']').next().unwrap_or(auth).trim_start_matches('[')
+        auth.split(']')
+            .next()
+            .unwrap_or(auth)
+            .trim_start_matches('[')
     } else {
         auth.split(':').next().unwrap_or(auth)
     };
@@ -362,7 +385,11 @@ impl RuleSet {
 }
 
 /// Compiles one rule.
-pub fn compile(input: &RuleInput, known_tools: Option<&[&str]>, ws: &Workspace) -> Result<Rule, RuleError> {
+pub fn compile(
+    input: &RuleInput,
+    known_tools: Option<&[&str]>,
+    ws: &Workspace,
+) -> Result<Rule, RuleError> {
     let text = input.text.trim();
     let err = |why: String| RuleError {
         rule: input.text.clone(),
@@ -388,7 +415,11 @@ pub fn compile(input: &RuleInput, known_tools: Option<&[&str]>, ws: &Workspace) 
         }
     };
     let tool = name.trim().to_ascii_lowercase();
-    if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || "_-*.:".contains(c)) {
+    if tool.is_empty()
+        || !tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-*.:".contains(c))
+    {
         return Err(err(format!("`{name}` is not a tool name")));
     }
     let tool_glob = if tool.contains('*') {
@@ -408,12 +439,18 @@ pub fn compile(input: &RuleInput, known_tools: Option<&[&str]>, ws: &Workspace) 
             None => k == tool,
         };
         if !known.iter().any(|k| hit(k)) && !BUILTIN.iter().any(|k| hit(k)) {
-            return Err(err(format!("no tool is called `{name}`, so the rule can never match")));
+            return Err(err(format!(
+                "no tool is called `{name}`, so the rule can never match"
+            )));
         }
     }
     let spec = match spec.map(str::trim) {
         None | Some("*") => Spec::Any,
-        Some("") => return Err(err("empty parentheses; write the bare tool name to cover every call".into())),
+        Some("") => {
+            return Err(err(
+                "empty parentheses; write the bare tool name to cover every call".into(),
+            ))
+        }
         Some(s) => match family_of(&tool) {
             Family::Shell => command_spec(s).map_err(err)?,
             Family::Read | Family::Write => path_spec(s, ws).map_err(err)?,
@@ -451,7 +488,11 @@ fn command_spec(s: &str) -> Result<Spec, String> {
     }
     let mut toks = Vec::new();
     for (i, (w, glob)) in words.into_iter().enumerate() {
-        let w = if i == 0 && !glob { normalize_name(&w) } else { w };
+        let w = if i == 0 && !glob {
+            normalize_name(&w)
+        } else {
+            w
+        };
         toks.push(if glob && w == "*" {
             Tok::Star
         } else if glob {

@@ -384,7 +384,10 @@ impl Walker {
                     .child_by_field_name("name")
                     .map(|n| text(src, n).to_string())
                     .unwrap_or_default();
-                let body: String = text(src, node).chars().filter(|c| !c.is_whitespace()).collect();
+                let body: String = text(src, node)
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect();
                 if !name.is_empty() && body.contains(&format!("{name}|{name}")) {
                     let mut seg = self.new_segment(node, src, state, frame);
                     seg.argv = vec![name.clone()];
@@ -780,8 +783,7 @@ impl Walker {
             return;
         }
         // Peel wrappers until the real command shows.
-        loop {
-            let Some(first) = words.first() else { break };
+        while let Some(first) = words.first() {
             if first.dynamic {
                 break;
             }
@@ -1028,8 +1030,12 @@ impl Walker {
             }
             "raw_string" => {
                 let t = text(src, node);
-                v.text
-                    .push_str(t.strip_prefix('\'').unwrap_or(t).strip_suffix('\'').unwrap_or(t));
+                v.text.push_str(
+                    t.strip_prefix('\'')
+                        .unwrap_or(t)
+                        .strip_suffix('\'')
+                        .unwrap_or(t),
+                );
             }
             "ansi_c_string" => {
                 let t = text(src, node);
@@ -1109,7 +1115,11 @@ impl Walker {
                 } else {
                     t
                 };
-                let how = if t.starts_with('`') { "`...`" } else { "$(...)" };
+                let how = if t.starts_with('`') {
+                    "`...`"
+                } else {
+                    "$(...)"
+                };
                 let mut sub = state.clone();
                 let inner = if how == "`...`" {
                     inner.replace("\\`", "`").replace("\\\\", "\\")
@@ -1182,8 +1192,10 @@ fn variable_name(node: Node, src: &[u8]) -> Option<String> {
 /// A shell (or interpreter) with no script operand reads its program from stdin.
 fn reads_script_from_stdin(argv: &[String]) -> bool {
     let texts: Vec<&str> = argv.iter().map(String::as_str).collect();
-    matches!(commands::container(&texts), commands::Container::Stdin { .. })
-        || commands::is_interpreter_reading_stdin(&texts)
+    matches!(
+        commands::container(&texts),
+        commands::Container::Stdin { .. }
+    ) || commands::is_interpreter_reading_stdin(&texts)
 }
 
 fn first_error(node: Node) -> Option<Node> {

@@ -13,20 +13,41 @@ fn ctx() -> ShellContext {
 
 #[test]
 fn dump() {
-    let Ok(cmds) = std::env::var("POLICY_DUMP") else { return };
+    let Ok(cmds) = std::env::var("POLICY_DUMP") else {
+        return;
+    };
     for c in cmds.split("\n") {
         let a = analyze(c, &ctx());
         println!("== {c}  (parse_error={})", a.parse_error);
         for s in &a.segments {
-            println!("   argv={:?} wr={:?} via={:?} cwd={:?} opaque={:?} dyn={} paths={:?}", s.argv, s.wrappers, s.via, s.cwd, s.opaque, s.dynamic,
-                s.paths.iter().map(|p| format!("{:?}:{}:{:?}{}", p.access, p.raw, p.path, if p.contents {"/*"} else {""})).collect::<Vec<_>>());
+            println!(
+                "   argv={:?} wr={:?} via={:?} cwd={:?} opaque={:?} dyn={} paths={:?}",
+                s.argv,
+                s.wrappers,
+                s.via,
+                s.cwd,
+                s.opaque,
+                s.dynamic,
+                s.paths
+                    .iter()
+                    .map(|p| format!(
+                        "{:?}:{}:{:?}{}",
+                        p.access,
+                        p.raw,
+                        p.path,
+                        if p.contents { "/*" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+            );
         }
     }
 }
 
 #[test]
 fn sexp() {
-    let Ok(c) = std::env::var("POLICY_SEXP") else { return };
+    let Ok(c) = std::env::var("POLICY_SEXP") else {
+        return;
+    };
     let mut p = tree_sitter::Parser::new();
     p.set_language(&tree_sitter_bash::LANGUAGE.into()).unwrap();
     let t = p.parse(&c, None).unwrap();
@@ -34,12 +55,24 @@ fn sexp() {
 }
 
 fn names(cmd: &str) -> Vec<String> {
-    analyze(cmd, &ctx()).segments.iter().map(|s| s.argv.join(" ")).collect()
+    analyze(cmd, &ctx())
+        .segments
+        .iter()
+        .map(|s| s.argv.join(" "))
+        .collect()
 }
 
 #[test]
 fn quoting_tricks_normalise_the_command_name() {
-    for c in ["r''m -rf x", "\\rm -rf x", "\"r\"m -rf x", "'rm' -rf x", "/bin/rm -rf x", "$'\\x72m' -rf x", "r$'m' -rf x"] {
+    for c in [
+        "r''m -rf x",
+        "\\rm -rf x",
+        "\"r\"m -rf x",
+        "'rm' -rf x",
+        "/bin/rm -rf x",
+        "$'\\x72m' -rf x",
+        "r$'m' -rf x",
+    ] {
         assert_eq!(names(c), ["rm -rf x"], "{c}");
     }
 }
@@ -47,11 +80,18 @@ fn quoting_tricks_normalise_the_command_name() {
 #[test]
 fn heredocs_and_here_strings_fed_to_a_shell_are_analysed() {
     let a = analyze("bash <<EOF\nrm -rf /\nEOF\n", &ctx());
-    let rm = a.segments.iter().find(|s| s.name() == "rm").expect("rm inside the heredoc");
+    let rm = a
+        .segments
+        .iter()
+        .find(|s| s.name() == "rm")
+        .expect("rm inside the heredoc");
     assert_eq!(rm.via, ["bash <stdin>"]);
     let a = analyze("sh <<< 'cat ~/.ssh/id_rsa'", &ctx());
     let cat = a.segments.iter().find(|s| s.name() == "cat").expect("cat");
-    assert_eq!(cat.paths[0].path.as_deref(), Some(std::path::Path::new("/home/u/.ssh/id_rsa")));
+    assert_eq!(
+        cat.paths[0].path.as_deref(),
+        Some(std::path::Path::new("/home/u/.ssh/id_rsa"))
+    );
     // A heredoc to a non-shell is data, but `$(...)` in an unquoted one still runs.
     assert_eq!(names("cat <<EOF\n$(touch x)\nEOF\n"), ["touch x", "cat"]);
 }
@@ -67,10 +107,29 @@ fn parser_crash_input_is_survived() {
 
 #[test]
 fn secret_names() {
-    for n in [".env", ".env.local", "api_token.txt", "secrets.yaml", "credentials.json", "id_rsa", "id_ed25519.pub", "server.pem", "GITHUB_TOKEN", "private_key.der", ".netrc"] {
+    for n in [
+        ".env",
+        ".env.local",
+        "api_token.txt",
+        "secrets.yaml",
+        "credentials.json",
+        "id_rsa",
+        "id_ed25519.pub",
+        "server.pem",
+        "GITHUB_TOKEN",
+        "private_key.der",
+        ".netrc",
+    ] {
         assert!(paths::secret_name(n), "{n}");
     }
-    for n in [".env.example", "tokenizer.rs", "secretary.md", "main.rs", "tokenstream.rs", "README.md"] {
+    for n in [
+        ".env.example",
+        "tokenizer.rs",
+        "secretary.md",
+        "main.rs",
+        "tokenstream.rs",
+        "README.md",
+    ] {
         assert!(!paths::secret_name(n), "{n}");
     }
 }
@@ -83,9 +142,15 @@ fn resolve_follows_symlinks_of_the_existing_prefix() {
     std::os::unix::fs::symlink(root.join("a/b"), root.join("l")).expect("symlink");
     // `l/..` is `a`, not the directory holding `l`.
     assert_eq!(paths::resolve(&root.join("l/../x/y")), root.join("a/x/y"));
-    assert_eq!(paths::resolve(&root.join("missing/../l/z")), root.join("a/b/z"));
+    assert_eq!(
+        paths::resolve(&root.join("missing/../l/z")),
+        root.join("a/b/z")
+    );
     std::os::unix::fs::symlink("/nonexistent/target", root.join("dangling")).expect("symlink");
-    assert_eq!(paths::resolve(&root.join("dangling")), PathBuf::from("/nonexistent/target"));
+    assert_eq!(
+        paths::resolve(&root.join("dangling")),
+        PathBuf::from("/nonexistent/target")
+    );
 }
 
 #[test]
