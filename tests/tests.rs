@@ -33,3 +33,4 @@ mod stdio_presenter;
 mod tools_bash;
 mod tools_fs;
 mod tools_search;
+mod policy_corpus;

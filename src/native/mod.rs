@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod jsonl;
 pub mod line;
 pub mod plain_deltas;
+pub mod policy;
 pub mod process;
 pub mod read;
 pub mod sandbox;

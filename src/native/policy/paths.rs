@@ -1,0 +1,464 @@
+//! The workspace and path classification: resolves a path (`~`, `..`, symlinks of the part
+//! that exists) and says whether it is in the workspace, outside it, protected (git metadata
+//! that runs code: `.git/config`, `.git/hooks/**`, `.git` pointer files, at any depth), a secret,
+//! or a device. Reads the file system (lstat/readlink) but never the environment: home and
+//! config directories are inputs.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// The directories a session may work in, and the user's home and config directories.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// The session's working directory (resolved).
+    pub cwd: PathBuf,
+    /// Workspace roots (resolved): the repository root containing `cwd` (or `cwd` itself when
+    /// it is in no repository) first, then the additional directories.
+    pub roots: Vec<PathBuf>,
+    /// The user's home directory (resolved).
+    pub home: PathBuf,
+    /// The user's config directory (`$XDG_CONFIG_HOME`, usually `~/.config`, resolved); fen's
+    /// credential files are `<config_dir>/fen/models.json` and `<config_dir>/fen/auth.json`.
+    pub config_dir: PathBuf,
+}
+
+/// The primary class of a path, most severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathClass {
+    /// `.git/config`, `.git/hooks/**`, a `.git` pointer file (any depth).
+    Protected,
+    /// A block device or another device that is not a harmless stream.
+    Device,
+    /// Secret-like: `.env`, `*secret*`, `~/.ssh/**`, `*.pem`, fen's credential files, ...
+    Secret,
+    /// Not under any workspace root.
+    Outside,
+    /// Under a workspace root.
+    Workspace,
+    /// `/dev/null`, `/dev/stdout`, `/dev/tty`, ...: harmless streams.
+    Stream,
+    /// Could not be told (an expansion, or a relative path after `cd` to somewhere unknown).
+    Unknown,
+}
+
+/// Everything classification found about one path.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PathInfo {
+    /// The resolved absolute path (`None` for [`PathClass::Unknown`]).
+    pub path: Option<PathBuf>,
+    pub class: PathClass,
+    pub in_workspace: bool,
+    pub secret: bool,
+    pub protected: bool,
+    /// A `.git` directory itself (deleting it is destructive, not a floor).
+    pub git_dir: bool,
+    pub block_device: bool,
+    /// The file-system root `/`.
+    pub is_fs_root: bool,
+    /// The home directory itself.
+    pub is_home: bool,
+    /// A workspace root itself.
+    pub is_workspace_root: bool,
+    pub exists: bool,
+}
+
+impl PathInfo {
+    pub fn unknown() -> PathInfo {
+        PathInfo {
+            path: None,
+            class: PathClass::Unknown,
+            in_workspace: false,
+            secret: false,
+            protected: false,
+            git_dir: false,
+            block_device: false,
+            is_fs_root: false,
+            is_home: false,
+            is_workspace_root: false,
+            exists: false,
+        }
+    }
+}
+
+impl Workspace {
+    /// Builds the workspace for `cwd`: its repository root (the nearest ancestor holding a
+    /// `.git` directory or pointer file) or `cwd` itself, plus `additional_dirs` (relative ones
+    /// are taken from `cwd`).
+    pub fn new(
+        cwd: &Path,
+        additional_dirs: &[PathBuf],
+        home: &Path,
+        config_dir: &Path,
+    ) -> Workspace {
+        let cwd_r = resolve(cwd);
+        let primary = repo_root(&cwd_r).unwrap_or_else(|| cwd_r.clone());
+        let mut roots = vec![primary];
+        for d in additional_dirs {
+            let r = resolve(&cwd_r.join(d));
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        Workspace {
+            cwd: cwd_r,
+            roots,
+            home: resolve(home),
+            config_dir: resolve(config_dir),
+        }
+    }
+
+    /// The primary root (repository root or cwd).
+    pub fn root(&self) -> &Path {
+        &self.roots[0]
+    }
+
+    /// Turns a tool argument into an absolute path: `~` and `~/x` from home, relative from `cwd`.
+    pub fn absolute(&self, raw: &str, cwd: &Path) -> PathBuf {
+        if raw == "~" {
+            return self.home.clone();
+        }
+        if let Some(rest) = raw.strip_prefix("~/") {
+            return self.home.join(rest);
+        }
+        cwd.join(raw)
+    }
+
+    /// Classifies an absolute path. `contents` means the operation reaches the entries under
+    /// the path (a glob or recursive walk), not only the path itself.
+    pub fn classify(&self, lexical: &Path, contents: bool) -> PathInfo {
+        self.classify_cached(lexical, contents, &mut ResolveCache::default())
+    }
+
+    /// [`Workspace::classify`] reusing directories already resolved in `cache` (one cache per
+    /// decision: a command naming many files in a few directories resolves each directory once).
+    pub fn classify_cached(
+        &self,
+        lexical: &Path,
+        contents: bool,
+        cache: &mut ResolveCache,
+    ) -> PathInfo {
+        let lex = normalize_lexically(lexical);
+        if is_stream(&lex) {
+            return PathInfo {
+                path: Some(lex),
+                class: PathClass::Stream,
+                exists: true,
+                ..PathInfo::unknown()
+            };
+        }
+        // Resolve the path as written: `link/..` is the link target's parent, not `.`.
+        let path = cache.resolve(lexical);
+        let meta = std::fs::metadata(&path).ok();
+        let exists = meta.is_some();
+        let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
+        let block_device = is_block_device(&path, meta.as_ref()) || is_block_device(&lex, None);
+        let device = block_device
+            || ((path.starts_with("/dev") || lex.starts_with("/dev")) && !is_stream(&path));
+        let in_workspace = self.roots.iter().any(|r| path.starts_with(r));
+        let secret = self.is_secret(&path) || self.is_secret(&lex);
+        let (protected, git_dir) = {
+            let (p1, g1) = protected_git(&path, contents, is_dir, exists);
+            let (p2, g2) = protected_git(&lex, contents, is_dir, exists);
+            (p1 || p2, g1 || g2)
+        };
+        let class = if protected {
+            PathClass::Protected
+        } else if device {
+            PathClass::Device
+        } else if secret {
+            PathClass::Secret
+        } else if in_workspace {
+            PathClass::Workspace
+        } else {
+            PathClass::Outside
+        };
+        PathInfo {
+            is_fs_root: path == Path::new("/"),
+            is_home: path == self.home,
+            is_workspace_root: self.roots.contains(&path),
+            path: Some(path),
+            class,
+            in_workspace,
+            secret,
+            protected,
+            git_dir,
+            block_device,
+            exists,
+        }
+    }
+
+    /// Secret-like paths: the seed's names plus the well-known credential stores.
+    pub fn is_secret(&self, path: &Path) -> bool {
+        if let Ok(rel) = path.strip_prefix(&self.home) {
+            for dir in [
+                ".ssh",
+                ".aws",
+                ".gnupg",
+                ".docker/config.json",
+                ".kube/config",
+                ".config/gh/hosts.yml",
+            ] {
+                if rel.starts_with(dir) {
+                    return true;
+                }
+            }
+        }
+        let fen = self.config_dir.join("fen");
+        if path == fen.join("models.json") || path == fen.join("auth.json") {
+            return true;
+        }
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return false;
+        };
+        secret_name(name)
+    }
+}
+
+/// A file name that looks like it holds a secret.
+pub fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    if lower == ".env" || lower == ".netrc" || lower == "_netrc" || lower == ".pgpass" {
+        return true;
+    }
+    if let Some(rest) = lower.strip_prefix(".env.") {
+        // Conventionally committed templates.
+        return !matches!(
+            rest,
+            "example" | "sample" | "template" | "dist" | "defaults"
+        );
+    }
+    if lower.ends_with(".pem")
+        || lower.starts_with("id_rsa")
+        || lower.starts_with("id_ed25519")
+        || lower.starts_with("id_ecdsa")
+        || lower.starts_with("id_dsa")
+    {
+        return true;
+    }
+    // `token`, `secret`, `credential`, `private_key` as a word: `api_token.txt`,
+    // `secrets.yaml`, `credentials.json`, but not `tokenizer.rs` or `secretary.md`.
+    for key in [
+        "secret",
+        "token",
+        "credential",
+        "private_key",
+        "private-key",
+        "privatekey",
+    ] {
+        let mut from = 0;
+        while let Some(pos) = lower[from..].find(key) {
+            let end = from + pos + key.len();
+            let tail = &lower.as_bytes()[end..];
+            let tail = tail.strip_prefix(b"s").unwrap_or(tail);
+            if tail.first().is_none_or(|c| !c.is_ascii_alphabetic()) {
+                return true;
+            }
+            from = end;
+        }
+    }
+    false
+}
+
+/// (protected, is the `.git` directory itself).
+fn protected_git(path: &Path, contents: bool, is_dir: bool, exists: bool) -> (bool, bool) {
+    let comps: Vec<&std::ffi::OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let Some(last_git) = comps.iter().rposition(|c| *c == ".git") else {
+        return (false, false);
+    };
+    let rest = &comps[last_git + 1..];
+    if rest.is_empty() {
+        // `.git` itself: a pointer file (worktree, submodule) is protected; the directory is
+        // protected when the operation reaches inside it.
+        if contents || !exists || !is_dir {
+            return (true, false);
+        }
+        return (false, true);
+    }
+    let hooks = rest.iter().any(|c| *c == "hooks");
+    let config = rest
+        .last()
+        .is_some_and(|c| *c == "config" || *c == "config.worktree");
+    let reaches = contents && (rest[0] == "modules" || rest[0] == "worktrees");
+    (hooks || config || reaches, false)
+}
+
+fn is_stream(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    matches!(
+        s.as_ref(),
+        "/dev/null"
+            | "/dev/zero"
+            | "/dev/full"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/stdin"
+            | "/dev/tty"
+            | "/dev/random"
+            | "/dev/urandom"
+    ) || s.starts_with("/dev/fd/")
+        || s.starts_with("/dev/pts/")
+        || s.starts_with("/proc/self/fd/")
+}
+
+fn is_block_device(p: &Path, meta: Option<&std::fs::Metadata>) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    if meta.is_some_and(|m| m.file_type().is_block_device()) {
+        return true;
+    }
+    let Ok(rest) = p.strip_prefix("/dev") else {
+        return false;
+    };
+    let s = rest.to_string_lossy();
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "sr", "disk/", "mapper/",
+        "nbd", "zram", "root",
+    ]
+    .iter()
+    .any(|p| s.starts_with(p))
+}
+
+/// `a/./b/../c` → `a/c` without touching the file system.
+pub fn normalize_lexically(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push("/");
+    }
+    out
+}
+
+/// Resolves an absolute path like `realpath -m`: symlinks in the part that exists are
+/// followed (at most 40), `..` applies to the resolved directory, the missing tail is joined
+/// lexically.
+pub fn resolve(p: &Path) -> PathBuf {
+    resolve_in(PathBuf::from("/"), true, p).0
+}
+
+/// Directories resolved during one decision, keyed by their path as written.
+#[derive(Debug, Default)]
+pub struct ResolveCache {
+    dirs: std::collections::HashMap<PathBuf, (PathBuf, bool)>,
+}
+
+impl ResolveCache {
+    /// Like [`resolve`], resolving the parent directory once per cache.
+    pub fn resolve(&mut self, p: &Path) -> PathBuf {
+        let simple = p.is_absolute()
+            && !p
+                .components()
+                .any(|c| matches!(c, Component::ParentDir | Component::CurDir));
+        let (Some(parent), Some(name), true) = (p.parent(), p.file_name(), simple) else {
+            return resolve(p);
+        };
+        let (dir, exists) = match self.dirs.get(parent) {
+            Some(hit) => hit.clone(),
+            None => {
+                let r = resolve_in(PathBuf::from("/"), true, parent);
+                self.dirs.insert(parent.to_path_buf(), r.clone());
+                r
+            }
+        };
+        resolve_in(dir, exists, Path::new(name)).0
+    }
+}
+
+/// Resolves `p` (relative components applied to `start`, an already resolved directory whose
+/// existence is `existing`); returns the path and whether all of it exists.
+fn resolve_in(start: PathBuf, existing: bool, p: &Path) -> (PathBuf, bool) {
+    enum C {
+        Root,
+        Up,
+        Name(OsString),
+    }
+    fn push_all(q: &mut VecDeque<C>, p: &Path, front: bool) {
+        let items: Vec<C> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::RootDir => Some(C::Root),
+                Component::ParentDir => Some(C::Up),
+                Component::Normal(n) => Some(C::Name(n.to_os_string())),
+                _ => None,
+            })
+            .collect();
+        if front {
+            for c in items.into_iter().rev() {
+                q.push_front(c);
+            }
+        } else {
+            q.extend(items);
+        }
+    }
+    let mut q = VecDeque::new();
+    push_all(&mut q, p, false);
+    let mut cur = start;
+    let mut existing = existing;
+    let mut hops = 0;
+    while let Some(c) = q.pop_front() {
+        match c {
+            C::Root => cur = PathBuf::from("/"),
+            C::Up => {
+                cur.pop();
+                // Back in a directory that exists (`mkdir -p missing/../link/x`): follow
+                // symlinks again from here.
+                if !existing {
+                    existing = std::fs::symlink_metadata(&cur).is_ok();
+                }
+            }
+            C::Name(n) => {
+                let next = cur.join(&n);
+                if !existing {
+                    cur = next;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() && hops < 40 => {
+                        hops += 1;
+                        match std::fs::read_link(&next) {
+                            Ok(target) => {
+                                if target.is_absolute() {
+                                    cur = PathBuf::from("/");
+                                }
+                                push_all(&mut q, &target, true);
+                            }
+                            Err(_) => cur = next,
+                        }
+                    }
+                    Ok(_) => cur = next,
+                    Err(_) => {
+                        existing = false;
+                        cur = next;
+                    }
+                }
+            }
+        }
+    }
+    (cur, existing)
+}
+
+/// The nearest ancestor of `dir` (itself included) holding `.git`.
+pub fn repo_root(dir: &Path) -> Option<PathBuf> {
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if std::fs::symlink_metadata(d.join(".git")).is_ok() {
+            return Some(d.to_path_buf());
+        }
+        cur = d.parent();
+    }
+    None
+}

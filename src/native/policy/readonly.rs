@@ -1,0 +1,601 @@
+//! Read-only command recognition: commands that only read files and print, with the flags
+//! that would make them write or run other programs excluded (`find -delete/-exec`, `sed -i`,
+//! `git -c`, `git --output`, `rg --pre`, `sort -o`, `tree -o`, ...). Paths and redirects are
+//! judged separately: a read-only command whose output is redirected into a file is not
+//! read-only as a whole (see `decide`).
+
+use super::commands::git_subcommand;
+
+/// Commands that never write or run other programs, whatever their arguments (beyond the
+/// files they read, which are classified separately).
+const ALWAYS: &[&str] = &[
+    "ls",
+    "cat",
+    "tac",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "zgrep",
+    "stat",
+    "du",
+    "df",
+    "pwd",
+    "echo",
+    "printf",
+    "which",
+    "type",
+    "whereis",
+    "whoami",
+    "id",
+    "uname",
+    "hostname",
+    "printenv",
+    "true",
+    "false",
+    "test",
+    "[",
+    "[[",
+    ":",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "hexdump",
+    "hd",
+    "strings",
+    "cmp",
+    "comm",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "sum",
+    "column",
+    "fold",
+    "fmt",
+    "rev",
+    "paste",
+    "join",
+    "expand",
+    "unexpand",
+    "seq",
+    "sleep",
+    "less",
+    "more",
+    "most",
+    "bat",
+    "batcat",
+    "jq",
+    "gojq",
+    "cd",
+    "pushd",
+    "popd",
+    "wait",
+    "nproc",
+    "free",
+    "uptime",
+    "lscpu",
+    "locale",
+    "tty",
+    "groups",
+    "getconf",
+    "ps",
+    "pgrep",
+    "lsblk",
+    "zcat",
+    "bzcat",
+    "xzcat",
+    "zless",
+    "lsattr",
+    "getfacl",
+    "exa",
+    "eza",
+    "base64",
+    "base32",
+    "diff",
+    "colordiff",
+    "difft",
+    "export",
+    "unset",
+    "local",
+    "declare",
+    "typeset",
+    "readonly",
+    "shopt",
+    "exit",
+    "return",
+    "break",
+    "continue",
+    "alias",
+    "help",
+    "man",
+    "info",
+    "arch",
+    "tput",
+    "look",
+    "file",
+    "env",
+    "time",
+    "nohup",
+    "tsort",
+    "ptx",
+    "numfmt",
+    "factor",
+    "expr",
+    "yes",
+    "lsof",
+    "pstree",
+    "ss",
+    "netstat",
+    "w",
+    "who",
+    "last",
+    "users",
+    "vmstat",
+    "iostat",
+    "cal",
+    "dmesg",
+    "rustc",
+    "rustup",
+    "shuf",
+];
+
+/// Is this (peeled) argv a read-only command?
+pub fn is_read_only(argv: &[String]) -> bool {
+    let Some(name) = argv.first() else {
+        return true;
+    };
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    // `X --version` / `X --help` alone.
+    if args.len() == 1 && matches!(args[0], "--version" | "--help") && !name.contains('/') {
+        return true;
+    }
+    let n = name.as_str();
+    match n {
+        "rustc" => args
+            .iter()
+            .all(|a| a.starts_with("--print") || *a == "-vV" || *a == "--version" || *a == "-V"),
+        "rustup" => {
+            matches!(args.first(), Some(&"show" | &"--version" | &"which"))
+                || args.first() == Some(&"toolchain") && args.get(1) == Some(&"list")
+        }
+        "rg" => !args
+            .iter()
+            .any(|a| a.starts_with("--pre") || a.starts_with("--hostname-bin")),
+        "find" => !args.iter().any(|a| {
+            matches!(
+                *a,
+                "-delete"
+                    | "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-fprint"
+                    | "-fprint0"
+                    | "-fprintf"
+                    | "-fls"
+            )
+        }),
+        "fd" | "fdfind" => !args.iter().any(|a| {
+            matches!(*a, "-x" | "--exec" | "-X" | "--exec-batch") || a.starts_with("--exec")
+        }),
+        "sort" => !args.iter().any(|a| {
+            *a == "-o"
+                || a.starts_with("--output")
+                || a.starts_with("-o")
+                || a.starts_with("--compress-program")
+        }),
+        "uniq" => args.iter().filter(|a| !a.starts_with('-')).count() <= 1,
+        "tree" => !args.iter().any(|a| *a == "-o" || a.starts_with("--output")),
+        "xxd" => {
+            !args.iter().any(|a| *a == "-r" || *a == "-revert")
+                && args.iter().filter(|a| !a.starts_with('-')).count() <= 1
+        }
+        "date" => !args.iter().any(|a| *a == "-s" || a.starts_with("--set")),
+        "hostname" => args
+            .iter()
+            .all(|a| a.starts_with('-') && !matches!(*a, "-F" | "--file" | "-b" | "--boot")),
+        // A bare `env`/`printenv` dumps every variable, provider keys included.
+        "env" | "time" | "nohup" => args.is_empty() && n != "env",
+        "printenv" => !args.is_empty() && args.iter().all(|a| !secret_like_var(a)),
+        "awk" | "gawk" | "mawk" => awk_read_only(&args),
+        "file" => !args.iter().any(|a| *a == "-C" || *a == "--compile"),
+        "less" | "more" | "most" => !args.iter().any(|a| {
+            a.starts_with("+!") || a.starts_with("-o") || a.starts_with("--log-file") || *a == "-O"
+        }),
+        "dmesg" => !args.iter().any(|a| {
+            matches!(
+                *a,
+                "-c" | "-C" | "--clear" | "--read-clear" | "-n" | "--console-level" | "-D" | "-E"
+            )
+        }),
+        "shuf" => !args.iter().any(|a| *a == "-o" || a.starts_with("--output")),
+        "sed" | "gsed" => sed_read_only(&args),
+        "git" => git_read_only(&args),
+        "cargo" => matches!(
+            args.first(),
+            Some(
+                &"metadata"
+                    | &"tree"
+                    | &"version"
+                    | &"--version"
+                    | &"-V"
+                    | &"--list"
+                    | &"pkgid"
+                    | &"locate-project"
+                    | &"verify-project"
+            )
+        ),
+        "npm" | "pnpm" | "yarn" => {
+            matches!(
+                args.first(),
+                Some(
+                    &"ls"
+                        | &"list"
+                        | &"view"
+                        | &"info"
+                        | &"outdated"
+                        | &"--version"
+                        | &"-v"
+                        | &"why"
+                        | &"explain"
+                        | &"root"
+                        | &"prefix"
+                )
+            ) && !args.iter().any(|a| a.starts_with("--prefix"))
+        }
+        "go" => {
+            matches!(args.first(), Some(&"version" | &"env" | &"list" | &"doc"))
+                && !args.contains(&"-w")
+        }
+        "pip" | "pip3" | "uv" => matches!(
+            args.first(),
+            Some(&"list" | &"show" | &"freeze" | &"--version")
+        ),
+        "python" | "python3" | "node" | "ruby" | "perl" => {
+            matches!(args.as_slice(), ["--version"] | ["-V"] | ["-v"])
+        }
+        "command" => args
+            .iter()
+            .take_while(|a| a.starts_with('-'))
+            .any(|a| a.contains('v') || a.contains('V')),
+        "[[" => true,
+        _ => ALWAYS.contains(&n),
+    }
+}
+
+/// `sed` without `-i`, whose script only prints, deletes from output, substitutes or quits
+/// (no `w`, `r`, `e` commands or `w`/`e` substitution flags).
+fn sed_read_only(args: &[&str]) -> bool {
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut operands: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a.starts_with("--in-place") || a == "-f" || a == "--file" || a.starts_with("--file=") {
+            return false;
+        }
+        if a == "-e" || a == "--expression" {
+            match args.get(i + 1) {
+                Some(s) => scripts.push(s),
+                None => return false,
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(s) = a.strip_prefix("--expression=") {
+            scripts.push(s);
+        } else if a.starts_with("--") {
+        } else if a.starts_with('-') && a.len() > 1 {
+            if a[1..].contains('i') || a[1..].contains('f') {
+                return false;
+            }
+        } else {
+            operands.push(a);
+        }
+        i += 1;
+    }
+    if scripts.is_empty() {
+        match operands.first() {
+            Some(s) => scripts.push(s),
+            None => return false,
+        }
+    }
+    scripts.iter().all(|s| sed_script_safe(s))
+}
+
+fn sed_script_safe(script: &str) -> bool {
+    for cmd in script.split([';', '\n']) {
+        let c = cmd.trim();
+        if c.is_empty() {
+            continue;
+        }
+        // Strip the address: numbers, `$`, `,`, `/re/`, `!`.
+        let b = c.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'0'..=b'9' | b'$' | b',' | b'!' | b' ' | b'~' | b'+' => i += 1,
+                b'/' | b'\\' => {
+                    let delim = if b[i] == b'\\' {
+                        i += 1;
+                        match b.get(i) {
+                            Some(d) => *d,
+                            None => return false,
+                        }
+                    } else {
+                        b'/'
+                    };
+                    i += 1;
+                    while i < b.len() && b[i] != delim {
+                        if b[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                _ => break,
+            }
+        }
+        let rest = match c.get(i..) {
+            Some(r) => r.trim_start(),
+            None => return false,
+        };
+        let Some(op) = rest.chars().next() else {
+            continue;
+        };
+        match op {
+            'p' | 'd' | 'q' | 'Q' | '=' | 'l' | 'n' | 'N' | 'P' | 'D' | 'h' | 'H' | 'g' | 'G'
+            | 'x' | '{' | '}' => {
+                if rest.len() > 1
+                    && !rest[1..]
+                        .trim()
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == '}')
+                {
+                    return false;
+                }
+            }
+            's' | 'y' => {
+                let rb = rest.as_bytes();
+                let Some(&delim) = rb.get(1) else {
+                    return false;
+                };
+                let mut parts = 0;
+                let mut j = 2;
+                while j < rb.len() && parts < 2 {
+                    if rb[j] == b'\\' {
+                        j += 2;
+                        continue;
+                    }
+                    if rb[j] == delim {
+                        parts += 1;
+                    }
+                    j += 1;
+                }
+                if parts < 2 {
+                    return false;
+                }
+                let flags = rest.get(j..).unwrap_or("");
+                if op == 's'
+                    && !flags
+                        .trim()
+                        .chars()
+                        .all(|f| "gipImM0123456789}".contains(f))
+                {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn git_read_only(args: &[&str]) -> bool {
+    let (i, _) = git_subcommand(args);
+    // Global options that run programs or write.
+    for a in &args[..i.min(args.len())] {
+        if matches!(*a, "-c" | "--config-env" | "--exec-path")
+            || a.starts_with("--exec-path=")
+            || a.starts_with("--config-env=")
+        {
+            return false;
+        }
+    }
+    let Some(&sub) = args.get(i) else {
+        return true;
+    };
+    let rest = &args[i + 1..];
+    if rest.iter().any(|a| {
+        a.starts_with("--output")
+            || *a == "-o" && sub != "grep" && sub != "ls-files"
+            || a.starts_with("--ext-diff")
+            || *a == "--open-files-in-pager"
+            || a.starts_with("-O")
+    }) {
+        return false;
+    }
+    let positional = rest.iter().filter(|a| !a.starts_with('-')).count();
+    match sub {
+        "status" | "diff" | "log" | "show" | "rev-parse" | "ls-files" | "ls-tree" | "blame"
+        | "describe" | "shortlog" | "cat-file" | "grep" | "merge-base" | "name-rev"
+        | "for-each-ref" | "count-objects" | "var" | "check-ignore" | "check-attr"
+        | "diff-tree" | "diff-files" | "diff-index" | "rev-list" | "whatchanged" | "version"
+        | "help" | "show-ref" | "ls-remote" | "annotate" | "show-branch" | "cherry"
+        | "range-diff" | "verify-commit" | "verify-tag" | "fsck" | "check-ref-format" => true,
+        "branch" => {
+            let listing = rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "--list"
+                        | "-l"
+                        | "--show-current"
+                        | "--contains"
+                        | "--merged"
+                        | "--no-merged"
+                        | "--points-at"
+                )
+            });
+            !rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "-d" | "-D"
+                        | "-m"
+                        | "-M"
+                        | "-c"
+                        | "-C"
+                        | "--delete"
+                        | "--move"
+                        | "--copy"
+                        | "-f"
+                        | "--force"
+                        | "-u"
+                        | "--set-upstream-to"
+                        | "--unset-upstream"
+                        | "--edit-description"
+                        | "--track"
+                        | "-t"
+                )
+            }) && (positional == 0 || listing)
+        }
+        "tag" => {
+            let listing = rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "-l" | "--list" | "--contains" | "--points-at" | "--merged" | "--no-merged"
+                )
+            });
+            !rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "-d" | "--delete" | "-a" | "-s" | "-f" | "-m" | "-F" | "-u"
+                )
+            }) && (positional == 0 || listing)
+        }
+        "remote" => {
+            rest.is_empty()
+                || matches!(
+                    rest.first(),
+                    Some(&"-v" | &"--verbose" | &"show" | &"get-url")
+                )
+        }
+        "stash" => matches!(rest.first(), Some(&"list" | &"show")),
+        "worktree" => matches!(rest.first(), Some(&"list")),
+        "submodule" => matches!(rest.first(), Some(&"status" | &"summary")) || rest.is_empty(),
+        "reflog" => {
+            rest.is_empty()
+                || matches!(rest.first(), Some(&"show"))
+                || rest
+                    .first()
+                    .is_some_and(|a| !matches!(*a, "expire" | "delete" | "drop"))
+                    && rest
+                        .iter()
+                        .all(|a| !matches!(*a, "expire" | "delete" | "drop"))
+        }
+        "config" => {
+            let reading = rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "--get"
+                        | "--get-all"
+                        | "--get-regexp"
+                        | "--list"
+                        | "-l"
+                        | "get"
+                        | "list"
+                        | "--get-urlmatch"
+                )
+            });
+            let writing = rest.iter().any(|a| {
+                matches!(
+                    *a,
+                    "--add"
+                        | "--unset"
+                        | "--unset-all"
+                        | "--replace-all"
+                        | "--rename-section"
+                        | "--remove-section"
+                        | "-e"
+                        | "--edit"
+                        | "set"
+                        | "unset"
+                        | "edit"
+                )
+            });
+            !writing && (reading || positional <= 1)
+        }
+        "symbolic-ref" => positional <= 1 && !rest.iter().any(|a| *a == "-d" || *a == "--delete"),
+        _ => false,
+    }
+}
+
+/// A variable name that probably holds a credential.
+fn secret_like_var(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|k| up.contains(k))
+}
+
+/// awk whose program cannot run commands or write files: no `system`, pipes, `getline`,
+/// output redirection, `-f` program files or in-place editing.
+fn awk_read_only(args: &[&str]) -> bool {
+    let mut i = 0;
+    let mut program = None;
+    while i < args.len() {
+        let a = args[i];
+        match a {
+            "-f" | "--file" | "-i" | "--include" | "-l" | "--load" | "-E" | "--exec" => {
+                return false
+            }
+            "-F" | "-v" | "--assign" | "--field-separator" => i += 2,
+            _ if a.starts_with("-f") || a.starts_with("-i") || a.starts_with("-E") => return false,
+            _ if a.starts_with('-') && a.len() > 1 => i += 1,
+            _ => {
+                program = Some(a);
+                break;
+            }
+        }
+    }
+    let Some(p) = program else { return false };
+    if ["system", "|", "getline", "fflush", "close(", "ENVIRON"]
+        .iter()
+        .any(|k| p.contains(k))
+    {
+        return false;
+    }
+    // `print > "file"` / `printf ... >> f`: a `>` after a print before the statement ends.
+    let mut rest = p;
+    while let Some(pos) = rest.find("print") {
+        let after = &rest[pos..];
+        let end = after.find([';', '}', '\n']).unwrap_or(after.len());
+        if after[..end].contains('>') {
+            return false;
+        }
+        rest = &after[5..];
+    }
+    true
+}

@@ -1,0 +1,180 @@
+//! Unit tests of the analyser's parts; the corpora live in tests/policy_corpus.rs.
+
+use std::path::PathBuf;
+
+use super::*;
+
+fn ctx() -> ShellContext {
+    ShellContext {
+        cwd: PathBuf::from("/w"),
+        home: PathBuf::from("/home/u"),
+    }
+}
+
+#[test]
+fn dump() {
+    let Ok(cmds) = std::env::var("POLICY_DUMP") else {
+        return;
+    };
+    for c in cmds.split("\n") {
+        let a = analyze(c, &ctx());
+        println!("== {c}  (parse_error={})", a.parse_error);
+        for s in &a.segments {
+            println!(
+                "   argv={:?} wr={:?} via={:?} cwd={:?} opaque={:?} dyn={} paths={:?}",
+                s.argv,
+                s.wrappers,
+                s.via,
+                s.cwd,
+                s.opaque,
+                s.dynamic,
+                s.paths
+                    .iter()
+                    .map(|p| format!(
+                        "{:?}:{}:{:?}{}",
+                        p.access,
+                        p.raw,
+                        p.path,
+                        if p.contents { "/*" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+#[test]
+fn sexp() {
+    let Ok(c) = std::env::var("POLICY_SEXP") else {
+        return;
+    };
+    let mut p = tree_sitter::Parser::new();
+    p.set_language(&tree_sitter_bash::LANGUAGE.into()).unwrap();
+    let t = p.parse(&c, None).unwrap();
+    println!("{}", t.root_node().to_sexp());
+}
+
+fn names(cmd: &str) -> Vec<String> {
+    analyze(cmd, &ctx())
+        .segments
+        .iter()
+        .map(|s| s.argv.join(" "))
+        .collect()
+}
+
+#[test]
+fn quoting_tricks_normalise_the_command_name() {
+    for c in [
+        "r''m -rf x",
+        "\\rm -rf x",
+        "\"r\"m -rf x",
+        "'rm' -rf x",
+        "/bin/rm -rf x",
+        "$'\\x72m' -rf x",
+        "r$'m' -rf x",
+    ] {
+        assert_eq!(names(c), ["rm -rf x"], "{c}");
+    }
+}
+
+#[test]
+fn heredocs_and_here_strings_fed_to_a_shell_are_analysed() {
+    let a = analyze("bash <<EOF\nrm -rf /\nEOF\n", &ctx());
+    let rm = a
+        .segments
+        .iter()
+        .find(|s| s.name() == "rm")
+        .expect("rm inside the heredoc");
+    assert_eq!(rm.via, ["bash <stdin>"]);
+    let a = analyze("sh <<< 'cat ~/.ssh/id_rsa'", &ctx());
+    let cat = a.segments.iter().find(|s| s.name() == "cat").expect("cat");
+    assert_eq!(
+        cat.paths[0].path.as_deref(),
+        Some(std::path::Path::new("/home/u/.ssh/id_rsa"))
+    );
+    // A heredoc to a non-shell is data, but `$(...)` in an unquoted one still runs.
+    assert_eq!(names("cat <<EOF\n$(touch x)\nEOF\n"), ["touch x", "cat"]);
+}
+
+#[test]
+fn parser_crash_input_is_survived() {
+    // tree-sitter-bash 0.25.1 segfaults on this; the parser sees ASCII only.
+    let a = analyze("{\u{E01DE}", &ctx());
+    assert!(!a.segments.is_empty());
+    let a = analyze("echo \u{E01DE}é > \u{4E2D}.txt", &ctx());
+    assert_eq!(a.segments[0].paths[0].raw, "\u{4E2D}.txt");
+}
+
+#[test]
+fn secret_names() {
+    for n in [
+        ".env",
+        ".env.local",
+        "api_token.txt",
+        "secrets.yaml",
+        "credentials.json",
+        "id_rsa",
+        "id_ed25519.pub",
+        "server.pem",
+        "GITHUB_TOKEN",
+        "private_key.der",
+        ".netrc",
+    ] {
+        assert!(paths::secret_name(n), "{n}");
+    }
+    for n in [
+        ".env.example",
+        "tokenizer.rs",
+        "secretary.md",
+        "main.rs",
+        "tokenstream.rs",
+        "README.md",
+    ] {
+        assert!(!paths::secret_name(n), "{n}");
+    }
+}
+
+#[test]
+fn resolve_follows_symlinks_of_the_existing_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = paths::resolve(dir.path());
+    std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
+    std::os::unix::fs::symlink(root.join("a/b"), root.join("l")).expect("symlink");
+    // `l/..` is `a`, not the directory holding `l`.
+    assert_eq!(paths::resolve(&root.join("l/../x/y")), root.join("a/x/y"));
+    assert_eq!(
+        paths::resolve(&root.join("missing/../l/z")),
+        root.join("a/b/z")
+    );
+    std::os::unix::fs::symlink("/nonexistent/target", root.join("dangling")).expect("symlink");
+    assert_eq!(
+        paths::resolve(&root.join("dangling")),
+        PathBuf::from("/nonexistent/target")
+    );
+}
+
+#[test]
+fn sed_and_awk_read_only_scripts() {
+    let ro = |c: &str| readonly::is_read_only(&shell_words(c));
+    assert!(ro("sed -n 1,40p f"));
+    assert!(ro("sed s/a/b/g f"));
+    assert!(ro("sed -e /x/d -e 5q f"));
+    assert!(!ro("sed -i s/a/b/ f"));
+    assert!(!ro("sed s/a/b/w out f"));
+    assert!(!ro("sed 1e f"));
+    assert!(!ro("sed -f script.sed f"));
+    assert!(ro("awk {print} f"));
+    assert!(!ro("awk {system(\"rm\")} f"));
+    assert!(!ro("awk {print>\"out\"} f"));
+    assert!(ro("git log --oneline"));
+    assert!(!ro("git -c core.pager=x log"));
+    assert!(!ro("git branch newbranch"));
+    assert!(ro("git branch --list"));
+    assert!(!ro("find . -delete"));
+    assert!(!ro("rg --pre sh x"));
+    assert!(!ro("env"));
+}
+
+fn shell_words(c: &str) -> Vec<String> {
+    c.split_whitespace().map(str::to_string).collect()
+}
