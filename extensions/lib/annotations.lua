@@ -195,6 +195,7 @@ function kernel.prompt_fragments() end
 ---@field jobs fen.NativeJobs
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
+---@field policy fen.NativePolicy
 local native = {}
 
 --- Escapes control bytes and invalid UTF-8, caps the size, notes what it changed.
@@ -225,6 +226,7 @@ function native.sleep(ms) end
 ---@field is_dir fun(path: string): boolean
 ---@field stat fun(path: string): {size: integer, mtime_ms: integer, is_dir: boolean}?
 ---@field set_strict fun(strict: boolean)
+---@field mkdir fun(path: string): boolean?, string?
 
 ---@class fen.NativeEdit
 ---@field apply fun(files: {path: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[]}[]): table?, string? async
@@ -291,5 +293,12 @@ function native.sleep(ms) end
 ---@field open fun(path: string): userdata?, string?
 ---@field resume fun(path: string): table?, string? async
 ---@field list fun(dir: string): table[]? async
+
+---@class fen.NativePolicy
+---@field new fun(opts: {cwd: string, additional_dirs: string[]?, mode: "safe"|"default"|"auto"|"yolo", rules: {text: string, kind: "allow"|"ask"|"deny", file: string?, line: integer?}[]?, tools: string[]?, sandbox: boolean?}): userdata?, string[]? a policy with `:decide(tool, risk, args)` (async), `:add_rule(text, kind)`, `:set_mode(mode)`, `:mode()`
+---@field settings_rules fun(path: string): table?, string? permissions and sandbox of a settings.json, each rule with its line
+---@field sandbox fun(): {tier: string, status: string, description: string} async
+---@field use_sandbox fun(opts: {enabled: boolean, required: boolean?, network: boolean?, writable_roots: string[]?, workspace: string})
+---@field audit fun(record: table)
 
 return { api = api, native = native }

@@ -91,6 +91,31 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", default_value = "jsonl")]
     pub session_backend: String,
 
+    /// Permission mode: safe, default, auto or yolo (also settings.json `permissions.mode`).
+    #[arg(long, value_name = "MODE", value_parser = ["safe", "default", "auto", "yolo"])]
+    pub permission_mode: Option<String>,
+
+    /// Same as --permission-mode yolo: every call runs without asking (floors and deny rules
+    /// still hold).
+    #[arg(long, conflicts_with = "permission_mode")]
+    pub yolo: bool,
+
+    /// What a headless run answers when a call needs approval: deny (default) or allow.
+    #[arg(long, value_name = "ANSWER", value_parser = ["deny", "allow"], default_value = "deny")]
+    pub on_ask: String,
+
+    /// Offer only these tools (comma-separated fnmatch patterns, e.g. `read,grep*`).
+    #[arg(long, value_name = "PATTERNS")]
+    pub tools: Option<String>,
+
+    /// Never offer these tools (comma-separated fnmatch patterns).
+    #[arg(long, value_name = "PATTERNS")]
+    pub denied_tools: Option<String>,
+
+    /// Offer no tools at all.
+    #[arg(long)]
+    pub no_tools: bool,
+
     /// Trust this folder for this run: its `.fen/extensions/` load and its project settings
     /// may loosen permissions (without it, only folders trusted at an interactive prompt do).
     #[arg(long, global = true)]

@@ -264,6 +264,23 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     *inner.presenter.borrow_mut() = Some(presenter.to_string());
     *inner.session_backend.borrow_mut() = cli.session_backend.clone();
+    match crate::kernel::tools::ToolFilter::new(
+        cli.tools.as_deref(),
+        cli.denied_tools.as_deref(),
+        cli.no_tools,
+    ) {
+        Ok(f) => *inner.tool_filter.borrow_mut() = f,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    }
+    *inner.run_options.borrow_mut() = serde_json::json!({
+        "permission_mode": if cli.yolo { Some("yolo".to_string()) } else { cli.permission_mode.clone() },
+        "on_ask": cli.on_ask,
+        "headless": headless,
+        "trusted": inner.project_trusted.get(),
+    });
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner
             .handler_budget

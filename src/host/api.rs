@@ -644,6 +644,12 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         })?,
     )?;
     let i = inner.clone();
+    // `run_options()` -> this run's flags for policy extensions (permissions).
+    let i2 = inner.clone();
+    t.set(
+        "run_options",
+        lua.create_function(move |lua, ()| convert::json_to_lua(lua, &i2.run_options.borrow()))?,
+    )?;
     // `prompt_fragments()` -> `{id, title, owner, bytes}` in prompt order (`/context`).
     t.set(
         "prompt_fragments",

@@ -108,6 +108,11 @@ pub struct Inner {
     /// Time budget of a synchronous call into an extension (event handlers, panels, status
     /// items) and of a `before_tool` hook's own running time; settings `handler_budget_ms`.
     pub handler_budget: Cell<std::time::Duration>,
+    /// Flags of this run that first-party policy extensions read (`api.kernel.run_options()`):
+    /// `permission_mode`, `on_ask`, `headless`, `trusted`.
+    pub run_options: RefCell<serde_json::Value>,
+    /// Which tools the model is offered at all (`--tools`, `--denied-tools`, `--no-tools`).
+    pub tool_filter: RefCell<super::tools::ToolFilter>,
     /// The session backend chosen for this run (`--session-backend`).
     pub session_backend: RefCell<String>,
     /// Tokens of slash commands running now (Ctrl-C and `api.turn.cancel` stop them too).
@@ -134,6 +139,8 @@ impl Inner {
             handler_budget: Cell::new(super::calls::DEFAULT_BUDGET),
             commands: RefCell::new(Vec::new()),
             session_backend: RefCell::new("jsonl".to_string()),
+            run_options: RefCell::new(serde_json::json!({})),
+            tool_filter: RefCell::new(super::tools::ToolFilter::default()),
             seq: Cell::new(0),
         }
     }

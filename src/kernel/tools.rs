@@ -182,6 +182,45 @@ fn block_text(s: &mlua::LuaString) -> String {
     }
 }
 
+/// Which tools the model is offered and may call: `--tools` (fnmatch patterns, comma
+/// separated: `read,grep*`), `--denied-tools`, `--no-tools`. A call to another tool gets
+/// `error: tool restricted by --tools: NAME`.
+#[derive(Debug, Default)]
+pub struct ToolFilter {
+    allow: Option<globset::GlobSet>,
+    deny: Option<globset::GlobSet>,
+    none: bool,
+}
+
+impl ToolFilter {
+    /// Builds the filter; a pattern that is not a valid glob is an error naming it.
+    pub fn new(allow: Option<&str>, deny: Option<&str>, none: bool) -> Result<ToolFilter, String> {
+        let set = |list: &str, flag: &str| -> Result<globset::GlobSet, String> {
+            let mut b = globset::GlobSetBuilder::new();
+            for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                b.add(globset::Glob::new(p).map_err(|e| format!("{flag} {p:?}: {e}"))?);
+            }
+            b.build().map_err(|e| e.to_string())
+        };
+        Ok(ToolFilter {
+            allow: allow.map(|a| set(a, "--tools")).transpose()?,
+            deny: deny.map(|d| set(d, "--denied-tools")).transpose()?,
+            none,
+        })
+    }
+
+    /// Whether `name` may be offered and called.
+    pub fn allows(&self, name: &str) -> bool {
+        if self.none {
+            return false;
+        }
+        if self.deny.as_ref().is_some_and(|d| d.is_match(name)) {
+            return false;
+        }
+        self.allow.as_ref().is_none_or(|a| a.is_match(name))
+    }
+}
+
 /// Context handed to `execute` as its third argument.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCallContext {

@@ -15,6 +15,14 @@ impl Sandbox {
         let s = Sandbox { dir };
         std::fs::create_dir_all(s.cwd()).unwrap();
         std::fs::create_dir_all(s.config().join("fen/extensions")).unwrap();
+        // Most tests exercise tools, not approvals: they run in yolo mode (no asks, no OS
+        // sandbox; floors still hold). The permission tests write their own settings or pass
+        // --permission-mode, which wins.
+        std::fs::write(
+            s.config().join("fen/settings.json"),
+            r#"{"permissions": {"mode": "yolo"}}"#,
+        )
+        .unwrap();
         s
     }
     pub fn root(&self) -> &Path {

@@ -53,6 +53,19 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             Ok(Value::Table(t))
         })?,
     )?;
+    // `fs.mkdir(path)`: creates the directory and its parents; `true` or `nil, message`.
+    m.set(
+        "mkdir",
+        lua.create_function(|lua, path: String| {
+            match std::fs::create_dir_all(expand_path(&path)) {
+                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+                Err(e) => Ok((
+                    Value::Nil,
+                    Value::String(lua.create_string(format!("cannot create {path}: {e}"))?),
+                )),
+            }
+        })?,
+    )?;
     m.set(
         "is_dir",
         lua.create_function(|_, path: String| Ok(expand_path(&path).is_dir()))?,

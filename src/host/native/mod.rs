@@ -30,6 +30,7 @@ mod ledger;
 mod line;
 mod markup;
 mod misc;
+mod policy;
 mod process;
 mod search;
 pub mod session;
@@ -41,9 +42,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 12] = [
+const LAZY: [&str; 13] = [
     "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line",
+    "markup", "line", "policy",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -60,6 +61,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "jobs" => jobs::module(lua)?,
         "markup" => markup::module(lua)?,
         "line" => line::module(lua)?,
+        "policy" => policy::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -212,7 +214,7 @@ mod tests {
         assert_eq!(
             out,
             "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
-             markup:table,paths:table,platform:table,process:table,sanitize:function,search:table,\
+             markup:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,term:table,truncate:table,version:string"
         );
     }

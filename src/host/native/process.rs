@@ -49,6 +49,14 @@ async fn run_fn(
         .app_data_ref::<crate::host::boot::HiddenEnv>()
         .map(|h| h.0.clone())
         .unwrap_or_default();
+    // Tool commands run in the sandbox the permissions extension chose (`policy.use_sandbox`),
+    // unless the call says `sandbox = false` (a rerun the user approved outside it).
+    if opts.get::<Option<bool>>("sandbox")?.unwrap_or(true) {
+        spec.sandbox = lua
+            .app_data_ref::<super::policy::ToolSandbox>()
+            .and_then(|s| s.0.clone());
+    }
+    let sandbox_policy = spec.sandbox.as_ref().map(|s| s.policy.clone());
     let cancel = super::cancel_token(&lua);
     let mut forward = |chunk: &str| {
         if let Some(f) = &on_output {
@@ -66,6 +74,19 @@ async fn run_fn(
         Err(e) => return failure(&lua, e.to_string()),
     };
     let t = lua.create_table()?;
+    // A failure caused by the sandbox names the boundary it hit and how to allow it.
+    if let Some(policy) = &sandbox_policy {
+        let tail_start = r.text.len().saturating_sub(4096);
+        let tail_start = (tail_start..r.text.len())
+            .find(|i| r.text.is_char_boundary(*i))
+            .unwrap_or(r.text.len());
+        if let Some(b) =
+            crate::native::sandbox::classify(policy, r.exit_code, &r.text[tail_start..])
+        {
+            t.set("sandbox_blocked", b.line())?;
+        }
+    }
+    t.set("sandboxed", sandbox_policy.is_some())?;
     t.set("exit_code", r.exit_code)?;
     t.set("signal", r.signal)?;
     t.set("timed_out", r.timed_out)?;

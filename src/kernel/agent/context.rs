@@ -97,11 +97,13 @@ pub fn system_prompt(inner: &Inner, agent: &Agent) -> String {
 /// Tools as providers see them: `{name, description, parameters}` of every active tool.
 pub fn tool_specs(lua: &Lua, inner: &Inner) -> mlua::Result<Table> {
     let out = lua.create_table()?;
+    let filter = inner.tool_filter.borrow();
     let specs: Vec<Table> = inner
         .registry
         .borrow()
         .active("tool")
         .iter()
+        .filter(|c| c.name.as_deref().is_some_and(|n| filter.allows(n)))
         .map(|c| c.spec.clone())
         .collect();
     for spec in specs {

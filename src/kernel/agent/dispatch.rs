@@ -181,20 +181,24 @@ async fn run_hooks(
     cancel: &CancellationToken,
     turn: &CancellationToken,
 ) -> Option<String> {
-    let hooks: Vec<(String, Function)> = inner
+    // By `order` (default 100), then registration: the permission policy (order 0) decides
+    // first; the hooks after it can only tighten.
+    let mut hooks: Vec<(f64, String, Function)> = inner
         .registry
         .borrow()
         .active("hook")
         .iter()
         .filter_map(|c| {
+            let order = c.spec.get::<Option<f64>>("order").ok().flatten();
             c.spec
                 .get::<Option<Function>>("before_tool")
                 .ok()
                 .flatten()
-                .map(|f| (c.owner.clone(), f))
+                .map(|f| (order.unwrap_or(100.0), c.owner.clone(), f))
         })
         .collect();
-    for (owner, f) in hooks {
+    hooks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (_, owner, f) in hooks {
         let ctx = match hook_ctx(lua, inner, agent, call, spec) {
             Ok(c) => c,
             Err(e) => return Some(format!("error: {} was blocked: {e}", call.name)),
@@ -251,6 +255,9 @@ async fn run_one(
 ) -> ToolOutcome {
     if turn.is_cancelled() {
         return ToolOutcome::error(CANCELLED);
+    }
+    if !inner.tool_filter.borrow().allows(&call.name) {
+        return ToolOutcome::error(format!("error: tool restricted by --tools: {}", call.name));
     }
     if let Some(msg) = &call.bad_args {
         return ToolOutcome::error(msg.clone());

@@ -43,8 +43,48 @@ return function(api)
     if active then out(string.format("err> extension %s failed in %s: %s\n", tostring(ev.owner), tostring(ev.event), ev.error)) end
   end)
 
+  --- One answer line from the person (nil at end of input).
+  local function answer(prompt)
+    local line = native.line.read(prompt)
+    return line and line:match("^%s*(.-)%s*$") or nil
+  end
+
   api.register("presenter", {
     name = "stdio",
+    -- Questions from extensions and hooks, one line each (`api.ui.*`, `ctx.ask`).
+    notify = function(text) out("info> " .. tostring(text) .. "\n") end,
+    select = function(title, items)
+      out(tostring(title) .. "\n")
+      for i, item in ipairs(items or {}) do out(string.format("  %d. %s\n", i, tostring(item))) end
+      local n = tonumber(answer("choose> ") or "")
+      if n and items[n] then return n end
+      return nil
+    end,
+    prompt = function(question, default)
+      local a = answer(string.format("%s%s ", tostring(question), default and (" [" .. default .. "]") or ""))
+      if a == nil then return nil end
+      if a == "" then return default end
+      return a
+    end,
+    --- A permission request: `{question, items, scope}` -> "y" | "s" | "a" | "n[: reason]" | "c".
+    ask = function(req)
+      if type(req) ~= "table" then req = { question = tostring(req) } end
+      for _, item in ipairs(req.items or {}) do
+        out(string.format("  %s %s — %s\n", item.verdict == "allow" and "ok " or "?? ", item.subject, item.reason))
+      end
+      if req.scope and #req.scope > 0 then
+        out("  [s]ession / [a]lways would allow: " .. table.concat(req.scope, ", ") .. "\n")
+      end
+      while true do
+        local a = answer((req.question or "Approve?") .. " [y]es [s]ession [a]lways [n]o [c]ancel ")
+        if a == nil then return "n" end
+        local key, reason = a:match("^(%a)%a*%s*:?%s*(.*)$")
+        key = key and key:lower()
+        if key == "y" or key == "s" or key == "a" or key == "c" then return key end
+        if key == "n" then return reason ~= "" and ("n: " .. reason) or "n" end
+        out("answer y, s, a, n (optionally `n: why`) or c\n")
+      end
+    end,
     run = function(ctx)
       active = true
       local line_in = native.line

@@ -38,8 +38,23 @@ return function(api)
       local on_output = function(text)
         api.emit({ type = "tool-update", tool_name = "bash", tool_call_id = ctx and ctx.tool_call_id, text = text })
       end
-      local r, err = native.process.run({ command = args.command, cwd = args.cwd, timeout_ms = timeout * 1000 }, on_output)
+      local run_opts = { command = args.command, cwd = args.cwd, timeout_ms = timeout * 1000 }
+      local r, err = native.process.run(run_opts, on_output)
       if not r then return util.fail("error: " .. err) end
+      -- Escalation: a command the sandbox stopped may run again outside it if the person says
+      -- so (headless runs get the line naming the boundary and how to allow it).
+      if r.sandbox_blocked then
+        local choice = api.ui.select(
+          string.format("The sandbox stopped `%s`: %s\nRun it again outside the sandbox?", args.command, r.sandbox_blocked),
+          { "once", "no" })
+        if choice == 1 then
+          run_opts.sandbox = false
+          local again, aerr = native.process.run(run_opts, on_output)
+          if not again then return util.fail("error: " .. aerr) end
+          r = again
+          r.escalated = true
+        end
+      end
       local parts = {}
       if r.text ~= "" then parts[#parts + 1] = (r.text:gsub("\n$", "")) end
       if (r.escaped_bytes or 0) > 0 then
@@ -65,10 +80,13 @@ return function(api)
         status, failed = string.format("[exit %d]", r.exit_code or -1), (r.exit_code or -1) ~= 0
       end
       parts[#parts + 1] = status
+      if r.sandbox_blocked then parts[#parts + 1] = "[fen: " .. r.sandbox_blocked .. "]" end
+      if r.escalated then parts[#parts + 1] = "[fen: ran outside the sandbox, as the user approved]" end
       local details = {
         command = args.command, exit_code = r.exit_code, signal = r.signal, timed_out = r.timed_out,
         cancelled = r.cancelled, duration_ms = r.duration_ms, bytes = r.total_bytes,
         truncated = r.truncated, escaped_bytes = r.escaped_bytes, spill_path = r.spill_path, background_pids = r.background_pids,
+        sandboxed = r.sandboxed, sandbox_blocked = r.sandbox_blocked, escalated = r.escalated,
       }
       local text = table.concat(parts, "\n")
       if failed then return util.fail(text, details) end

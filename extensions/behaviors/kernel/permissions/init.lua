@@ -1,0 +1,315 @@
+-- permissions: the permission policy, the first `before_tool` hook (order 0). Every tool call
+-- is judged by the native analyser (`fen.native.policy`: shell syntax, wrappers, paths,
+-- secrets, floors, rules) under the mode, then allowed, denied, or asked:
+--   - interactive presenters answer `ctx.ask` (y once, s session, a always, n no, c cancel);
+--   - headless runs never wait: `--on-ask deny` (default) or `allow`.
+-- Rules come from settings.json: the user's (~/.config/fen/settings.json), the project's
+-- (.fen/settings.json; it may only tighten unless the folder is trusted) and the personal
+-- project file (.fen/settings.local.json, where "always" answers go). Every decision is a line
+-- of $XDG_STATE_HOME/fen/permissions.jsonl and a `permission-decision` event. Shell commands
+-- of tools run in the OS sandbox the mode calls for (see docs/permissions.md).
+local native = require("fen.native")
+
+local MODES = { safe = 1, default = 2, auto = 3, yolo = 4 }
+
+--- The nearest ancestor of `dir` holding `.git`, else `dir`.
+local function project_root(dir)
+  local d = dir
+  while d and d ~= "" do
+    if native.fs.stat(d .. "/.git") then return d end
+    local parent = d:match("^(.*)/[^/]*$")
+    if parent == d then break end
+    d = parent
+  end
+  return dir
+end
+
+local function read_json(path)
+  local fh = io.open(path, "rb")
+  if not fh then return nil end
+  local text = fh:read("a")
+  fh:close()
+  return native.json.decode(text)
+end
+
+--- Writes JSON atomically (a temporary file renamed over the old one).
+local function write_json(path, value)
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir then native.fs.mkdir(dir) end
+  local tmp = path .. ".tmp"
+  local fh = assert(io.open(tmp, "wb"))
+  fh:write(native.json.encode(value))
+  fh:close()
+  assert(os.rename(tmp, path))
+end
+
+return function(api)
+  local state = api.state()
+  -- Kept across /reload: session rules and what this turn denied.
+  state.session_rules = state.session_rules or {}
+  state.denied = state.denied or {}
+  state.mode_override = state.mode_override
+
+  local function approved_path() return native.paths.state_dir .. "/approved.json" end
+
+  --- Rules "always" answers wrote for this project (kept outside the folder, so a cloned
+  --- repository cannot forge them).
+  local function approved_rules(root)
+    local all = read_json(approved_path()) or {}
+    return all[root] or {}
+  end
+
+  --- Everything the settings files say, merged with the trust rules; `problems` lists what
+  --- was refused and why.
+  local function load_settings()
+    local raw = api.kernel.run_options()
+    local function str(v) return type(v) == "string" and v or nil end
+    local opts = { permission_mode = str(raw.permission_mode), on_ask = str(raw.on_ask),
+      headless = raw.headless == true, trusted = raw.trusted == true }
+    local cwd = native.fs.cwd()
+    local root = project_root(cwd)
+    local trusted = opts.trusted
+    local merged = { rules = {}, dirs = {}, sandbox = {}, problems = {}, files = {}, root = root }
+    local user_mode, project_mode
+    local function take(path, scope)
+      local s, err = native.policy.settings_rules(path)
+      if not s then
+        merged.problems[#merged.problems + 1] = err
+        return
+      end
+      merged.files[#merged.files + 1] = path
+      local approved = {}
+      if scope == "local" then for _, r in ipairs(approved_rules(root)) do approved[r] = true end end
+      for _, kind in ipairs({ "deny", "ask", "allow" }) do
+        for _, r in ipairs(s[kind] or {}) do
+          local loosens = kind == "allow"
+          if scope == "user" or not loosens or trusted or approved[r.text] then
+            merged.rules[#merged.rules + 1] = { text = r.text, kind = kind, file = path, line = r.line }
+          else
+            merged.problems[#merged.problems + 1] = string.format(
+              "%s:%d: allow rule %s ignored: this folder is not trusted", path, r.line, r.text)
+          end
+        end
+      end
+      if scope == "user" or trusted then
+        for _, d in ipairs(s.additional_dirs or {}) do merged.dirs[#merged.dirs + 1] = d end
+        if type(s.sandbox) == "table" then
+          for k, v in pairs(s.sandbox) do merged.sandbox[k] = v end
+        end
+      end
+      if type(s.mode) == "string" then
+        if scope == "user" then user_mode = s.mode else project_mode = s.mode end
+      end
+    end
+    take(native.paths.config_dir .. "/settings.json", "user")
+    take(root .. "/.fen/settings.json", "project")
+    take(root .. "/.fen/settings.local.json", "local")
+    local mode = opts.permission_mode or state.mode_override or user_mode or "default"
+    if project_mode and MODES[project_mode] and not opts.permission_mode and not state.mode_override then
+      -- An untrusted project may only make the mode stricter.
+      if trusted or MODES[project_mode] < (MODES[mode] or 2) then mode = project_mode end
+    end
+    if not MODES[mode] then
+      merged.problems[#merged.problems + 1] = string.format("unknown permission mode %q; using default", mode)
+      mode = "default"
+    end
+    merged.mode = mode
+    merged.on_ask = opts.on_ask or "deny"
+    merged.headless = opts.headless
+    return merged
+  end
+
+  --- The policy of this session, built at the first call (and after a mode change).
+  local function policy()
+    if state.policy then return state.policy, state.settings end
+    local s = load_settings()
+    local sb = native.policy.sandbox()
+    -- The OS sandbox: on in every mode but yolo unless settings turn it off.
+    local sandbox_on = s.mode ~= "yolo" and s.sandbox.enabled ~= false and sb.tier ~= "none"
+    if s.sandbox.required and sb.tier == "none" and s.mode ~= "yolo" then sandbox_on = false end
+    native.policy.use_sandbox({
+      enabled = s.mode ~= "yolo" and s.sandbox.enabled ~= false,
+      required = s.sandbox.required == true,
+      network = s.sandbox.network == true,
+      writable_roots = s.sandbox.writable_roots or {},
+      workspace = s.root,
+    })
+    local rules = {}
+    for _, r in ipairs(s.rules) do rules[#rules + 1] = r end
+    local tools = {}
+    for _, t in ipairs(api.list("tool")) do tools[#tools + 1] = t.name end
+    local p, errs = native.policy.new({
+      cwd = native.fs.cwd(), additional_dirs = s.dirs, mode = s.mode, rules = rules,
+      tools = tools, sandbox = sandbox_on,
+    })
+    if not p then
+      -- A rule that can never match is an error naming its file and rule: fail closed by
+      -- denying everything until it is fixed, and say why.
+      error("permission rules: " .. table.concat(errs, "; "), 0)
+    end
+    for _, r in ipairs(state.session_rules) do p:add_rule(r, "allow") end
+    s.sandbox_info = sb
+    s.sandbox_on = sandbox_on
+    state.policy, state.settings = p, s
+    for _, msg in ipairs(s.problems) do api.log("warn", msg) end
+    return p, s
+  end
+
+  local function record(call_id, tool, d, decision, source, extra)
+    local ev = {
+      type = "permission-decision", tool_call_id = call_id, tool = tool, decision = decision,
+      source = source, subject = d and d.subject or "", reason = d and d.reason or "",
+      segments = d and d.segments or {}, scope = extra and extra.scope or nil,
+      mode = state.settings and state.settings.mode or "default",
+    }
+    native.policy.audit({
+      session = (api.session.info() or {}).id, call_id = call_id, tool = tool,
+      segments = ev.segments, decision = decision, source = source, subject = ev.subject,
+      reason = ev.reason, mode = ev.mode, scope = ev.scope,
+    })
+    api.emit(ev)
+  end
+
+  local function denial(d, source, detail)
+    return string.format("permission denied: %s — %s: %s", d.subject ~= "" and d.subject or "the call", source, detail)
+  end
+
+  local function persist_always(rules)
+    local s = state.settings
+    local path = s.root .. "/.fen/settings.local.json"
+    local current = read_json(path) or {}
+    current.permissions = current.permissions or {}
+    current.permissions.allow = current.permissions.allow or {}
+    local all = read_json(approved_path()) or {}
+    all[s.root] = all[s.root] or {}
+    for _, r in ipairs(rules) do
+      table.insert(current.permissions.allow, r)
+      table.insert(all[s.root], r)
+    end
+    write_json(path, current)
+    write_json(approved_path(), all)
+  end
+
+  --- One person answers at a time; a later ask of the same turn re-decides after the answer
+  --- before it (a "session" rule may now cover it).
+  local asking = false
+
+  local function before_tool(name, args, ctx)
+    local ok, p = pcall(policy)
+    if not ok then
+      return { block = true, verbatim = true, reason = "permission denied: " .. tostring(p) .. " (fix the rule, then /reload)" }
+    end
+    local key = name .. " " .. native.json.encode(args or {})
+    if state.denied[key] then
+      return { block = true, verbatim = true, reason = "permission denied: already denied in this turn: " .. state.denied[key] }
+    end
+    while true do
+      local d = p:decide(name, ctx.risk or "shell", args or {})
+      if d.verdict == "allow" then
+        record(ctx.call_id, name, d, "allow", d.source)
+        return nil
+      end
+      if d.verdict == "deny" then
+        local reason = denial(d, d.source, d.reason)
+        state.denied[key] = reason
+        record(ctx.call_id, name, d, "deny", d.source)
+        return { block = true, verbatim = true, reason = reason }
+      end
+      -- Ask.
+      local s = state.settings
+      if s.headless then
+        if s.on_ask == "allow" then
+          record(ctx.call_id, name, d, "allow", "headless")
+          return nil
+        end
+        local reason = denial(d, "headless", "no one to approve it (" .. d.reason .. "); run with --on-ask allow, or add an allow rule"
+          .. (#d.scope > 0 and (" such as " .. d.scope[1]) or ""))
+        state.denied[key] = reason
+        record(ctx.call_id, name, d, "deny", "headless")
+        return { block = true, verbatim = true, reason = reason }
+      end
+      if asking then
+        native.sleep(50)
+      else
+        asking = true
+        local question = string.format("Approve %s %q?", name, d.subject ~= "" and d.subject or native.json.encode(args or {}))
+        local ok2, answer = pcall(ctx.ask, { kind = "permission", tool = name, question = question,
+          items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
+        asking = false
+        if not ok2 then answer = nil end
+        answer = answer or "n"
+        local key1 = answer:sub(1, 1)
+        if key1 == "y" then
+          record(ctx.call_id, name, d, "allow", "user", { scope = "once" })
+          return nil
+        elseif key1 == "s" or key1 == "a" then
+          for _, r in ipairs(d.scope) do
+            p:add_rule(r, "allow")
+            table.insert(state.session_rules, r)
+          end
+          if key1 == "a" and #d.scope > 0 then pcall(persist_always, d.scope) end
+          record(ctx.call_id, name, d, "allow", "user", { scope = d.scope })
+          return nil
+        elseif key1 == "c" then
+          api.turn.cancel()
+          record(ctx.call_id, name, d, "deny", "user")
+          return { block = true, verbatim = true, reason = denial(d, "user", "the user cancelled the turn") }
+        else
+          local why = answer:match("^n:%s*(.+)$")
+          local reason = denial(d, "user", why or "the user said no")
+          state.denied[key] = reason
+          record(ctx.call_id, name, d, "deny", "user")
+          return { block = true, verbatim = true, reason = reason }
+        end
+      end
+    end
+  end
+
+  api.register("hook", { name = "permissions", order = 0, before_tool = before_tool })
+
+  -- Bad rules are reported when the session starts, naming the file and the rule (and every
+  -- call is refused until they are fixed: the policy fails closed).
+  api.on("agent-started", function()
+    state.policy = nil
+    local s = load_settings()
+    local tools = {}
+    for _, t in ipairs(api.list("tool")) do tools[#tools + 1] = t.name end
+    local p, errs = native.policy.new({ cwd = native.fs.cwd(), additional_dirs = s.dirs, mode = s.mode,
+      rules = s.rules, tools = tools, sandbox = false })
+    if not p then
+      api.emit({ type = "error", error = "permission rules: " .. table.concat(errs, "; ") })
+    end
+  end)
+
+  -- What was denied is remembered for one turn only.
+  api.on("agent-turn-complete", function() state.denied = {} end)
+
+  api.register("command", {
+    name = "permissions",
+    description = "Show the permission mode, the rules and where they come from, and the sandbox; `/permissions MODE` switches mode (safe, default, auto, yolo).",
+    handler = function(args)
+      local want = args:match("^%s*(%a+)%s*$")
+      if want then
+        if not MODES[want] then return "unknown mode " .. want .. ": use safe, default, auto or yolo" end
+        state.mode_override = want
+        state.policy = nil
+      end
+      local ok, p_or_err, s = pcall(policy)
+      if not ok then return "error: " .. tostring(p_or_err) end
+      local lines = { "mode: " .. s.mode }
+      local sb = s.sandbox_info
+      lines[#lines + 1] = string.format("sandbox: %s%s", sb.status, s.sandbox_on and "" or " (not used in this mode)")
+      lines[#lines + 1] = "  " .. sb.description:gsub("\n", "\n  ")
+      lines[#lines + 1] = "rules:"
+      if #s.rules == 0 and #state.session_rules == 0 then lines[#lines + 1] = "  (none)" end
+      for _, r in ipairs(s.rules) do
+        lines[#lines + 1] = string.format("  %-5s %s  (%s:%d)", r.kind, r.text, r.file, r.line)
+      end
+      for _, r in ipairs(state.session_rules) do
+        lines[#lines + 1] = string.format("  allow %s  (this session)", r)
+      end
+      for _, msg in ipairs(s.problems) do lines[#lines + 1] = "note: " .. msg end
+      return table.concat(lines, "\n")
+    end,
+  })
+end
