@@ -203,10 +203,21 @@ fn main() {
             us(p99) / us(bp99).max(0.001)
         );
     }
-    let ok = worst_p99 <= Duration::from_millis(2);
+    let verdict = |d: Duration| {
+        if d <= Duration::from_millis(2) {
+            "met"
+        } else {
+            "MISSED"
+        }
+    };
     println!(
-        "worst p99 {:.0} µs (target <= 2000 µs): {}",
+        "worst wall p99 {:.0} µs (target <= 2000 µs): {}",
         us(worst_p99),
-        if ok { "met" } else { "MISSED" }
+        verdict(worst_p99)
+    );
+    println!(
+        "worst cpu  p99 {:.0} µs (target <= 2000 µs): {}",
+        us(worst_cpu),
+        verdict(worst_cpu)
     );
 }
