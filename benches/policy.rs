@@ -70,6 +70,18 @@ fn commands(lines: &[String], size: usize, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// CPU time of this thread: unlike wall time it does not count the time the scheduler gives
+/// to other processes (a 2-core machine shared by several builds preempts for whole ticks).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -125,10 +137,11 @@ fn main() {
         home: home.clone(),
     };
     println!(
-        "{:>6} {:>10} {:>10} {:>10} {:>14} {:>12} {:>8}",
-        "size", "p50 µs", "p99 µs", "max µs", "parse p99 µs", "split p99 µs", "ratio"
+        "{:>6} {:>10} {:>10} {:>10} {:>12} {:>14} {:>12} {:>8}",
+        "size", "p50 µs", "p99 µs", "max µs", "cpu p99 µs", "parse p99 µs", "split p99 µs", "ratio"
     );
     let mut worst_p99 = Duration::ZERO;
+    let mut worst_cpu = Duration::ZERO;
     for &size in SIZES {
         let cmds = commands(&lines, size, PER_SIZE);
         let args: Vec<serde_json::Value> = cmds.iter().map(|c| json!({ "command": c })).collect();
@@ -147,6 +160,7 @@ fn main() {
         let mut t = Vec::with_capacity(cmds.len());
         let mut b = Vec::with_capacity(cmds.len());
         let mut a_t = Vec::with_capacity(cmds.len());
+        let mut cpu = Vec::with_capacity(cmds.len());
         for (c, a) in cmds.iter().zip(&args) {
             let start = Instant::now();
             black_box(shell_words::split(black_box(c)).ok());
@@ -155,6 +169,7 @@ fn main() {
             black_box(analyze(black_box(c), &ctx));
             a_t.push(start.elapsed());
             let start = Instant::now();
+            let c0 = thread_cpu();
             black_box(decide(&Request {
                 tool: "bash",
                 risk: Risk::Shell,
@@ -165,28 +180,44 @@ fn main() {
                 sandbox_available: true,
             }));
             t.push(start.elapsed());
+            cpu.push(thread_cpu().saturating_sub(c0));
         }
         t.sort();
         b.sort();
         a_t.sort();
+        cpu.sort();
+        let cpu99 = pct(&cpu, 0.99);
+        worst_cpu = worst_cpu.max(cpu99);
         let p99 = pct(&t, 0.99);
         worst_p99 = worst_p99.max(p99);
         let bp99 = pct(&b, 0.99);
         println!(
-            "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>14.1} {:>12.2} {:>7.0}x",
+            "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>14.1} {:>12.2} {:>7.0}x",
             size,
             us(pct(&t, 0.5)),
             us(p99),
             us(*t.last().expect("samples")),
+            us(cpu99),
             us(pct(&a_t, 0.99)),
             us(bp99),
             us(p99) / us(bp99).max(0.001)
         );
     }
-    let ok = worst_p99 <= Duration::from_millis(2);
+    let verdict = |d: Duration| {
+        if d <= Duration::from_millis(2) {
+            "met"
+        } else {
+            "MISSED"
+        }
+    };
     println!(
-        "worst p99 {:.0} µs (target <= 2000 µs): {}",
+        "worst wall p99 {:.0} µs (target <= 2000 µs): {}",
         us(worst_p99),
-        if ok { "met" } else { "MISSED" }
+        verdict(worst_p99)
+    );
+    println!(
+        "worst cpu  p99 {:.0} µs (target <= 2000 µs): {}",
+        us(worst_cpu),
+        verdict(worst_cpu)
     );
 }

@@ -768,101 +768,43 @@ mod generated {
     }
 }
 
-/// `POLICY_SHOW=1 cargo test --test policy_corpus show -- --nocapture` prints every dangerous
-/// command's verdict and reason (for reviewing the corpus, asserts nothing).
 #[test]
-fn show() {
-    if std::env::var("POLICY_SHOW").is_err() {
-        return;
-    }
+fn webfetch_domain_rules_and_bare_tool_rules() {
     let f = fixture();
-    let r = corpus_allow_rules(&f.ws);
-    for c in corpus("dangerous.txt") {
-        let d = shell(&f, &r, &c, Mode::Default, false);
-        println!(
-            "{:<5} {:<12} {:<60} {}",
-            format!("{:?}", d.verdict),
-            d.source.to_string().chars().take(12).collect::<String>(),
-            c.replace('\n', "⏎"),
-            d.reason
-        );
-    }
-}
-
-/// `POLICY_SLOW=1 cargo test --test policy_corpus slowest -- --nocapture`: the slowest corpus
-/// commands to decide (for profiling; asserts nothing).
-#[test]
-fn slowest() {
-    if std::env::var("POLICY_SLOW").is_err() {
-        return;
-    }
-    let f = fixture();
-    let r = corpus_allow_rules(&f.ws);
-    let mut all = corpus("dangerous.txt");
-    all.extend(corpus("safe_readonly.txt"));
-    all.extend(corpus("safe_other.txt"));
-    let mut times: Vec<(std::time::Duration, String)> = all
-        .iter()
-        .map(|c| {
-            let t = std::time::Instant::now();
-            for _ in 0..5 {
-                std::hint::black_box(shell(&f, &r, c, Mode::Default, false));
-            }
-            (t.elapsed() / 5, c.clone())
-        })
-        .collect();
-    times.sort();
-    let total: std::time::Duration = times.iter().map(|t| t.0).sum();
-    println!("total {total:?} for {} commands", times.len());
-    for (t, c) in times.iter().rev().take(15) {
-        println!("{t:>12?} {c:?}");
-    }
-}
-
-/// `POLICY_SLOW=1 cargo test --test policy_corpus split_of_time -- --nocapture`: where the time
-/// of a 4 KB command goes (profiling aid; asserts nothing).
-#[test]
-fn split_of_time() {
-    if std::env::var("POLICY_SLOW").is_err() {
-        return;
-    }
-    let f = fixture();
-    let r = corpus_allow_rules(&f.ws);
-    let lines: Vec<String> = corpus("safe_other.txt")
-        .into_iter()
-        .filter(|l| !l.contains('\n'))
-        .collect();
-    let mut cmd = String::new();
-    for l in lines.iter().cycle() {
-        if cmd.len() + l.len() > 4000 {
-            break;
-        }
-        cmd.push_str(l);
-        cmd.push_str(" && ");
-    }
-    cmd.push_str("true");
-    let ctx = ShellContext {
-        cwd: f.proj.clone(),
-        home: f.home.clone(),
+    let r = rules(
+        &f.ws,
+        &[
+            ("WebFetch(domain:evil.example)", RuleKind::Deny),
+            ("webfetch(domain:docs.rs)", RuleKind::Allow),
+            ("Grep", RuleKind::Ask),
+        ],
+    );
+    let fetch = |url: &str| {
+        tool(
+            &f,
+            &r,
+            "webfetch",
+            Risk::Write,
+            json!({ "url": url }),
+            Mode::Default,
+        )
+        .verdict
     };
-    let n = 20;
-    let t = std::time::Instant::now();
-    for _ in 0..n {
-        let mut p = tree_sitter::Parser::new();
-        p.set_language(&tree_sitter_bash::LANGUAGE.into())
-            .expect("lang");
-        std::hint::black_box(p.parse(&cmd, None));
-    }
-    println!("tree-sitter parse: {:?}", t.elapsed() / n);
-    let t = std::time::Instant::now();
-    let mut segs = 0;
-    for _ in 0..n {
-        segs = std::hint::black_box(analyze(&cmd, &ctx)).segments.len();
-    }
-    println!("analyze: {:?} ({segs} segments)", t.elapsed() / n);
-    let t = std::time::Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(shell(&f, &r, &cmd, Mode::Default, false));
-    }
-    println!("decide: {:?}", t.elapsed() / n);
+    assert_eq!(fetch("https://evil.example/x"), Verdict::Deny);
+    assert_eq!(fetch("https://a.evil.example:8443/x"), Verdict::Deny);
+    assert_eq!(fetch("https://docs.rs/serde"), Verdict::Allow);
+    assert_eq!(fetch("https://example.org/"), Verdict::Ask);
+    // A bare ask rule holds for a read tool that would otherwise run.
+    assert_eq!(
+        tool(
+            &f,
+            &r,
+            "grep",
+            Risk::Read,
+            json!({"path": "src"}),
+            Mode::Yolo
+        )
+        .verdict,
+        Verdict::Ask
+    );
 }
