@@ -34,3 +34,4 @@ mod tools_bash;
 mod tools_fs;
 mod tools_search;
 mod policy_corpus;
+mod tui;

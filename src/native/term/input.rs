@@ -6,7 +6,7 @@
 //! already buffered together becomes one `wheel-up`/`wheel-down` event with a count.
 
 use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -122,19 +122,21 @@ impl Decoder {
             Input::Key(k) if k == "down" => false,
             _ => return Some(first),
         };
-        // Arrow keys already waiting behind this one came in one write: the wheel.
+        // Arrow keys already waiting behind this one came in one write: the wheel. (A zero
+        // poll, not a second poll of the stream: that would leave the stream's wake-up armed
+        // with a waker nobody waits on.)
         let mut n = 1;
-        loop {
-            match self.stream.next().now_or_never() {
-                Some(Some(Ok(ev))) => match normalize(ev) {
-                    Some(Input::Key(k)) if k == if up { "up" } else { "down" } => n += 1,
-                    Some(other) => {
-                        self.held = Some(other);
-                        break;
-                    }
-                    None => {}
-                },
-                _ => break,
+        while let Ok(true) = crossterm::event::poll(std::time::Duration::ZERO) {
+            let Ok(ev) = crossterm::event::read() else {
+                break;
+            };
+            match normalize(ev) {
+                Some(Input::Key(k)) if k == if up { "up" } else { "down" } => n += 1,
+                Some(other) => {
+                    self.held = Some(other);
+                    break;
+                }
+                None => {}
             }
         }
         Some(if n > 1 { Input::Wheel { up, n } } else { first })

@@ -1,0 +1,396 @@
+//! The full-screen TUI in a real pty: `fen` runs with TERM=xterm-256color in a temp home with
+//! the mock provider; its output is parsed by a terminal emulator (vt100) and the tests assert
+//! what is on the screen.
+
+use crate::common::Sandbox;
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct Tui {
+    child: Box<dyn Child + Send + Sync>,
+    master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    parser: Arc<Mutex<vt100::Parser>>,
+    pub raw: Arc<Mutex<Vec<u8>>>,
+}
+
+fn nz(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).expect("non-zero size")
+}
+
+impl Tui {
+    pub fn spawn(s: &Sandbox, args: &[&str], cols: u16, rows: u16, env: &[(&str, &str)]) -> Tui {
+        let pty = native_pty_system();
+        let pair = pty
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_fen"));
+        cmd.args(args);
+        cmd.cwd(s.cwd());
+        cmd.env_clear();
+        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("HOME", s.root());
+        cmd.env("PWD", s.cwd());
+        cmd.env("XDG_CONFIG_HOME", s.config());
+        cmd.env("XDG_STATE_HOME", s.state());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = pair.slave.spawn_command(cmd).expect("spawn fen in the pty");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("pty reader");
+        let writer = pair.master.take_writer().expect("pty writer");
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let (p, r) = (parser.clone(), raw.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                p.lock().unwrap().process(&buf[..n]);
+                r.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Tui {
+            child,
+            master: pair.master,
+            writer,
+            parser,
+            raw,
+        }
+    }
+
+    pub fn send(&mut self, bytes: &str) {
+        self.writer
+            .write_all(bytes.as_bytes())
+            .expect("write to the pty");
+        self.writer.flush().ok();
+    }
+
+    /// A bracketed paste.
+    pub fn paste(&mut self, text: &str) {
+        self.send(&format!("\x1b[200~{text}\x1b[201~"));
+    }
+
+    pub fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    pub fn rows(&self) -> Vec<String> {
+        let p = self.parser.lock().unwrap();
+        let (_, cols) = p.screen().size();
+        p.screen().rows(0, cols.get()).collect()
+    }
+
+    pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
+        f(self.parser.lock().unwrap().screen())
+    }
+
+    /// Waits until the screen satisfies `pred` (10 s at most); returns the screen.
+    pub fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                panic!("timed out waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    pub fn wait_for(&self, text: &str) -> String {
+        self.wait(text, |s| s.contains(text))
+    }
+
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("resize the pty");
+        self.parser.lock().unwrap().set_size(nz(rows), nz(cols));
+    }
+
+    /// Waits for the process to exit; returns its exit code.
+    pub fn wait_exit(&mut self) -> u32 {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st.exit_code();
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = self.child.kill();
+                panic!("fen did not exit; screen:\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// A mock script file in the sandbox.
+pub fn script(s: &Sandbox, json: &str) -> String {
+    s.write("script.json", json).to_string_lossy().into_owned()
+}
+
+pub fn start(s: &Sandbox, json: &str) -> Tui {
+    let path = script(s, json);
+    Tui::spawn(s, &["--mock-script", &path], 100, 30, &[])
+}
+
+#[test]
+fn first_paint_shows_status_and_input() {
+    let s = Sandbox::new();
+    let t = start(&s, r#"[{"text":"hi"}]"#);
+    let screen = t.wait("the first paint", |s| {
+        s.contains("mock:mock") && s.contains("› ")
+    });
+    let rows = t.rows();
+    assert!(rows[0].starts_with("mock:mock"), "{screen}");
+    assert!(rows[29].starts_with("› Ask anything"), "{screen}");
+    assert!(t.with_screen(|s| s.alternate_screen()));
+}
+
+#[test]
+fn a_prompt_streams_as_markdown_and_ctrl_d_restores_the_terminal() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r###"[{"text":"# Title\n\nSome **bold** text and `code`.\n\n- one\n- two\n"}]"###,
+    );
+    t.wait_for("Ask anything");
+    t.send("hello there\r");
+    let screen = t.wait_for("• two");
+    assert!(screen.contains("› hello there"), "{screen}");
+    assert!(screen.contains("# Title"), "{screen}");
+    assert!(screen.contains("Some bold text and code."), "{screen}");
+    assert!(!screen.contains("**bold**"), "{screen}");
+    let bold = t.with_screen(|sc| {
+        let row = (0..30)
+            .find(|r| sc.contents_between(*r, 0, *r, 100).contains("Some bold"))
+            .unwrap();
+        sc.cell(row, 5).map(|c| c.bold())
+    });
+    assert_eq!(bold, Some(true));
+    t.send("\x04");
+    assert_eq!(t.wait_exit(), 0);
+    t.with_screen(|sc| {
+        assert!(!sc.alternate_screen());
+        assert!(!sc.bracketed_paste());
+        assert!(!sc.hide_cursor());
+    });
+}
+
+#[test]
+fn tool_rows_fold_and_ctrl_o_expands_them() {
+    let s = Sandbox::new();
+    s.write("work/README.md", "line one\nline two\n");
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"read","arguments":{"path":"README.md"}},{"name":"read","arguments":{"path":"missing.txt"}}]},{"text":"done"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("read it\r");
+    let screen = t.wait_for("done");
+    assert!(
+        screen.contains("tool> ok read README.md (2 lines,"),
+        "{screen}"
+    );
+    assert!(screen.contains("tool> err read missing.txt"), "{screen}");
+    assert!(!screen.contains("tool> run"), "{screen}");
+    assert!(!screen.contains("line two"), "{screen}");
+    t.send("\x0f");
+    let screen = t.wait_for("line two");
+    assert!(screen.contains("line one"), "{screen}");
+    t.send("\x0f");
+    t.wait("collapsed again", |s| !s.contains("line two"));
+}
+
+#[test]
+fn ctrl_c_cancels_a_slow_turn_then_arms_quit() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"text":"never shown","delay_ms":20000},{"text":"second"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("slow one\r");
+    t.wait_for("working");
+    t.send("\x03");
+    let screen = t.wait_for("cancelled");
+    assert!(!screen.contains("never shown"), "{screen}");
+    t.wait("idle", |s| !s.contains("working"));
+    t.send("\x03");
+    t.wait_for("press Ctrl-C again to quit");
+    t.send("\x03");
+    assert_eq!(t.wait_exit(), 0);
+}
+
+#[test]
+fn steering_typed_while_busy_is_queued() {
+    let s = Sandbox::new();
+    s.write("work/a.txt", "alpha\n");
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"read","arguments":{"path":"a.txt"}}],"delay_ms":1500},{"text":"after steering"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("start\r");
+    t.wait_for("working");
+    t.send("also this\r");
+    let screen = t.wait_for("steer:1");
+    assert!(screen.contains("» also this"), "{screen}");
+    let screen = t.wait_for("after steering");
+    assert!(!screen.contains("steer:1"), "{screen}");
+}
+
+#[test]
+fn paste_collapses_and_expands_on_submit() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"got it"}]"#);
+    t.wait_for("Ask anything");
+    let big: Vec<String> = (1..=12).map(|i| format!("pasted line {i}")).collect();
+    t.paste(&big.join("\n"));
+    t.wait_for("[paste #1 +12 lines]");
+    t.send("\r");
+    let screen = t.wait_for("got it");
+    assert!(screen.contains("pasted line 12"), "{screen}");
+}
+
+#[test]
+fn history_walks_earlier_lines_and_persists() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"a1"},{"text":"a2"},{"text":"a3"}]"#);
+    t.wait_for("Ask anything");
+    t.send("first line\r");
+    t.wait("a1 and idle", |s| {
+        s.contains("a1") && !s.contains("working")
+    });
+    t.send("second line\r");
+    t.wait("a2 and idle", |s| {
+        s.contains("a2") && !s.contains("working")
+    });
+    t.send("\x1b[A");
+    t.wait("second in the input", |_| {
+        t.rows()[29].starts_with("› second line")
+    });
+    t.send("\x1b[A");
+    t.wait("first in the input", |_| {
+        t.rows()[29].starts_with("› first line")
+    });
+    t.send("\x04\x04");
+    drop(t);
+    let dir = s.state().join("fen/history");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert_eq!(files.len(), 1, "{dir:?}");
+    let text = std::fs::read_to_string(files[0].path()).unwrap();
+    assert!(
+        text.contains("first line") && text.contains("second line"),
+        "{text}"
+    );
+}
+
+#[test]
+fn slash_completion_opens_a_menu_and_completes() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"x"}]"#);
+    t.wait_for("Ask anything");
+    t.send("/");
+    t.send("\t");
+    let screen = t.wait_for("/help");
+    assert!(screen.contains("/reload"), "{screen}");
+    t.send("rel\t");
+    t.wait("completed", |_| t.rows()[29].starts_with("› /reload"));
+}
+
+#[test]
+fn panels_and_status_items_from_a_user_extension_reload() {
+    let s = Sandbox::new();
+    let ext = s.user_extensions().join("mine.lua");
+    let write = |label: &str| {
+        std::fs::write(
+            &ext,
+            format!(
+                r#"return function(api)
+  api.register("panel", {{ name = "mine", title = "My panel", render = function() return {{ "panel says {label}" }} end }})
+  api.register("panel", {{ name = "broken", render = function() error("boom") end }})
+  api.register("status", {{ name = "mine", render = function() return "st:{label}" end }})
+end"#
+            ),
+        )
+        .unwrap();
+    };
+    write("one");
+    let mut t = start(&s, r#"[{"text":"x"}]"#);
+    let screen = t.wait_for("panel says one");
+    assert!(screen.contains("My panel"), "{screen}");
+    assert!(screen.contains("panel-error:broken"), "{screen}");
+    assert!(t.rows()[0].contains("st:one"), "{screen}");
+    write("two");
+    t.send("/reload\r");
+    let screen = t.wait_for("panel says two");
+    assert!(t.rows()[0].contains("st:two"), "{screen}");
+}
+
+#[test]
+fn resize_during_streaming_loses_and_doubles_no_line() {
+    let s = Sandbox::new();
+    let body: Vec<String> = (1..=20).map(|i| format!("answer line {i:02}")).collect();
+    let json = serde_json::json!([{ "text": body.join("\n\n") }]).to_string();
+    let mut t = start(&s, &json);
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    for (c, r) in [(60, 40), (100, 60), (50, 70)] {
+        t.resize(c, r);
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    let screen = t.wait_for("answer line 20");
+    for l in &body {
+        assert_eq!(screen.matches(l.as_str()).count(), 1, "{l}\n{screen}");
+    }
+}
+
+#[test]
+fn ctrl_z_restores_the_terminal_and_comes_back() {
+    // The pty's session has no job control (an orphaned process group ignores SIGTSTP), so
+    // fen continues at once: the bytes show the modes left and entered again.
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"x"}]"#);
+    t.wait_for("Ask anything");
+    t.send("abc");
+    t.wait_for("› abc");
+    let before = t.raw.lock().unwrap().len();
+    t.send("\x1a");
+    t.wait("a repaint after resuming", |_| {
+        let raw = t.raw.lock().unwrap();
+        let after = &raw[before..];
+        let leave = after.windows(8).position(|w| w == b"\x1b[?1049l");
+        let enter = after.windows(8).rposition(|w| w == b"\x1b[?1049h");
+        matches!((leave, enter), (Some(l), Some(e)) if l < e)
+    });
+    t.wait("the input again", |s| s.contains("› abc"));
+    assert!(t.with_screen(|s| s.alternate_screen()));
+}
