@@ -394,3 +394,41 @@ fn ctrl_z_restores_the_terminal_and_comes_back() {
     t.wait("the input again", |s| s.contains("› abc"));
     assert!(t.with_screen(|s| s.alternate_screen()));
 }
+
+#[test]
+fn api_ui_select_and_hook_ask_show_an_overlay() {
+    let s = Sandbox::new();
+    s.write("work/a.txt", "alpha\n");
+    std::fs::write(
+        s.user_extensions().join("asker.lua"),
+        r#"return function(api)
+  api.register("command", { name = "pick", description = "pick one", handler = function()
+    local i = api.ui.select("Choose one", { "alpha", "beta" })
+    return "picked " .. tostring(i)
+  end })
+  api.register("hook", { name = "gate", before_tool = function(tool, args, ctx)
+    local a = ctx.ask("allow " .. tool .. "?")
+    if a ~= "yes" then return { block = true, reason = "the user said no" } end
+  end })
+end"#,
+    )
+    .unwrap();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"read","arguments":{"path":"a.txt"}}]},{"text":"finished"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("/pick\r");
+    let screen = t.wait_for("Choose one");
+    assert!(screen.contains("› alpha"), "{screen}");
+    t.send("\x1b[B");
+    t.wait_for("› beta");
+    t.send("\r");
+    t.wait_for("picked 2");
+    t.send("read a.txt\r");
+    let screen = t.wait_for("allow read?");
+    assert!(screen.contains("yes") && screen.contains("no"), "{screen}");
+    t.send("2");
+    let screen = t.wait_for("finished");
+    assert!(screen.contains("tool> err read a.txt"), "{screen}");
+}

@@ -16,6 +16,7 @@
 //! | `size()` | columns, rows |
 //! | `screen()` | the rows on screen as last painted (tests) |
 //! | `spawn(fn, ...)` | run `fn` as its own task on the Lua thread (a turn while keys are read) |
+//! | `waiter() -> id`, `wait(id)` (async), `done(id)` | a one-shot wake-up: a coroutine waits for the person's answer without a timer |
 //!
 //! Block and layout fields are those of [`crate::native::term::transcript::BlockSpec`] and
 //! [`crate::native::term::layout::Layout`]; unknown fields raise.
@@ -101,6 +102,22 @@ impl Drop for Ui {
 }
 
 type SharedUi = Rc<Ui>;
+
+/// One-shot wake-ups by id (`waiter`, `wait`, `done`).
+#[derive(Default)]
+struct Waiters {
+    next: Cell<u64>,
+    map: RefCell<std::collections::HashMap<u64, Rc<Notify>>>,
+}
+
+fn waiters(lua: &Lua) -> Rc<Waiters> {
+    if let Some(w) = lua.app_data_ref::<Rc<Waiters>>() {
+        return w.clone();
+    }
+    let w = Rc::new(Waiters::default());
+    lua.set_app_data(w.clone());
+    w
+}
 
 fn ui(lua: &Lua) -> mlua::Result<SharedUi> {
     lua.app_data_ref::<SharedUi>()
@@ -463,6 +480,37 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
     m.set(
         "screen",
         lua.create_function(|lua, ()| Ok(ui(lua)?.screen.borrow().text()))?,
+    )?;
+    m.set(
+        "waiter",
+        lua.create_function(|lua, ()| {
+            let w = waiters(lua);
+            let id = w.next.get() + 1;
+            w.next.set(id);
+            w.map.borrow_mut().insert(id, Rc::new(Notify::new()));
+            Ok(id)
+        })?,
+    )?;
+    m.set(
+        "wait",
+        lua.create_async_function(|lua, id: u64| async move {
+            let n = waiters(&lua).map.borrow().get(&id).cloned();
+            if let Some(n) = n {
+                n.notified().await;
+                waiters(&lua).map.borrow_mut().remove(&id);
+            }
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "done",
+        lua.create_function(|lua, id: u64| {
+            if let Some(n) = waiters(lua).map.borrow().get(&id) {
+                // A permit is stored when nobody waits yet.
+                n.notify_one();
+            }
+            Ok(())
+        })?,
     )?;
     m.set(
         "spawn",

@@ -594,15 +594,33 @@ return function(api)
   function impl.open_overlay(o, done)
     o.selected = o.selected or 1
     o.done = done
+    if S.overlay then
+      S.overlay_queue = S.overlay_queue or {}
+      table.insert(S.overlay_queue, o)
+      return
+    end
     S.overlay = o
     layout()
   end
 
   local function close_overlay(answer)
     local o = S.overlay
-    S.overlay = nil
+    S.overlay = S.overlay_queue and table.remove(S.overlay_queue, 1) or nil
     layout()
     if o and o.done then o.done(answer) end
+  end
+
+  --- Shows an overlay and waits (this coroutine only) for the person's answer.
+  local function ask_overlay(o)
+    if not open() then return nil, "no user" end
+    local id = term.waiter()
+    local answer
+    impl.open_overlay(o, function(a)
+      answer = a
+      term.done(id)
+    end)
+    term.wait(id)
+    return answer
   end
 
   local function overlay_key(key)
@@ -845,8 +863,57 @@ return function(api)
   })
 
   ---------------------------------------------------------------------------------------------
+  local function labels(items)
+    local out = {}
+    for i, it in ipairs(items or {}) do
+      out[i] = type(it) == "table" and tostring(it.label or it.text or it.value or it[1]) or tostring(it)
+    end
+    return out
+  end
+
   api.register("presenter", {
     name = "tui",
+    --- `api.ui.notify(text)`: a notice in the transcript.
+    notify = function(text)
+      notice(tostring(text), style.info)
+    end,
+    --- `api.ui.select(title, items)`: the chosen index, nil when dismissed (Esc).
+    select = function(title, items)
+      local shown = labels(items)
+      local choice = ask_overlay({ title = tostring(title or ""), items = shown })
+      if choice == nil then return nil end
+      for i, l in ipairs(shown) do if l == choice then return i end end
+      return nil
+    end,
+    --- `api.ui.prompt(question, default)`: the text entered, nil when dismissed.
+    prompt = function(question, default)
+      local d = default and tostring(default) or ""
+      return ask_overlay({ title = "fen", question = tostring(question or ""), input = { text = d, cursor = #d } })
+    end,
+    --- A hook's `ctx.ask(request)`. A string asks yes/no and answers "yes" or "no"; a table
+    --- `{title, question, options = {...}}` answers the chosen option (its `value`, else its
+    --- label); `{question, input = true, default}` answers text. Dismissed: nil.
+    ask = function(request)
+      if type(request) ~= "table" then
+        local a = ask_overlay({ title = "fen asks", question = tostring(request), items = { "yes", "no" } })
+        return a
+      end
+      if request.input then
+        local d = request.default and tostring(request.default) or ""
+        return ask_overlay({ title = request.title or "fen asks", question = tostring(request.question or ""), input = { text = d, cursor = #d } })
+      end
+      local options = request.options or request.items or { "yes", "no" }
+      local shown = labels(options)
+      local a = ask_overlay({ title = request.title or "fen asks", question = tostring(request.question or request.text or ""), items = shown })
+      if a == nil then return nil end
+      for i, l in ipairs(shown) do
+        if l == a then
+          local o = options[i]
+          return type(o) == "table" and (o.value or l) or o
+        end
+      end
+      return nil
+    end,
     run = function(ctx)
       S.open = true
       S.quit = false
