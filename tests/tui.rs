@@ -432,3 +432,81 @@ end"#,
     let screen = t.wait_for("finished");
     assert!(screen.contains("tool> err read a.txt"), "{screen}");
 }
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"x"}]"#);
+    t.wait_for("Ask anything");
+    let pid = t.child.process_id().expect("pid") as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(t.wait_exit(), 143);
+    t.with_screen(|sc| {
+        assert!(!sc.alternate_screen());
+        assert!(!sc.bracketed_paste());
+    });
+}
+
+#[test]
+fn at_completion_offers_project_files() {
+    let s = Sandbox::new();
+    s.write("work/src/main.rs", "fn main() {}\n");
+    s.write("work/notes.txt", "n\n");
+    let mut t = start(&s, r#"[{"text":"x"}]"#);
+    t.wait_for("Ask anything");
+    t.send("look at @mai\t");
+    t.wait("completed", |_| t.rows()[29].starts_with("› look at @src/main.rs"));
+}
+
+#[test]
+fn scrolled_up_view_stays_put_and_counts_new_output() {
+    let s = Sandbox::new();
+    let body: Vec<String> = (1..=60).map(|i| format!("row {i:02}")).collect();
+    let json = serde_json::json!([{ "text": body.join("\n\n") }, { "text": "the second answer" }])
+        .to_string();
+    let mut t = start(&s, &json);
+    t.wait_for("Ask anything");
+    t.send("first\r");
+    t.wait("the end of the answer, idle", |s| s.contains("row 60") && !s.contains("working"));
+    t.send("\x1b[5~");
+    let up = t.wait("scrolled up", |s| !s.contains("row 60"));
+    let top = t.rows()[1].clone();
+    t.send("second\r");
+    let screen = t.wait_for("new");
+    assert!(screen.contains("↓"), "{screen}");
+    assert!(!screen.contains("the second answer"), "{screen}");
+    assert_eq!(t.rows()[1], top, "{up}\n---\n{screen}");
+    t.send("\x1b[F");
+    t.wait_for("the second answer");
+}
+
+/// Golden frames of a few stories at 80x24 and 40x12.
+#[test]
+fn golden_frames() {
+    for (cols, rows) in [(80u16, 24u16), (40, 12)] {
+        let s = Sandbox::new();
+        s.write("work/README.md", "hello\nworld\n");
+        std::fs::write(
+            s.user_extensions().join("todo.lua"),
+            r#"return function(api)
+  api.register("panel", { name = "todo", title = "todo", render = function() return { "[x] read the README", "[ ] answer" } end })
+  api.register("status", { name = "todo", render = function() return "todo:1/2" end })
+end"#,
+        )
+        .unwrap();
+        let path = script(
+            &s,
+            r###"[{"tool_calls":[{"name":"read","arguments":{"path":"README.md"}}]},{"text":"## Summary\n\nThe README says **hello** and then `world`.\n\n| key | value |\n|---|---|\n| a | 1 |"}]"###,
+        );
+        let mut t = Tui::spawn(&s, &["--mock-script", &path], cols, rows, &[]);
+        t.wait_for("todo:1/2");
+        insta::assert_snapshot!(format!("first_paint_{cols}x{rows}"), t.rows().join("\n"));
+        t.send("what does the README say?\r");
+        t.wait("the answer, idle", |s| s.contains("value") && !s.contains("working"));
+        insta::assert_snapshot!(format!("answer_{cols}x{rows}"), t.rows().join("\n"));
+    }
+}
