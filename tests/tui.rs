@@ -459,7 +459,9 @@ fn at_completion_offers_project_files() {
     let mut t = start(&s, r#"[{"text":"x"}]"#);
     t.wait_for("Ask anything");
     t.send("look at @mai\t");
-    t.wait("completed", |_| t.rows()[29].starts_with("› look at @src/main.rs"));
+    t.wait("completed", |_| {
+        t.rows()[29].starts_with("› look at @src/main.rs")
+    });
 }
 
 #[test]
@@ -471,7 +473,9 @@ fn scrolled_up_view_stays_put_and_counts_new_output() {
     let mut t = start(&s, &json);
     t.wait_for("Ask anything");
     t.send("first\r");
-    t.wait("the end of the answer, idle", |s| s.contains("row 60") && !s.contains("working"));
+    t.wait("the end of the answer, idle", |s| {
+        s.contains("row 60") && !s.contains("working")
+    });
     t.send("\x1b[5~");
     let up = t.wait("scrolled up", |s| !s.contains("row 60"));
     let top = t.rows()[1].clone();
@@ -506,7 +510,24 @@ end"#,
         t.wait_for("todo:1/2");
         insta::assert_snapshot!(format!("first_paint_{cols}x{rows}"), t.rows().join("\n"));
         t.send("what does the README say?\r");
-        t.wait("the answer, idle", |s| s.contains("value") && !s.contains("working"));
+        t.wait("the answer, idle", |s| {
+            s.contains("value") && !s.contains("working")
+        });
         insta::assert_snapshot!(format!("answer_{cols}x{rows}"), t.rows().join("\n"));
     }
+}
+
+#[test]
+fn continue_shows_the_earlier_transcript() {
+    let s = Sandbox::new();
+    let path = script(&s, r#"[{"text":"the **earlier** answer"},{"text":"x"}]"#);
+    let out = s.fen(&["-p", "an earlier question", "--mock-script", &path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Tui::spawn(&s, &["-c", "--mock-script", &path], 100, 30, &[]);
+    let screen = t.wait_for("the earlier answer");
+    assert!(screen.contains("› an earlier question"), "{screen}");
 }

@@ -105,8 +105,14 @@ mod tests {
     }
 
     #[test]
-    fn restore_without_enter_is_a_no_op() {
+    fn the_panic_hook_restores_before_the_message() {
+        install_panic_hook();
+        // As if the modes were on (no terminal here: raw mode's restore fails quietly).
+        ACTIVE.store(true, Ordering::SeqCst);
+        let r = std::panic::catch_unwind(|| panic!("boom"));
+        assert!(r.is_err());
         assert!(!active());
+        // Restoring again (drop after a panic, a signal) does nothing.
         restore();
         assert!(!active());
     }

@@ -33,19 +33,8 @@ return function(api)
 
   ---------------------------------------------------------------------------------------------
   -- Styles (the 16 base colours; NO_COLOR is applied natively).
-  local style = {
-    user_prefix = { fg = "green", bold = true },
-    user = { bold = true },
-    tool = { fg = "cyan" },
-    ok = { fg = "green" },
-    err = { fg = "red" },
-    dim = { dim = true },
-    thinking = { dim = true, italic = true },
-    info = { fg = "yellow" },
-    error = { fg = "red" },
-    status = { fg = "cyan" },
-    hint = { fg = "yellow" },
-  }
+  -- Styles by role, shared with user extensions that restyle rows (see fen.lib.theme).
+  local style = require("fen.lib.theme")
   S.style = style
 
   local function human(n)
@@ -572,7 +561,7 @@ return function(api)
       if line:sub(1, 1) == ">" then kind, text = "follow-up", line:sub(2):gsub("^%s+", "") end
       local q = S.queued[kind]
       q[#q + 1] = text
-      term.push({ kind = "user", text = text, prefix = { { text = kind == "steering" and "» " or "> ", style = style.hint } }, cont = "  ", style = style.dim, gap = true })
+      term.push({ kind = "user", text = text, prefix = { { text = kind == "steering" and "» " or "> ", style = style.queued } }, cont = "  ", style = style.dim, gap = true })
       api.turn.submit(text, { when_busy = kind })
       refresh()
       return
