@@ -531,3 +531,60 @@ fn continue_shows_the_earlier_transcript() {
     let screen = t.wait_for("the earlier answer");
     assert!(screen.contains("› an earlier question"), "{screen}");
 }
+
+#[test]
+fn alt_e_edits_the_input_in_the_editor() {
+    let s = Sandbox::new();
+    // An "editor" that appends a line to the file it is given.
+    let ed = s.write(
+        "editor.sh",
+        "#!/bin/sh\nprintf ' and more from the editor' >> \"$1\"\n",
+    );
+    std::fs::set_permissions(&ed, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = script(&s, r#"[{"text":"x"}]"#);
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path],
+        100,
+        30,
+        &[("VISUAL", ed.to_str().unwrap())],
+    );
+    t.wait_for("Ask anything");
+    t.send("draft");
+    t.wait_for("› draft");
+    t.send("\x1be");
+    t.wait("the edited input", |_| {
+        t.rows()[29].starts_with("› draft and more from the editor")
+    });
+    assert!(t.with_screen(|s| s.alternate_screen()));
+}
+
+#[test]
+fn no_color_drops_colours() {
+    let s = Sandbox::new();
+    s.write("work/a.txt", "alpha\n");
+    let path = script(
+        &s,
+        r#"[{"tool_calls":[{"name":"read","arguments":{"path":"a.txt"}}]},{"text":"done"}]"#,
+    );
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[("NO_COLOR", "1")]);
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    t.wait_for("done");
+    let colours = t.with_screen(|sc| {
+        let mut n = 0;
+        for r in 0..30 {
+            for c in 0..100 {
+                if let Some(cell) = sc.cell(r, c) {
+                    if cell.fgcolor() != vt100::Color::Default
+                        || cell.bgcolor() != vt100::Color::Default
+                    {
+                        n += 1;
+                    }
+                }
+            }
+        }
+        n
+    });
+    assert_eq!(colours, 0, "{}", t.screen());
+}

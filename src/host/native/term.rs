@@ -13,6 +13,7 @@
 //! | `redraw()` | clear and repaint (Ctrl-L) |
 //! | `suspend()` | restore, stop (Ctrl-Z), re-enter on `fg` |
 //! | `copy(text)` | OSC 52 clipboard write (wrapped for tmux) |
+//! | `edit(text)` | (async) edit `text` in `$VISUAL`/`$EDITOR` (default `vi`) on the real screen; the new text, or nil, message |
 //! | `size()` | columns, rows |
 //! | `screen()` | the rows on screen as last painted (tests) |
 //! | `spawn(fn, ...)` | run `fn` as its own task on the Lua thread (a turn while keys are read) |
@@ -89,6 +90,8 @@ struct Ui {
     wake: Notify,
     decoder: Mutex<Decoder>,
     closed: Cell<bool>,
+    /// Another program owns the terminal (`edit`): no painting.
+    paused: Cell<bool>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
 }
 
@@ -142,7 +145,11 @@ async fn paint_loop(ui: std::rc::Weak<Ui>) {
             return;
         }
         let now = Instant::now();
-        let next = u.screen.borrow().sched.next(now);
+        let next = if u.paused.get() {
+            Next::Idle
+        } else {
+            u.screen.borrow().sched.next(now)
+        };
         let mut bytes = Vec::new();
         match next {
             Next::Frame => u.screen.borrow_mut().paint(now, &mut bytes),
@@ -287,6 +294,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 wake: Notify::new(),
                 decoder: Mutex::new(Decoder::default()),
                 closed: Cell::new(false),
+                paused: Cell::new(false),
                 tasks: RefCell::new(Vec::new()),
             });
             let mut tasks = signal_tasks(&ui);
@@ -466,6 +474,54 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
             out.write_all(seq.as_bytes())
                 .and_then(|_| out.flush())
                 .map_err(mlua::Error::external)
+        })?,
+    )?;
+    m.set(
+        "edit",
+        lua.create_async_function(|lua, text: mlua::LuaString| async move {
+            let u = ui(&lua)?;
+            let text = text.to_str()?.to_string();
+            let editor = std::env::var("VISUAL")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| {
+                    std::env::var("EDITOR")
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                })
+                .unwrap_or_else(|| "vi".into());
+            let file = match tempfile::Builder::new().suffix(".md").tempfile() {
+                Ok(f) => f,
+                Err(e) => return Ok((None, Some(format!("cannot make a temp file: {e}")))),
+            };
+            if let Err(e) = std::fs::write(file.path(), &text) {
+                return Ok((None, Some(format!("cannot write the temp file: {e}"))));
+            }
+            u.paused.set(true);
+            setup::restore();
+            // Through the shell, so EDITOR="code --wait" works; the terminal is the editor's.
+            let status = tokio::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(format!("{editor} \"$1\""))
+                .arg("fen-edit")
+                .arg(file.path())
+                .status()
+                .await;
+            let _ = setup::enter();
+            u.paused.set(false);
+            if let Ok((w, h)) = setup::size() {
+                u.screen.borrow_mut().resize(w, h);
+            }
+            u.screen.borrow_mut().invalidate();
+            u.wake.notify_one();
+            match status {
+                Ok(st) if st.success() => match std::fs::read_to_string(file.path()) {
+                    Ok(t) => Ok((Some(t), None)),
+                    Err(e) => Ok((None, Some(format!("cannot read the edited text: {e}")))),
+                },
+                Ok(st) => Ok((None, Some(format!("{editor} exited with {st}")))),
+                Err(e) => Ok((None, Some(format!("cannot run {editor}: {e}")))),
+            }
         })?,
     )?;
     m.set(

@@ -357,6 +357,9 @@ return function(api)
     layout()
   end)
   api.on("redraw", function() refresh() end)
+  api.on("dismiss", function()
+    if S.overlay then S.impl.dismiss() end
+  end)
   api.on("reinit-presenter", function()
     if not open() then return end
     local impl2 = S.impl
@@ -612,6 +615,8 @@ return function(api)
     return answer
   end
 
+  function impl.dismiss() close_overlay(nil) end
+
   local function overlay_key(key)
     local o = S.overlay
     if key == "esc" or key == "ctrl-c" then
@@ -743,6 +748,13 @@ return function(api)
       term.redraw()
     elseif key == "ctrl-z" then
       term.suspend()
+    elseif key == "alt-e" then
+      local text, err = term.edit(S.ed.text)
+      if text then
+        editor.set(S.ed, (text:gsub("\n+$", "")))
+      elseif err then
+        notice(err, style.error)
+      end
     elseif simple[key] then
       simple[key](S.ed)
     elseif utf8.len(key) == 1 then
