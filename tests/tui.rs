@@ -195,10 +195,8 @@ fn a_prompt_streams_as_markdown_and_ctrl_d_restores_the_terminal() {
     assert_eq!(bold, Some(true));
     t.send("\x04");
     assert_eq!(t.wait_exit(), 0);
-    t.with_screen(|sc| {
-        assert!(!sc.alternate_screen());
-        assert!(!sc.bracketed_paste());
-        assert!(!sc.hide_cursor());
+    t.wait("the terminal restored", |_| {
+        t.with_screen(|sc| !sc.alternate_screen() && !sc.bracketed_paste() && !sc.hide_cursor())
     });
 }
 
@@ -445,9 +443,9 @@ fn sigterm_restores_the_terminal() {
     )
     .expect("SIGTERM");
     assert_eq!(t.wait_exit(), 143);
-    t.with_screen(|sc| {
-        assert!(!sc.alternate_screen());
-        assert!(!sc.bracketed_paste());
+    // The last bytes may still be on their way through the reader thread.
+    t.wait("the main screen", |_| {
+        t.with_screen(|sc| !sc.alternate_screen() && !sc.bracketed_paste())
     });
 }
 
@@ -587,4 +585,39 @@ fn no_color_drops_colours() {
         n
     });
     assert_eq!(colours, 0, "{}", t.screen());
+}
+
+#[test]
+fn copy_sends_the_last_answer_by_osc_52() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"hi!"}]"#);
+    t.wait_for("Ask anything");
+    t.send("say hi\r");
+    t.wait("the answer, idle", |s| {
+        s.contains("hi!") && !s.contains("working")
+    });
+    t.send("/copy\r");
+    t.wait_for("copied 3 bytes");
+    let raw = String::from_utf8_lossy(&t.raw.lock().unwrap()).into_owned();
+    // base64("hi!") = aGkh
+    assert!(
+        raw.contains("\x1b]52;c;aGkh\x07"),
+        "no OSC 52 in the output"
+    );
+}
+
+#[test]
+fn a_panel_with_a_bad_style_does_not_freeze_the_screen() {
+    let s = Sandbox::new();
+    std::fs::write(
+        s.user_extensions().join("bad.lua"),
+        r#"return function(api)
+  api.register("panel", { name = "bad", render = function() return { { { text = "x", style = { colour = "red" } } } } end })
+end"#,
+    )
+    .unwrap();
+    let mut t = start(&s, r#"[{"text":"x"}]"#);
+    t.wait_for("layout-error");
+    t.send("still typing");
+    t.wait_for("› still typing");
 }

@@ -218,7 +218,16 @@ return function(api)
         hint = o.input and "enter answer · esc dismiss" or "↑↓ choose · enter select · esc dismiss",
       }
     end
-    term.layout(desc)
+    local ok, err = pcall(term.layout, desc)
+    if not ok then
+      -- A panel or status item handed over something the layout refuses (a bad style, say):
+      -- show that instead of freezing the screen.
+      local status = {}
+      for i, it in ipairs(desc.status) do status[i] = tostring(type(it) == "table" and it.text or it) end
+      desc.status = status
+      desc.panels = { { title = "layout-error", lines = { tostring(err):sub(1, 300) } } }
+      term.layout(desc)
+    end
   end
   impl.layout = layout
 
