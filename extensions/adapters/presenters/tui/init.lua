@@ -407,8 +407,13 @@ return function(api)
     if S.history[#S.history] == line then return end
     S.history[#S.history + 1] = line
     local dir, path = history_path()
-    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
     local fh = io.open(path, "ab")
+    if not fh and not S.hist_dir_made then
+      -- Once per session: a shell on every submit would cost milliseconds on the Lua thread.
+      S.hist_dir_made = true
+      os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+      fh = io.open(path, "ab")
+    end
     if fh then
       fh:write(native.json.encode(line), "\n")
       fh:close()
