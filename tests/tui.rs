@@ -621,3 +621,19 @@ end"#,
     t.send("still typing");
     t.wait_for("› still typing");
 }
+
+#[test]
+fn a_running_bash_row_shows_its_output_live_then_folds() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"bash","arguments":{"command":"printf 'out%s\\n' A B; sleep 2; echo end"}}]},{"text":"all done"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("run it\r");
+    let screen = t.wait_for("outB");
+    assert!(screen.contains("tool> run $ printf"), "{screen}");
+    let screen = t.wait_for("all done");
+    assert!(screen.contains("tool> ok bash $ printf"), "{screen}");
+    assert!(!screen.contains("outB"), "{screen}");
+}
