@@ -477,6 +477,60 @@ mod tests {
     }
 
     #[test]
+    fn tiny_and_odd_sizes_do_not_panic() {
+        let mut t = Transcript::default();
+        for i in 0..5 {
+            t.push(BlockSpec {
+                text: Some(format!("block {i} 日本語 with some words to wrap")),
+                ..Default::default()
+            });
+        }
+        let layout = Layout {
+            status: vec![Span::plain("mock:model"), Span::plain("ctx 12k 9%")],
+            status_right: vec![Span::plain("info text")],
+            panels: vec![Panel {
+                title: Some("a long panel title".into()),
+                lines: vec![Line::plain("one"), Line::plain("two"), Line::plain("three")],
+                max_share: 1.0,
+            }],
+            notices: vec![Line::plain("press Ctrl-C again to quit")],
+            menu: Some(Menu {
+                items: (0..20).map(|i| Line::plain(format!("/item{i}"))).collect(),
+                selected: Some(15),
+            }),
+            input: Input {
+                text: "日本語 input that is long enough to wrap\nand a second line".into(),
+                cursor: 4,
+                ..Default::default()
+            },
+            overlay: Some(Overlay {
+                title: "A title longer than the box".into(),
+                question: "A question that wraps over several rows of the box".into(),
+                items: (0..30).map(|i| Line::plain(format!("choice {i}"))).collect(),
+                selected: Some(25),
+                input: Some(Input::default()),
+                hint: "enter select".into(),
+            }),
+            ..Default::default()
+        };
+        for w in [1u16, 2, 3, 5, 7, 10, 13, 20, 40] {
+            for h in [1u16, 2, 3, 4, 5, 8, 12] {
+                let ctx = Ctx {
+                    color: true,
+                    busy: Some(busy_text("working", 61_000)),
+                };
+                let f = compose(&layout, &mut t, w, h, &ctx);
+                if let Some((x, y)) = f.cursor {
+                    assert!(x < w && y < h, "cursor {x},{y} outside {w}x{h}");
+                }
+                t.scroll_up(3, w as usize, h as usize);
+                let _ = compose(&Layout::default(), &mut t, w, h, &ctx);
+                t.follow();
+            }
+        }
+    }
+
+    #[test]
     fn overlay_over_everything() {
         let mut t = Transcript::default();
         let layout = Layout {
