@@ -432,21 +432,20 @@ end"#,
 }
 
 #[test]
-fn sigterm_restores_the_terminal() {
-    let s = Sandbox::new();
-    let mut t = start(&s, r#"[{"text":"x"}]"#);
-    t.wait_for("Ask anything");
-    let pid = t.child.process_id().expect("pid") as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
-    assert_eq!(t.wait_exit(), 143);
-    // The last bytes may still be on their way through the reader thread.
-    t.wait("the main screen", |_| {
-        t.with_screen(|sc| !sc.alternate_screen() && !sc.bracketed_paste())
-    });
+fn sigterm_and_sighup_restore_the_terminal() {
+    use nix::sys::signal::Signal;
+    for (sig, code) in [(Signal::SIGTERM, 143), (Signal::SIGHUP, 129)] {
+        let s = Sandbox::new();
+        let mut t = start(&s, r#"[{"text":"x"}]"#);
+        t.wait_for("Ask anything");
+        let pid = t.child.process_id().expect("pid") as i32;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).expect("signal");
+        assert_eq!(t.wait_exit(), code, "{sig}");
+        // The last bytes may still be on their way through the reader thread.
+        t.wait("the main screen", |_| {
+            t.with_screen(|sc| !sc.alternate_screen() && !sc.bracketed_paste())
+        });
+    }
 }
 
 #[test]
