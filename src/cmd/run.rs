@@ -350,6 +350,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                         eprintln!("\nfen: press Ctrl-C again to quit (Ctrl-D also quits)")
                     }
                     CtrlCAction::Quit => {
+                        crate::native::term::setup::restore();
                         crate::cmd::end_children();
                         std::process::exit(130);
                     }
@@ -370,6 +371,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 _ = term.recv() => 143,
                 _ = hup.recv() => 129,
             };
+            // The TUI's terminal modes first, so the shell gets a usable terminal back.
+            crate::native::term::setup::restore();
             crate::cmd::end_children();
             std::process::exit(code);
         });

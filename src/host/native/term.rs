@@ -5,7 +5,7 @@
 //! | function | what it does |
 //! | --- | --- |
 //! | `open()` | enter raw mode, the alternate screen, bracketed paste, alternate scroll; start painting |
-//! | `close()` | (async) stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
+//! | `close()` | stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
 //! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`; nil when input ended |
 //! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
 //! | `push(block) -> id`, `update(id, block)`, `append(id, delta)`, `fold(kind, folded)`, `clear()` | the transcript |
@@ -176,23 +176,11 @@ async fn paint_loop(ui: std::rc::Weak<Ui>) {
     }
 }
 
-/// SIGTERM and SIGHUP restore the terminal and end the process (as a cooked terminal's
-/// default would, with child process groups ended first); SIGCONT after an outside stop
-/// re-enters the modes and repaints.
+/// SIGCONT after an outside stop re-enters the modes and repaints. (SIGTERM and SIGHUP are
+/// the run command's: it restores the terminal with [`setup::restore`] before it exits.)
 fn signal_tasks(ui: &SharedUi) -> Vec<JoinHandle<()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut tasks = Vec::new();
-    for (kind, code) in [(SignalKind::terminate(), 143), (SignalKind::hangup(), 129)] {
-        if let Ok(mut s) = signal(kind) {
-            tasks.push(tokio::task::spawn_local(async move {
-                if s.recv().await.is_some() {
-                    setup::restore();
-                    crate::native::process::terminate_all_groups();
-                    std::process::exit(code);
-                }
-            }));
-        }
-    }
     if let Ok(mut s) = signal(SignalKind::from_raw(libc::SIGCONT)) {
         let weak = Rc::downgrade(ui);
         tasks.push(tokio::task::spawn_local(async move {

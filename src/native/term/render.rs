@@ -506,7 +506,9 @@ mod tests {
             overlay: Some(Overlay {
                 title: "A title longer than the box".into(),
                 question: "A question that wraps over several rows of the box".into(),
-                items: (0..30).map(|i| Line::plain(format!("choice {i}"))).collect(),
+                items: (0..30)
+                    .map(|i| Line::plain(format!("choice {i}")))
+                    .collect(),
                 selected: Some(25),
                 input: Some(Input::default()),
                 hint: "enter select".into(),
