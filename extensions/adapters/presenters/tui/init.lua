@@ -346,6 +346,7 @@ return function(api)
       term.push({ kind = "usage", text = text, style = style.dim })
     end
     S.usage.input, S.usage.output, S.usage.cost = 0, 0, 0
+    if S.hint == "cancelling…" then S.hint = nil end
     refresh()
   end)
 
@@ -684,7 +685,7 @@ return function(api)
       editor.set(S.ed, "")
       S.menu = nil
     else
-      local now = os.clock() and os.time()
+      local now = os.time()
       if S.armed and now - S.armed <= 2 then
         quit()
         return
