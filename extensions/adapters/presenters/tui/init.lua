@@ -18,7 +18,6 @@ return function(api)
   S = api.state()
   local editor = api.load("editor")
   S.ed = S.ed or { text = "", cursor = 0 }
-  S.history = S.history or nil
   S.pastes = S.pastes or {}
   S.paste_n = S.paste_n or 0
   S.tools = S.tools or {}
@@ -32,8 +31,8 @@ return function(api)
   S.impl = impl
 
   ---------------------------------------------------------------------------------------------
-  -- Styles (the 16 base colours; NO_COLOR is applied natively).
-  -- Styles by role, shared with user extensions that restyle rows (see fen.lib.theme).
+  -- Styles by role (the 16 base colours; NO_COLOR is applied natively), shared with user
+  -- extensions that restyle rows (see fen.lib.theme).
   local style = require("fen.lib.theme")
   S.style = style
 
