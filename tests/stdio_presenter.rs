@@ -241,7 +241,9 @@ impl Pty {
             .open(&slave_path)
             .unwrap();
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fen"));
-        cmd.args(args)
+        // On a terminal the TUI is the default; these tests are about the line REPL.
+        cmd.args(["--presenter", "stdio"])
+            .args(args)
             .current_dir(s.cwd())
             .env("HOME", s.root())
             .env("XDG_CONFIG_HOME", s.config())
