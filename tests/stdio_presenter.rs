@@ -121,14 +121,20 @@ fn on_a_terminal_ctrl_c_cancels_the_turn_and_twice_at_the_prompt_quits() {
         .open(&slave_path)
         .unwrap();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fen"));
-    cmd.args(["--mock-script", script.to_str().unwrap()])
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(slave.try_clone().unwrap())
-        .stdout(slave.try_clone().unwrap())
-        .stderr(slave);
+    // On a terminal the TUI is the default; this test is about the line REPL.
+    cmd.args([
+        "--presenter",
+        "stdio",
+        "--mock-script",
+        script.to_str().unwrap(),
+    ])
+    .current_dir(s.cwd())
+    .env("HOME", s.root())
+    .env("XDG_CONFIG_HOME", s.config())
+    .env("XDG_STATE_HOME", s.state())
+    .stdin(slave.try_clone().unwrap())
+    .stdout(slave.try_clone().unwrap())
+    .stderr(slave);
     // Its own session with the pty as controlling terminal, so ^C becomes SIGINT for it.
     unsafe {
         cmd.pre_exec(|| {
@@ -235,7 +241,9 @@ impl Pty {
             .open(&slave_path)
             .unwrap();
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fen"));
-        cmd.args(args)
+        // On a terminal the TUI is the default; these tests are about the line REPL.
+        cmd.args(["--presenter", "stdio"])
+            .args(args)
             .current_dir(s.cwd())
             .env("HOME", s.root())
             .env("XDG_CONFIG_HOME", s.config())

@@ -34,3 +34,4 @@ mod stdio_presenter;
 mod tools_bash;
 mod tools_fs;
 mod tools_search;
+mod tui;

@@ -175,6 +175,12 @@ function kernel.run_command(line) end
 ---@return table[]
 function kernel.extensions() end
 
+--- The active contributions of a kind with their live specs (functions included), for
+--- presenters that call panel renders, status renders and control handlers.
+---@param kind string
+---@return {name: string?, owner: string, spec: table}[]
+function kernel.contributions(kind) end
+
 --- The system prompt's fragments in order with their sizes.
 ---@return {id: string, title: string?, owner: string, bytes: integer}[]
 function kernel.prompt_fragments() end
@@ -280,6 +286,30 @@ function native.sleep(ms) end
 ---@class fen.NativeTerm
 ---@field read_line fun(): string? async
 ---@field isatty fun(fd: integer): boolean
+---@field open fun() full screen: raw mode, alternate screen, bracketed paste, alternate scroll; painting starts
+---@field close fun() stop painting and restore the terminal
+---@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?}? async
+---@field layout fun(desc: {status: table?, status_right: table?, busy: {label: string}?, panels: table?, notices: table?, menu: {items: table, selected: integer?}?, input: {text: string, cursor: integer, prompt: string?, placeholder: string?}?, overlay: table?})
+---@field push fun(block: {kind: string?, head: any?, text: string?, markdown: boolean?, style: table?, folded: boolean?, prefix: any?, cont: any?, gap: boolean?}): integer
+---@field update fun(id: integer, block: table)
+---@field append fun(id: integer, delta: string)
+---@field fold fun(kind: string, folded: boolean)
+---@field clear fun()
+---@field scroll fun(rows: integer) negative rows scroll up
+---@field top fun()
+---@field bottom fun()
+---@field page fun(): integer
+---@field scrolled fun(): boolean, integer anchored?, blocks added below
+---@field redraw fun()
+---@field suspend fun()
+---@field edit fun(text: string): string?, string? async
+---@field copy fun(text: string)
+---@field size fun(): integer, integer
+---@field screen fun(): string[]
+---@field spawn fun(fn: function, ...)
+---@field waiter fun(): integer
+---@field wait fun(id: integer) async
+---@field done fun(id: integer)
 
 ---@class fen.NativeLine
 ---@field read fun(prompt: string?): string?, integer async; line editing and history on a terminal, escape sequences removed (counted) without one; nil at end of input

@@ -32,8 +32,9 @@ function M.call_summary(call)
   return name
 end
 
---- `tool> ok read (42 lines, 3.1KB)` / `tool> err ...`.
-function M.result_row(result)
+--- `tool> ok read README.md (42 lines, 3.1KB)` / `tool> err read missing.txt (1 line, 24B)`.
+--- `call` (optional) names the path or command when the result's details do not (errors).
+function M.result_row(result, call)
   local text = ""
   for _, block in ipairs(result.content or {}) do text = text .. (block.text or "") end
   local lines = select(2, text:gsub("\n", "\n")) + (text == "" and 0 or 1)
@@ -45,6 +46,13 @@ function M.result_row(result)
     what = what .. " $ " .. d.command
   elseif d.files and #d.files == 1 and d.files[1].path then
     what = what .. " " .. d.files[1].path
+  elseif call and call.arguments then
+    local a = call.arguments
+    if a.path then
+      what = what .. " " .. tostring(a.path)
+    elseif a.command then
+      what = what .. " $ " .. tostring(a.command)
+    end
   end
   local row = string.format("tool> %s %s (%d line%s, %s)", result.is_error and "err" or "ok", what, lines, lines == 1 and "" or "s", human(#text))
   if result.is_error then

@@ -34,6 +34,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = Mode::Text)]
     pub mode: Mode,
 
+    /// Interactive presenter: `tui` (full screen; the default when stdin and stdout are
+    /// terminals) or `stdio` (the line REPL). Ignored with -p and --mode json.
+    #[arg(long, value_name = "NAME", value_parser = ["tui", "stdio"])]
+    pub presenter: Option<String>,
+
     /// Provider to use (see `fen list providers`).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,

@@ -6,7 +6,7 @@ use crate::kernel::agent::{Agent, AgentConfig};
 use crate::kernel::convert;
 use crate::kernel::sessions;
 use mlua::{Function, Table, Value};
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::rc::Rc;
 
@@ -194,15 +194,23 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
-    // The line REPL stands in for the TUI until that exists.
+    // Interactive: the TUI on a terminal, else the line REPL; --presenter chooses.
     let presenter = if cli.mode == Mode::Json {
         "json"
     } else if cli.print {
         "print"
+    } else if let Some(p) = cli.presenter.as_deref() {
+        if p == "tui" {
+            "tui"
+        } else {
+            "stdio"
+        }
+    } else if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        "tui"
     } else {
         "stdio"
     };
-    let headless = presenter != "stdio";
+    let headless = presenter != "stdio" && presenter != "tui";
     // The REPL starts without a provider and says how to configure one at the first prompt.
     let (provider, model) = match resolve_provider(cli) {
         Some(pm) => pm,
@@ -359,6 +367,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                         eprintln!("\nfen: press Ctrl-C again to quit (Ctrl-D also quits)")
                     }
                     CtrlCAction::Quit => {
+                        crate::native::term::setup::restore();
                         crate::cmd::end_children();
                         std::process::exit(130);
                     }
@@ -379,6 +388,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 _ = term.recv() => 143,
                 _ = hup.recv() => 129,
             };
+            // The TUI's terminal modes first, so the shell gets a usable terminal back.
+            crate::native::term::setup::restore();
             crate::cmd::end_children();
             std::process::exit(code);
         });

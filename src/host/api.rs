@@ -15,7 +15,7 @@
 //! | `api.turn` | `submit(text, {when_busy})` (async), `cancel()`, `busy()`, `messages()`, `complete{system_prompt, messages, max_tokens}` (async, one model call), `replace_messages(list)`, `context_window()` |
 //! | `api.session` | `info()`, `list()`, `new()`, `resume(query)`, `append_state(name?, state)`, `latest_state(name?)`, `append_compaction(record, first_kept_message)` |
 //! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
-//! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()` |
+//! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()`, `contributions(kind)` (the active specs with their functions, for presenters) |
 
 use crate::kernel::contracts::contracts;
 use crate::kernel::convert;
@@ -627,6 +627,23 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                 errors.push(e)?;
             }
             out.set("errors", errors)?;
+            Ok(out)
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "contributions",
+        lua.create_function(move |lua, kind: String| {
+            // The live specs (functions included), in registration order: the TUI calls panel
+            // renders, status renders and control handlers through them.
+            let out = lua.create_table()?;
+            for c in i.registry.borrow().active(&kind) {
+                let e = lua.create_table()?;
+                e.set("name", c.name.clone())?;
+                e.set("owner", c.owner.clone())?;
+                e.set("spec", c.spec.clone())?;
+                out.push(e)?;
+            }
             Ok(out)
         })?,
     )?;

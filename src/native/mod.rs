@@ -19,5 +19,6 @@ pub mod sandbox;
 pub mod sanitize;
 pub mod search;
 pub mod sse;
+pub mod term;
 pub mod truncate;
 pub mod webfetch;

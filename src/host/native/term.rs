@@ -1,11 +1,41 @@
-//! Terminal basics for line presenters: `native.term.read_line()` (async; nil at end of input)
-//! and `native.term.isatty(fd)`.
+//! `fen.native.term`: terminal basics for line presenters, `read_line()` (async; nil at end of
+//! input) and `isatty(fd)`, and the full-screen layer the TUI presenter drives, a thin binding
+//! over [`crate::native::term`]:
+//!
+//! | function | what it does |
+//! | --- | --- |
+//! | `open()` | enter raw mode, the alternate screen, bracketed paste, alternate scroll; start painting |
+//! | `close()` | stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
+//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`; nil when input ended |
+//! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
+//! | `push(block) -> id`, `update(id, block)`, `append(id, delta)`, `fold(kind, folded)`, `clear()` | the transcript |
+//! | `scroll(rows)`, `top()`, `bottom()`, `page()`, `scrolled()` | the transcript view (negative rows scroll up) |
+//! | `redraw()` | clear and repaint (Ctrl-L) |
+//! | `suspend()` | restore, stop (Ctrl-Z), re-enter on `fg` |
+//! | `copy(text)` | OSC 52 clipboard write (wrapped for tmux) |
+//! | `edit(text)` | (async) edit `text` in `$VISUAL`/`$EDITOR` (default `vi`) on the real screen; the new text, or nil, message |
+//! | `size()` | columns, rows |
+//! | `screen()` | the rows on screen as last painted (tests) |
+//! | `spawn(fn, ...)` | run `fn` as its own task on the Lua thread (a turn while keys are read) |
+//! | `waiter() -> id`, `wait(id)` (async), `done(id)` | a one-shot wake-up: a coroutine waits for the person's answer without a timer |
+//!
+//! Block and layout fields are those of [`crate::native::term::transcript::BlockSpec`] and
+//! [`crate::native::term::layout::Layout`]; unknown fields raise.
 
-use mlua::{Lua, Table, Value};
-use std::io::IsTerminal;
+use crate::native::term::input::{Decoder, Input};
+use crate::native::term::layout::Layout;
+use crate::native::term::schedule::Next;
+use crate::native::term::screen::Screen;
+use crate::native::term::setup;
+use crate::native::term::transcript::BlockSpec;
+use mlua::{Function, Lua, LuaSerdeExt, MultiValue, Table, Value};
+use std::cell::{Cell, RefCell};
+use std::io::{IsTerminal, Write};
 use std::rc::Rc;
-use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
-use tokio::sync::Mutex;
+use std::time::Instant;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Stdin};
+use tokio::sync::{Mutex, Notify};
+use tokio::task::JoinHandle;
 
 type SharedStdin = Rc<Mutex<BufReader<Stdin>>>;
 
@@ -50,5 +80,505 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             })
         })?,
     )?;
+    full_screen(lua, &m)?;
     Ok(m)
+}
+
+/// The open full-screen UI of this Lua state.
+struct Ui {
+    screen: RefCell<Screen>,
+    wake: Notify,
+    decoder: Mutex<Decoder>,
+    closed: Cell<bool>,
+    /// Another program owns the terminal (`edit`): no painting.
+    paused: Cell<bool>,
+    tasks: RefCell<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        for t in self.tasks.borrow().iter() {
+            t.abort();
+        }
+        setup::restore();
+    }
+}
+
+type SharedUi = Rc<Ui>;
+
+/// One-shot wake-ups by id (`waiter`, `wait`, `done`).
+#[derive(Default)]
+struct Waiters {
+    next: Cell<u64>,
+    map: RefCell<std::collections::HashMap<u64, Rc<Notify>>>,
+}
+
+fn waiters(lua: &Lua) -> Rc<Waiters> {
+    if let Some(w) = lua.app_data_ref::<Rc<Waiters>>() {
+        return w.clone();
+    }
+    let w = Rc::new(Waiters::default());
+    lua.set_app_data(w.clone());
+    w
+}
+
+fn ui(lua: &Lua) -> mlua::Result<SharedUi> {
+    lua.app_data_ref::<SharedUi>()
+        .map(|u| u.clone())
+        .filter(|u| !u.closed.get())
+        .ok_or_else(|| mlua::Error::runtime("native.term: the full-screen UI is not open"))
+}
+
+impl Ui {
+    fn changed(&self) {
+        self.screen.borrow_mut().changed();
+        self.wake.notify_one();
+    }
+}
+
+/// Paints whenever the scheduler says so; sleeps without a timer while idle.
+async fn paint_loop(ui: std::rc::Weak<Ui>) {
+    let mut out = tokio::io::stdout();
+    loop {
+        let Some(u) = ui.upgrade() else { return };
+        if u.closed.get() {
+            return;
+        }
+        let now = Instant::now();
+        let next = if u.paused.get() {
+            Next::Idle
+        } else {
+            u.screen.borrow().sched.next(now)
+        };
+        let mut bytes = Vec::new();
+        match next {
+            Next::Frame => u.screen.borrow_mut().paint(now, &mut bytes),
+            Next::Tick => u.screen.borrow_mut().tick(now, &mut bytes),
+            Next::At(deadline) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline.into()) => {}
+                    _ = u.wake.notified() => {}
+                }
+                continue;
+            }
+            Next::Idle => {
+                u.wake.notified().await;
+                continue;
+            }
+        }
+        drop(u);
+        if !bytes.is_empty() {
+            // The terminal went away (SIGHUP follows): stop painting.
+            if out.write_all(&bytes).await.is_err() || out.flush().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// SIGCONT after an outside stop re-enters the modes and repaints. (SIGTERM and SIGHUP are
+/// the run command's: it restores the terminal with [`setup::restore`] before it exits.)
+fn signal_tasks(ui: &SharedUi) -> Vec<JoinHandle<()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut tasks = Vec::new();
+    if let Ok(mut s) = signal(SignalKind::from_raw(libc::SIGCONT)) {
+        let weak = Rc::downgrade(ui);
+        tasks.push(tokio::task::spawn_local(async move {
+            while s.recv().await.is_some() {
+                let Some(u) = weak.upgrade() else { return };
+                if u.closed.get() {
+                    return;
+                }
+                if !setup::active() {
+                    let _ = setup::enter();
+                }
+                u.screen.borrow_mut().invalidate();
+                u.wake.notify_one();
+            }
+        }));
+    }
+    tasks
+}
+
+fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    match input {
+        Input::Key(k) => {
+            t.set("type", "key")?;
+            t.set("key", k)?;
+        }
+        Input::Paste(text) => {
+            t.set("type", "paste")?;
+            t.set("text", text)?;
+        }
+        Input::Wheel { up, n } => {
+            t.set("type", "wheel")?;
+            t.set("up", up)?;
+            t.set("n", n)?;
+        }
+        Input::Resize(w, h) => {
+            t.set("type", "resize")?;
+            t.set("width", w)?;
+            t.set("height", h)?;
+        }
+        Input::FocusGained => t.set("type", "focus")?,
+    }
+    Ok(t)
+}
+
+fn spec(lua: &Lua, v: Value) -> mlua::Result<BlockSpec> {
+    lua.from_value(v)
+        .map_err(|e| mlua::Error::runtime(format!("native.term: bad block: {e}")))
+}
+
+/// Base64 (standard alphabet, padded) for OSC 52.
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The OSC 52 sequence that puts `text` on the clipboard; inside tmux it is wrapped in a DCS
+/// passthrough so it reaches the outer terminal.
+pub fn osc52(text: &str, tmux: bool) -> String {
+    let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+    if tmux {
+        format!("\x1bPtmux;{}\x1b\\", seq.replace('\x1b', "\x1b\x1b"))
+    } else {
+        seq
+    }
+}
+
+fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
+    m.set(
+        "open",
+        lua.create_function(|lua, ()| {
+            if let Some(u) = lua.app_data_ref::<SharedUi>() {
+                if !u.closed.get() {
+                    return Ok(());
+                }
+            }
+            setup::install_panic_hook();
+            let (w, h) = setup::size().unwrap_or((80, 24));
+            setup::enter().map_err(mlua::Error::external)?;
+            let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let ui: SharedUi = Rc::new(Ui {
+                screen: RefCell::new(Screen::new(w, h, color)),
+                wake: Notify::new(),
+                decoder: Mutex::new(Decoder::default()),
+                closed: Cell::new(false),
+                paused: Cell::new(false),
+                tasks: RefCell::new(Vec::new()),
+            });
+            let mut tasks = signal_tasks(&ui);
+            tasks.push(tokio::task::spawn_local(paint_loop(Rc::downgrade(&ui))));
+            *ui.tasks.borrow_mut() = tasks;
+            ui.changed();
+            lua.set_app_data(ui);
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "close",
+        lua.create_function(|lua, ()| {
+            if let Some(u) = lua.remove_app_data::<SharedUi>() {
+                u.closed.set(true);
+                for t in u.tasks.borrow().iter() {
+                    t.abort();
+                }
+                setup::restore();
+            }
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "next",
+        lua.create_async_function(|lua, ()| async move {
+            let u = ui(&lua)?;
+            let input = {
+                let mut d = u.decoder.lock().await;
+                d.next().await
+            };
+            let Some(input) = input else {
+                return Ok(Value::Nil);
+            };
+            if let Input::Resize(w, h) = input {
+                u.screen.borrow_mut().resize(w, h);
+                u.wake.notify_one();
+            }
+            Ok(Value::Table(input_table(&lua, input)?))
+        })?,
+    )?;
+    m.set(
+        "layout",
+        lua.create_function(|lua, desc: Value| {
+            let u = ui(lua)?;
+            let layout: Layout = lua
+                .from_value(desc)
+                .map_err(|e| mlua::Error::runtime(format!("native.term: bad layout: {e}")))?;
+            u.screen.borrow_mut().set_layout(layout, Instant::now());
+            u.wake.notify_one();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "push",
+        lua.create_function(|lua, block: Value| {
+            let u = ui(lua)?;
+            let id = u.screen.borrow_mut().transcript.push(spec(lua, block)?);
+            u.changed();
+            Ok(id)
+        })?,
+    )?;
+    m.set(
+        "update",
+        lua.create_function(|lua, (id, block): (u64, Value)| {
+            let u = ui(lua)?;
+            let s = spec(lua, block)?;
+            u.screen
+                .borrow_mut()
+                .transcript
+                .update(id, s)
+                .map_err(mlua::Error::external)?;
+            u.changed();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "append",
+        lua.create_function(|lua, (id, delta): (u64, mlua::LuaString)| {
+            let u = ui(lua)?;
+            u.screen
+                .borrow_mut()
+                .transcript
+                .append(id, &delta.to_str()?)
+                .map_err(mlua::Error::external)?;
+            u.changed();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "fold",
+        lua.create_function(|lua, (kind, folded): (String, bool)| {
+            let u = ui(lua)?;
+            u.screen.borrow_mut().transcript.fold_kind(&kind, folded);
+            u.changed();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "clear",
+        lua.create_function(|lua, ()| {
+            let u = ui(lua)?;
+            u.screen.borrow_mut().transcript.clear();
+            u.changed();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "scroll",
+        lua.create_function(|lua, rows: isize| {
+            let u = ui(lua)?;
+            u.screen.borrow_mut().scroll(rows);
+            u.wake.notify_one();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "top",
+        lua.create_function(|lua, ()| {
+            let u = ui(lua)?;
+            u.screen.borrow_mut().transcript.top();
+            u.changed();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "bottom",
+        lua.create_function(|lua, ()| {
+            let u = ui(lua)?;
+            u.screen.borrow_mut().transcript.follow();
+            u.changed();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "page",
+        lua.create_function(|lua, ()| Ok(ui(lua)?.screen.borrow().page()))?,
+    )?;
+    m.set(
+        "scrolled",
+        lua.create_function(|lua, ()| {
+            let u = ui(lua)?;
+            let s = u.screen.borrow();
+            Ok((
+                s.transcript.view != crate::native::term::transcript::View::Follow,
+                s.transcript.new_below,
+            ))
+        })?,
+    )?;
+    m.set(
+        "redraw",
+        lua.create_function(|lua, ()| {
+            let u = ui(lua)?;
+            u.screen.borrow_mut().invalidate();
+            u.wake.notify_one();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "suspend",
+        lua.create_function(|lua, ()| {
+            let u = ui(lua)?;
+            setup::suspend().map_err(mlua::Error::external)?;
+            if let Ok((w, h)) = setup::size() {
+                u.screen.borrow_mut().resize(w, h);
+            }
+            u.screen.borrow_mut().invalidate();
+            u.wake.notify_one();
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "copy",
+        lua.create_function(|_, text: mlua::LuaString| {
+            let seq = osc52(&text.to_str()?, std::env::var_os("TMUX").is_some());
+            let mut out = std::io::stdout().lock();
+            out.write_all(seq.as_bytes())
+                .and_then(|_| out.flush())
+                .map_err(mlua::Error::external)
+        })?,
+    )?;
+    m.set(
+        "edit",
+        lua.create_async_function(|lua, text: mlua::LuaString| async move {
+            let u = ui(&lua)?;
+            let text = text.to_str()?.to_string();
+            let editor = std::env::var("VISUAL")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| {
+                    std::env::var("EDITOR")
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                })
+                .unwrap_or_else(|| "vi".into());
+            let file = match tempfile::Builder::new().suffix(".md").tempfile() {
+                Ok(f) => f,
+                Err(e) => return Ok((None, Some(format!("cannot make a temp file: {e}")))),
+            };
+            if let Err(e) = std::fs::write(file.path(), &text) {
+                return Ok((None, Some(format!("cannot write the temp file: {e}"))));
+            }
+            u.paused.set(true);
+            setup::restore();
+            // Through the shell, so EDITOR="code --wait" works; the terminal is the editor's.
+            let status = tokio::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(format!("{editor} \"$1\""))
+                .arg("fen-edit")
+                .arg(file.path())
+                .status()
+                .await;
+            let _ = setup::enter();
+            u.paused.set(false);
+            if let Ok((w, h)) = setup::size() {
+                u.screen.borrow_mut().resize(w, h);
+            }
+            u.screen.borrow_mut().invalidate();
+            u.wake.notify_one();
+            match status {
+                Ok(st) if st.success() => match std::fs::read_to_string(file.path()) {
+                    Ok(t) => Ok((Some(t), None)),
+                    Err(e) => Ok((None, Some(format!("cannot read the edited text: {e}")))),
+                },
+                Ok(st) => Ok((None, Some(format!("{editor} exited with {st}")))),
+                Err(e) => Ok((None, Some(format!("cannot run {editor}: {e}")))),
+            }
+        })?,
+    )?;
+    m.set(
+        "size",
+        lua.create_function(|lua, ()| {
+            if let Ok(u) = ui(lua) {
+                return Ok(u.screen.borrow().size());
+            }
+            Ok(setup::size().unwrap_or((80, 24)))
+        })?,
+    )?;
+    m.set(
+        "screen",
+        lua.create_function(|lua, ()| Ok(ui(lua)?.screen.borrow().text()))?,
+    )?;
+    m.set(
+        "waiter",
+        lua.create_function(|lua, ()| {
+            let w = waiters(lua);
+            let id = w.next.get() + 1;
+            w.next.set(id);
+            w.map.borrow_mut().insert(id, Rc::new(Notify::new()));
+            Ok(id)
+        })?,
+    )?;
+    m.set(
+        "wait",
+        lua.create_async_function(|lua, id: u64| async move {
+            let n = waiters(&lua).map.borrow().get(&id).cloned();
+            if let Some(n) = n {
+                n.notified().await;
+                waiters(&lua).map.borrow_mut().remove(&id);
+            }
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "done",
+        lua.create_function(|lua, id: u64| {
+            if let Some(n) = waiters(lua).map.borrow().get(&id) {
+                // A permit is stored when nobody waits yet.
+                n.notify_one();
+            }
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "spawn",
+        lua.create_function(|_, (f, args): (Function, MultiValue)| {
+            tokio::task::spawn_local(async move {
+                // The caller wraps its body in pcall; an error here has nowhere to go.
+                let _ = f.call_async::<()>(args).await;
+            });
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn osc52_plain_and_in_tmux() {
+        assert_eq!(super::osc52("hi!", false), "\x1b]52;c;aGkh\x07");
+        assert_eq!(super::base64(b"ab"), "YWI=");
+        assert_eq!(super::base64(b"a"), "YQ==");
+        assert_eq!(
+            super::osc52("hi!", true),
+            "\x1bPtmux;\x1b\x1b]52;c;aGkh\x07\x1b\\"
+        );
+    }
 }

@@ -1,0 +1,957 @@
+-- tui: the full-screen presenter. A status row at the top, the transcript, registered panels,
+-- the input at the bottom. Native `fen.native.term` does the terminal (modes, keys, painting,
+-- wrapping, markdown, scrolling); this file is the policy: which events become which blocks,
+-- the wording of rows, the keymap, completion, status and panel composition. It runs on
+-- events and keys only, never per frame, and hands native one layout description per change.
+--
+-- Everything mutable lives in `api.state()` so `/reload` swaps the code under a running loop:
+-- the loop calls `S.impl.*`, which each load replaces (then `reinit-presenter` re-reads the
+-- panels, status items and controls).
+local native = require("fen.native")
+local rows = require("fen.lib.rows")
+local term = native.term
+
+---@class TuiState
+local S
+
+return function(api)
+  S = api.state()
+  local editor = api.load("editor")
+  S.ed = S.ed or { text = "", cursor = 0 }
+  S.pastes = S.pastes or {}
+  S.paste_n = S.paste_n or 0
+  S.tools = S.tools or {}
+  S.queued = S.queued or { steering = {}, ["follow-up"] = {} }
+  S.expanded = S.expanded or false
+  S.thinking_shown = S.thinking_shown or false
+  S.usage = S.usage or { input = 0, output = 0 }
+  S.preview_limit = tonumber(os.getenv("FEN_TUI_PREVIEW_BYTES") or "") or 1024
+
+  local impl = {}
+  S.impl = impl
+
+  ---------------------------------------------------------------------------------------------
+  -- Styles by role (the 16 base colours; NO_COLOR is applied natively), shared with user
+  -- extensions that restyle rows (see fen.lib.theme).
+  local style = require("fen.lib.theme")
+  S.style = style
+
+  local function human(n)
+    if n < 1000 then return tostring(n) end
+    if n < 1000000 then return string.format("%.1fk", n / 1000) end
+    return string.format("%.1fM", n / 1000000)
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Transcript blocks.
+  local function open() return S.open end
+
+  local function notice(text, st)
+    if not open() then return end
+    term.push({ kind = "notice", text = text, style = st or style.info, gap = true })
+  end
+  impl.notice = notice
+
+  --- `tool> ok read README.md (42 lines, 3.1KB)` as styled spans.
+  local function tool_row(text)
+    local verb, rest = text:match("^tool> (%S+)(.*)$")
+    if not verb then return { { text = text, style = style.tool } } end
+    local vs = (verb == "ok" and style.ok) or (verb == "err" and style.err) or style.tool
+    return { { text = "tool> ", style = style.dim }, { text = verb, style = vs }, { text = rest } }
+  end
+
+  local function result_text(result)
+    local parts = {}
+    for _, b in ipairs(result.content or {}) do parts[#parts + 1] = b.text or "" end
+    return table.concat(parts)
+  end
+
+  local function preview(text)
+    if #text <= S.preview_limit then return text end
+    local cut = text:sub(1, S.preview_limit)
+    -- Never split a UTF-8 sequence.
+    while #cut > 0 and cut:byte(#cut) >= 0x80 and cut:byte(#cut) < 0xC0 do cut = cut:sub(1, -2) end
+    if #cut > 0 and cut:byte(#cut) >= 0xC0 then cut = cut:sub(1, -2) end
+    return cut .. string.format("\n… (%d more bytes)", #text - #cut)
+  end
+
+  local function last_lines(text, n)
+    local lines = {}
+    for l in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    while #lines > 0 and lines[#lines] == "" do lines[#lines] = nil end
+    local from = math.max(1, #lines - n + 1)
+    return table.concat(lines, "\n", from)
+  end
+
+  local function end_text()
+    S.cur_text = nil
+    S.cur_think = nil
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Status row and panels (recomputed on events, cached between keystrokes).
+  local function ctx_for_extensions()
+    return { busy = S.busy, width = (term.size()), presenter = "tui" }
+  end
+
+  local function contributions(kind)
+    local list = api.kernel.contributions(kind)
+    return list
+  end
+
+  local function compute_status()
+    local items = {}
+    if S.provider and S.provider ~= "" then
+      items[#items + 1] = { text = S.provider .. ":" .. (S.model or "?"), style = style.status }
+    else
+      items[#items + 1] = { text = "no provider", style = style.err }
+    end
+    if S.thinking_level then items[#items + 1] = { text = "think:" .. S.thinking_level } end
+    local used = (S.usage.last_input or 0) + (S.usage.last_output or 0)
+    if used > 0 then
+      local ok, window = pcall(api.turn.context_window)
+      if ok and type(window) == "number" and window > 0 then
+        items[#items + 1] = { text = string.format("ctx %s %d%%", human(used), math.floor(used * 100 / window)) }
+      else
+        items[#items + 1] = { text = "ctx " .. human(used) }
+      end
+    end
+    if #S.queued.steering > 0 then items[#items + 1] = { text = "steer:" .. #S.queued.steering, style = style.hint } end
+    if #S.queued["follow-up"] > 0 then items[#items + 1] = { text = "follow:" .. #S.queued["follow-up"], style = style.hint } end
+    local list = contributions("status")
+    table.sort(list, function(a, b) return (a.spec.order or 100) < (b.spec.order or 100) end)
+    for _, c in ipairs(list) do
+      local ok, text = pcall(c.spec.render, ctx_for_extensions())
+      if not ok then
+        items[#items + 1] = { text = "status-error:" .. tostring(c.name), style = style.err }
+      elseif type(text) == "string" and text ~= "" then
+        items[#items + 1] = { text = text }
+      end
+    end
+    S.status = items
+  end
+
+  local function to_lines(out)
+    local lines = {}
+    if type(out) == "string" then
+      for l in (out .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+      if lines[#lines] == "" then lines[#lines] = nil end
+    elseif type(out) == "table" then
+      for _, l in ipairs(out) do
+        if type(l) == "string" or type(l) == "table" then lines[#lines + 1] = l else lines[#lines + 1] = tostring(l) end
+      end
+    end
+    return lines
+  end
+
+  local function compute_panels()
+    local panels = {}
+    for _, c in ipairs(contributions("panel")) do
+      local spec = c.spec
+      local shown = true
+      if spec.enabled then
+        local ok, on = pcall(spec.enabled, ctx_for_extensions())
+        shown = ok and on and true or false
+      end
+      if shown then
+        local ok, out = pcall(spec.render, ctx_for_extensions())
+        if ok then
+          local lines = to_lines(out)
+          if #lines > 0 then panels[#panels + 1] = { title = spec.title, lines = lines } end
+        else
+          panels[#panels + 1] = { title = spec.title, lines = { { { text = "panel-error:" .. tostring(c.name), style = style.err } } } }
+        end
+      end
+    end
+    S.panels = panels
+  end
+
+  local function compute_controls()
+    local keys = {}
+    for _, c in ipairs(contributions("control")) do
+      local key = c.spec.key or c.name
+      if type(key) == "string" then keys[key] = c.spec end
+    end
+    S.controls = keys
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- The layout description.
+  local function layout()
+    if not open() then return end
+    local notices = {}
+    if S.hint then notices[#notices + 1] = { { text = S.hint, style = style.hint } } end
+    local right = {}
+    if S.info and S.info ~= "" then right[#right + 1] = { text = S.info, style = style.hint } end
+    local desc = {
+      status = S.status or {},
+      status_right = right,
+      busy = S.busy and { label = "working" } or nil,
+      panels = S.panels or {},
+      notices = notices,
+      input = {
+        text = S.ed.text,
+        cursor = S.ed.cursor,
+        prompt = "› ",
+        placeholder = S.busy and "Enter queues steering, >text a follow-up, Esc cancels"
+          or "Ask anything · / for commands · @ for files",
+      },
+    }
+    if S.menu and #S.menu.items > 0 then
+      local items = {}
+      for i, it in ipairs(S.menu.items) do
+        items[i] = { { text = it.label }, { text = it.detail and ("  " .. it.detail) or "", style = style.dim } }
+      end
+      desc.menu = { items = items, selected = S.menu.selected - 1 }
+    end
+    if S.overlay then
+      local o = S.overlay
+      local items = {}
+      for i, it in ipairs(o.items or {}) do items[i] = tostring(it) end
+      desc.overlay = {
+        title = o.title or "",
+        question = o.question or "",
+        items = items,
+        selected = o.items and #o.items > 0 and (o.selected - 1) or nil,
+        input = o.input and { text = o.input.text, cursor = o.input.cursor, prompt = "› " } or nil,
+        hint = o.input and "enter answer · esc dismiss" or "↑↓ choose · enter select · esc dismiss",
+      }
+    end
+    local ok, err = pcall(term.layout, desc)
+    if not ok then
+      -- A panel or status item handed over something the layout refuses (a bad style, say):
+      -- show that instead of freezing the screen.
+      local status = {}
+      for i, it in ipairs(desc.status) do status[i] = tostring(type(it) == "table" and it.text or it) end
+      desc.status = status
+      desc.panels = { { title = "layout-error", lines = { tostring(err):sub(1, 300) } } }
+      term.layout(desc)
+    end
+  end
+  impl.layout = layout
+
+  local function refresh()
+    if not open() then return end
+    compute_status()
+    compute_panels()
+    layout()
+  end
+  impl.refresh = refresh
+
+  ---------------------------------------------------------------------------------------------
+  -- Events to blocks.
+  api.on("agent-started", function(ev)
+    S.provider, S.model = ev.provider, ev.model
+    if open() then refresh() end
+  end)
+
+  api.on("user", function(ev)
+    if not open() then return end
+    end_text()
+    term.push({ kind = "user", text = ev.line, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
+  end)
+
+  api.on("llm-start", function() end_text() end)
+
+  api.on("assistant-thinking-delta", function(ev)
+    if not open() then return end
+    if not S.cur_think then
+      S.cur_think = term.push({
+        kind = "thinking", head = { { text = "✻ thinking", style = style.thinking } }, text = "",
+        style = style.thinking, folded = not S.thinking_shown, gap = true,
+      })
+    end
+    term.append(S.cur_think, ev.delta)
+  end)
+
+  api.on("assistant-text-delta", function(ev)
+    if not open() then return end
+    if not S.cur_text then
+      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true })
+    end
+    term.append(S.cur_text, ev.delta)
+  end)
+
+  api.on("llm-end", function(ev)
+    end_text()
+    local u = ev.message and ev.message.usage
+    if u then
+      S.usage.input = S.usage.input + (u.input or 0)
+      S.usage.output = S.usage.output + (u.output or 0)
+      S.usage.last_input, S.usage.last_output = u.input or 0, u.output or 0
+      S.usage.cost = (S.usage.cost or 0) + ((u.cost and u.cost.total) or 0)
+    end
+  end)
+
+  api.on("tool-call", function(ev)
+    if not open() then return end
+    end_text()
+    local call = ev.tool_call or {}
+    local id = term.push({ kind = "tool-live", head = tool_row("tool> run " .. rows.call_summary(call)), text = "", style = nil })
+    S.tools[call.id or ""] = { id = id, out = "", call = call }
+  end)
+
+  api.on("tool-update", function(ev)
+    if not open() then return end
+    local t = S.tools[ev.tool_call_id or ""]
+    if not t then return end
+    t.out = (t.out .. (ev.text or "")):sub(-4096)
+    term.update(t.id, { text = last_lines(t.out, 5), style = style.dim })
+  end)
+
+  api.on("tool-result", function(ev)
+    if not open() then return end
+    local r = ev.result or {}
+    local t = S.tools[r.tool_call_id or ""]
+    local row = rows.result_row(r, t and t.call)
+    local body = result_text(r)
+    if r.is_error then
+      local first = body:match("^[^\n]*") or ""
+      if first ~= "" then row = row .. "  " .. first:sub(1, 120) end
+    end
+    local spec = { kind = "tool", head = tool_row(row), text = preview(body), folded = not S.expanded, style = {} }
+    if t then
+      term.update(t.id, spec)
+      S.tools[r.tool_call_id or ""] = nil
+    else
+      term.push(spec)
+    end
+  end)
+
+  api.on("queued", function() if open() then refresh() end end)
+
+  api.on("message-appended", function(ev)
+    local m = ev.message or {}
+    if m.role == "user" then
+      local text = type(m.content) == "string" and m.content or ((m.content or {})[1] or {}).text
+      for _, kind in ipairs({ "steering", "follow-up" }) do
+        local q = S.queued[kind]
+        if q[1] and q[1] == text then
+          table.remove(q, 1)
+          if open() then refresh() end
+          return
+        end
+      end
+    end
+  end)
+
+  api.on("agent-turn-complete", function(ev)
+    if not open() then return end
+    end_text()
+    local u = S.usage
+    if (u.input or 0) + (u.output or 0) > 0 then
+      local text = string.format("↳ %s in · %s out", human(u.input), human(u.output))
+      if (u.cost or 0) > 0 then text = text .. string.format(" · $%.4f", u.cost) end
+      term.push({ kind = "usage", text = text, style = style.dim })
+    end
+    S.usage.input, S.usage.output, S.usage.cost = 0, 0, 0
+    if S.hint == "cancelling…" then S.hint = nil end
+    refresh()
+  end)
+
+  api.on("cancelled", function() notice("cancelled", style.info) end)
+  api.on("info", function(ev) notice("info: " .. tostring(ev.info or ev.text or ""), style.info) end)
+  api.on("error", function(ev) notice("error: " .. tostring(ev.error), style.error) end)
+  api.on("extension-error", function(ev)
+    notice(string.format("extension %s failed in %s: %s", tostring(ev.owner), tostring(ev.event), tostring(ev.error)), style.error)
+  end)
+  api.on("provider-retry", function(ev)
+    notice(string.format("attempt %d/%d failed (%s); retrying in %.1fs", ev.attempt, ev.max_attempts, tostring(ev.reason), (ev.delay_ms or 0) / 1000), style.dim)
+  end)
+  api.on("compaction-summary", function(ev)
+    notice("compacted: " .. tostring(ev.summary or ""):sub(1, 400), style.dim)
+  end)
+  api.on("set-status-info", function(ev)
+    S.info = ev.info
+    layout()
+  end)
+  api.on("redraw", function() refresh() end)
+  api.on("dismiss", function()
+    if S.overlay then S.impl.dismiss() end
+  end)
+  api.on("reinit-presenter", function()
+    if not open() then return end
+    local impl2 = S.impl
+    impl2.reinit()
+  end)
+  api.on("reset-conversation", function()
+    if open() then term.clear() end
+  end)
+
+  ---------------------------------------------------------------------------------------------
+  -- History, per project directory under $XDG_STATE_HOME/fen/history/.
+  local function history_path()
+    local base = os.getenv("XDG_STATE_HOME")
+    if not base or base == "" then base = (os.getenv("HOME") or ".") .. "/.local/state" end
+    local cwd = S.cwd or os.getenv("PWD") or "."
+    local name = cwd:gsub("[^%w%-_.]", "_")
+    return base .. "/fen/history", base .. "/fen/history/" .. name .. ".jsonl"
+  end
+
+  local function load_history()
+    if S.history then return end
+    S.history = {}
+    local _, path = history_path()
+    local fh = io.open(path, "rb")
+    if not fh then return end
+    for line in fh:lines() do
+      local ok, v = pcall(native.json.decode, line)
+      if ok and type(v) == "string" then S.history[#S.history + 1] = v end
+    end
+    fh:close()
+    while #S.history > 1000 do table.remove(S.history, 1) end
+  end
+
+  local function add_history(line)
+    load_history()
+    if S.history[#S.history] == line then return end
+    S.history[#S.history + 1] = line
+    local dir, path = history_path()
+    local fh = io.open(path, "ab")
+    if not fh and not S.hist_dir_made then
+      -- Once per session: a shell on every submit would cost milliseconds on the Lua thread.
+      S.hist_dir_made = true
+      os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+      fh = io.open(path, "ab")
+    end
+    if fh then
+      fh:write(native.json.encode(line), "\n")
+      fh:close()
+    end
+  end
+
+  local function history_step(delta)
+    load_history()
+    local n = #S.history
+    if n == 0 then return end
+    if not S.hist_i then
+      if delta > 0 then return end
+      S.hist_draft = S.ed.text
+      S.hist_i = n + 1
+    end
+    local i = S.hist_i + delta
+    if i < 1 then i = 1 end
+    if i > n then
+      S.hist_i = nil
+      editor.set(S.ed, S.hist_draft or "")
+      return
+    end
+    S.hist_i = i
+    editor.set(S.ed, S.history[i])
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Completion: slash commands (and their arguments), @paths.
+  local function fuzzy(q, s)
+    if q == "" then return 1 end
+    local lq, ls = q:lower(), s:lower()
+    local p = ls:find(lq, 1, true)
+    if p then return 1000 - p * 2 - #s * 0.01 end
+    local j = 1
+    for i = 1, #lq do
+      j = ls:find(lq:sub(i, i), j, true)
+      if not j then return nil end
+      j = j + 1
+    end
+    return 100 - #s * 0.01
+  end
+
+  local function rank(q, items, key)
+    local out = {}
+    for _, it in ipairs(items) do
+      local sc = fuzzy(q, key(it))
+      if sc then out[#out + 1] = { it = it, sc = sc } end
+    end
+    table.sort(out, function(a, b)
+      if a.sc ~= b.sc then return a.sc > b.sc end
+      return key(a.it) < key(b.it)
+    end)
+    local r = {}
+    for i = 1, math.min(#out, 50) do r[i] = out[i].it end
+    return r
+  end
+
+  local function completions()
+    local text, cur = S.ed.text, S.ed.cursor
+    local before = text:sub(1, cur)
+    local cmd = before:match("^/(%S*)$")
+    if cmd then
+      local items = {}
+      for _, c in ipairs(api.list("command")) do
+        if not c.shadowed_by then
+          items[#items + 1] = { label = "/" .. c.name, detail = c.description, replace = { 1, cur }, value = "/" .. c.name .. " " }
+        end
+      end
+      return rank(cmd, items, function(it) return it.label:sub(2) end)
+    end
+    local name, arg = before:match("^/(%S+)%s+(.*)$")
+    if name then
+      for _, c in ipairs(contributions("command")) do
+        if c.name == name and type(c.spec.complete) == "function" then
+          local ok, list = pcall(c.spec.complete, arg)
+          if ok and type(list) == "table" then
+            local items = {}
+            local from = cur - #arg + 1
+            for _, v in ipairs(list) do
+              items[#items + 1] = { label = tostring(v), replace = { from, cur }, value = tostring(v) }
+            end
+            return rank(arg, items, function(it) return it.label end)
+          end
+        end
+      end
+      return {}
+    end
+    local at, word = editor.mention(S.ed)
+    if at then
+      if not S.files then
+        local r = native.search.find({ pattern = "*", path = ".", limit = 20000 })
+        S.files = (r and r.paths) or {}
+      end
+      local items = {}
+      for _, p in ipairs(S.files) do
+        local rel = p:gsub("^%./", "")
+        items[#items + 1] = { label = "@" .. rel, replace = { at, cur }, value = "@" .. rel .. " " }
+      end
+      return rank(word, items, function(it) return it.label:sub(2) end)
+    end
+    return {}
+  end
+
+  local function apply_completion(it)
+    local a, b = it.replace[1], it.replace[2]
+    S.ed.text = S.ed.text:sub(1, a - 1) .. it.value .. S.ed.text:sub(b + 1)
+    S.ed.cursor = a - 1 + #it.value
+    S.menu = nil
+  end
+
+  local function complete()
+    if S.menu then
+      apply_completion(S.menu.items[S.menu.selected])
+      return
+    end
+    local items = completions()
+    if #items == 1 then
+      apply_completion(items[1])
+    elseif #items > 1 then
+      S.menu = { items = items, selected = 1 }
+    end
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Submitting.
+  local function expand_pastes(text)
+    return (text:gsub("%[paste #(%d+) %+%d+ lines%]", function(n)
+      return S.pastes[tonumber(n)] or nil
+    end))
+  end
+
+  local function run_task(fn)
+    term.spawn(function()
+      local ok, err = pcall(fn)
+      if not ok then notice("error: " .. tostring(err), style.error) end
+    end)
+  end
+
+  local function submit()
+    local raw = S.ed.text
+    if raw:match("^%s*$") then return end
+    local line = expand_pastes(raw)
+    add_history(raw)
+    S.hist_i = nil
+    editor.set(S.ed, "")
+    S.menu = nil
+    if line:match("^%s*/") then
+      run_task(function()
+        local text, err = api.kernel.run_command(line)
+        if err then
+          notice(err, style.error)
+        elseif text and text ~= "" then
+          notice(text, {})
+        end
+        refresh()
+      end)
+      layout()
+      return
+    end
+    if S.busy then
+      local kind, text = "steering", line
+      if line:sub(1, 1) == ">" then kind, text = "follow-up", line:sub(2):gsub("^%s+", "") end
+      local q = S.queued[kind]
+      q[#q + 1] = text
+      term.push({ kind = "user", text = text, prefix = { { text = kind == "steering" and "» " or "> ", style = style.queued } }, cont = "  ", style = style.dim, gap = true })
+      api.turn.submit(text, { when_busy = kind })
+      refresh()
+      return
+    end
+    S.busy = true
+    layout()
+    run_task(function()
+      local r = api.turn.submit(line, { when_busy = "steering" })
+      S.busy = false
+      if r.status == "error" then
+        notice("error: " .. (r.error or "the turn failed"), style.error)
+      end
+      refresh()
+    end)
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Overlays (select / prompt), answered through a callback.
+  function impl.open_overlay(o, done)
+    o.selected = o.selected or 1
+    o.done = done
+    if S.overlay then
+      S.overlay_queue = S.overlay_queue or {}
+      table.insert(S.overlay_queue, o)
+      return
+    end
+    S.overlay = o
+    layout()
+  end
+
+  local function close_overlay(answer)
+    local o = S.overlay
+    S.overlay = S.overlay_queue and table.remove(S.overlay_queue, 1) or nil
+    layout()
+    if o and o.done then o.done(answer) end
+  end
+
+  --- Shows an overlay and waits (this coroutine only) for the person's answer.
+  local function ask_overlay(o)
+    if not open() then return nil, "no user" end
+    local id = term.waiter()
+    local answer
+    impl.open_overlay(o, function(a)
+      answer = a
+      term.done(id)
+    end)
+    term.wait(id)
+    return answer
+  end
+
+  function impl.dismiss() close_overlay(nil) end
+
+  local function overlay_key(key)
+    local o = S.overlay
+    if key == "esc" or key == "ctrl-c" then
+      close_overlay(nil)
+    elseif key == "up" and o.items then
+      o.selected = math.max(1, o.selected - 1)
+    elseif key == "down" and o.items then
+      o.selected = math.min(#o.items, o.selected + 1)
+    elseif key == "enter" then
+      if o.input then close_overlay(o.input.text) else close_overlay(o.items and o.items[o.selected]) end
+      return
+    elseif o.input then
+      if key == "backspace" then editor.backspace(o.input)
+      elseif key == "left" then editor.left(o.input)
+      elseif key == "right" then editor.right(o.input)
+      elseif utf8.len(key) == 1 then editor.insert(o.input, key) end
+    elseif o.items and key:match("^%d$") then
+      local i = tonumber(key)
+      if o.items[i] then
+        o.selected = i
+        close_overlay(o.items[i])
+        return
+      end
+    end
+    layout()
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Keys.
+  local function quit()
+    S.quit = true
+    if S.busy then pcall(api.turn.cancel) end
+  end
+
+  local function toggle_expand()
+    S.expanded = not S.expanded
+    term.fold("tool", not S.expanded)
+  end
+  impl.toggle_expand = toggle_expand
+
+  local function toggle_thinking()
+    S.thinking_shown = not S.thinking_shown
+    term.fold("thinking", not S.thinking_shown)
+  end
+
+  local function ctrl_c()
+    if S.busy then
+      pcall(api.turn.cancel)
+      S.hint = "cancelling…"
+    elseif S.ed.text ~= "" then
+      editor.set(S.ed, "")
+      S.menu = nil
+    else
+      local now = os.time()
+      if S.armed and now - S.armed <= 2 then
+        quit()
+        return
+      end
+      S.armed = now
+      S.hint = "press Ctrl-C again to quit"
+    end
+  end
+
+  local simple = {
+    ["ctrl-a"] = editor.home, home = nil, ["ctrl-e"] = editor["end"],
+    ["ctrl-b"] = editor.left, left = editor.left, ["ctrl-f"] = editor.right, right = editor.right,
+    ["ctrl-w"] = editor.kill_word, ["alt-backspace"] = editor.kill_word, ["ctrl-u"] = editor.kill_start,
+    ["ctrl-k"] = editor.kill_end, ["alt-b"] = editor.word_left, ["alt-f"] = editor.word_right,
+    ["ctrl-left"] = editor.word_left, ["ctrl-right"] = editor.word_right,
+    backspace = editor.backspace, ["ctrl-h"] = editor.backspace, delete = editor.delete,
+  }
+
+  function impl.key(key)
+    if S.hint and key ~= "ctrl-c" then S.hint = nil end
+    if key ~= "ctrl-c" then S.armed = nil end
+    if S.overlay then return overlay_key(key) end
+    local ctl = S.controls and S.controls[key]
+    if ctl then
+      local ok, err = pcall(ctl.handler, ctx_for_extensions())
+      if not ok then notice("control " .. key .. " failed: " .. tostring(err), style.error) end
+      refresh()
+      return
+    end
+    if S.menu then
+      if key == "up" or key == "shift-tab" or key == "ctrl-p" then
+        S.menu.selected = (S.menu.selected - 2) % #S.menu.items + 1
+        return layout()
+      elseif key == "down" or key == "ctrl-n" then
+        S.menu.selected = S.menu.selected % #S.menu.items + 1
+        return layout()
+      elseif key == "esc" then
+        S.menu = nil
+        return layout()
+      elseif key == "tab" then
+        complete()
+        return layout()
+      end
+    end
+    if key == "enter" then
+      return submit()
+    elseif key == "ctrl-j" or key == "shift-enter" or key == "alt-enter" then
+      editor.insert(S.ed, "\n")
+    elseif key == "tab" then
+      complete()
+    elseif key == "ctrl-c" then
+      ctrl_c()
+    elseif key == "esc" then
+      if S.busy then pcall(api.turn.cancel) end
+    elseif key == "ctrl-d" then
+      if S.ed.text == "" then return quit() end
+      editor.delete(S.ed)
+    elseif key == "up" then
+      history_step(-1)
+    elseif key == "down" then
+      history_step(1)
+    elseif key == "pgup" then
+      term.scroll(-math.max(1, term.page() - 1))
+    elseif key == "pgdn" then
+      term.scroll(math.max(1, term.page() - 1))
+    elseif key == "home" then
+      if S.ed.text == "" then term.top() else editor.home(S.ed) end
+    elseif key == "end" then
+      if S.ed.text == "" then term.bottom() else editor["end"](S.ed) end
+    elseif key == "ctrl-o" then
+      toggle_expand()
+    elseif key == "ctrl-t" then
+      toggle_thinking()
+    elseif key == "ctrl-l" then
+      term.redraw()
+    elseif key == "ctrl-z" then
+      term.suspend()
+    elseif key == "alt-e" then
+      local text, err = term.edit(S.ed.text)
+      if text then
+        editor.set(S.ed, (text:gsub("\n+$", "")))
+      elseif err then
+        notice(err, style.error)
+      end
+    elseif simple[key] then
+      simple[key](S.ed)
+    elseif utf8.len(key) == 1 then
+      editor.insert(S.ed, key)
+    else
+      return
+    end
+    if S.menu then
+      -- Typing narrows the open menu.
+      local items = completions()
+      S.menu = #items > 0 and { items = items, selected = 1 } or nil
+    end
+    layout()
+  end
+
+  function impl.paste(text)
+    if S.overlay then
+      if S.overlay.input then editor.insert(S.overlay.input, (text:gsub("\n", " "))) end
+      return layout()
+    end
+    local _, nl = text:gsub("\n", "")
+    local lines = nl + 1
+    if lines > 10 or #text > 1000 then
+      S.paste_n = S.paste_n + 1
+      S.pastes[S.paste_n] = text
+      editor.insert(S.ed, string.format("[paste #%d +%d lines]", S.paste_n, lines))
+    else
+      editor.insert(S.ed, text)
+    end
+    layout()
+  end
+
+  function impl.input(ev)
+    if ev.type == "key" then
+      impl.key(ev.key)
+    elseif ev.type == "paste" then
+      impl.paste(ev.text)
+    elseif ev.type == "wheel" then
+      term.scroll(ev.up and -ev.n or ev.n)
+    elseif ev.type == "resize" then
+      layout()
+    end
+  end
+
+  function impl.reinit()
+    compute_controls()
+    refresh()
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- The earlier transcript (fen -c / --resume).
+  local function replay(messages)
+    for _, m in ipairs(messages or {}) do
+      local content = m.content
+      if m.role == "user" then
+        local text = type(content) == "string" and content or ""
+        if type(content) == "table" then
+          for _, b in ipairs(content) do if b.type == "text" then text = text .. (b.text or "") end end
+        end
+        term.push({ kind = "user", text = text, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
+      elseif m.role == "assistant" then
+        for _, b in ipairs(content or {}) do
+          if b.type == "text" and b.text ~= "" then
+            term.push({ kind = "assistant", markdown = true, text = b.text, gap = true })
+          elseif b.type == "thinking" then
+            term.push({ kind = "thinking", head = { { text = "✻ thinking", style = style.thinking } }, text = b.thinking or "", style = style.thinking, folded = not S.thinking_shown, gap = true })
+          elseif b.type == "tool-call" then
+            S.replay_calls = S.replay_calls or {}
+            S.replay_calls[b.id or ""] = b
+          end
+        end
+      elseif m.role == "tool-result" then
+        local body = result_text(m)
+        term.push({ kind = "tool", head = tool_row(rows.result_row(m, (S.replay_calls or {})[m.tool_call_id or ""])), text = preview(body), folded = not S.expanded })
+      end
+    end
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- Commands this presenter adds.
+  api.register("command", {
+    name = "expand",
+    description = "Show or hide tool result previews under the tool rows (also Ctrl-O).",
+    handler = function()
+      if not open() then return "/expand works in the TUI" end
+      toggle_expand()
+      return nil
+    end,
+  })
+
+  api.register("command", {
+    name = "copy",
+    description = "Copy the last answer to the clipboard (OSC 52; passes through tmux).",
+    handler = function()
+      local last
+      for _, m in ipairs(api.turn.messages() or {}) do
+        if m.role == "assistant" then
+          local parts = {}
+          for _, b in ipairs(m.content or {}) do if b.type == "text" then parts[#parts + 1] = b.text end end
+          if #parts > 0 then last = table.concat(parts) end
+        end
+      end
+      if not last then return "nothing to copy yet" end
+      term.copy(last)
+      return string.format("copied %d bytes", #last)
+    end,
+  })
+
+  ---------------------------------------------------------------------------------------------
+  local function labels(items)
+    local out = {}
+    for i, it in ipairs(items or {}) do
+      out[i] = type(it) == "table" and tostring(it.label or it.text or it.value or it[1]) or tostring(it)
+    end
+    return out
+  end
+
+  api.register("presenter", {
+    name = "tui",
+    --- `api.ui.notify(text)`: a notice in the transcript.
+    notify = function(text)
+      notice(tostring(text), style.info)
+    end,
+    --- `api.ui.select(title, items)`: the chosen index, nil when dismissed (Esc).
+    select = function(title, items)
+      local shown = labels(items)
+      local choice = ask_overlay({ title = tostring(title or ""), items = shown })
+      if choice == nil then return nil end
+      for i, l in ipairs(shown) do if l == choice then return i end end
+      return nil
+    end,
+    --- `api.ui.prompt(question, default)`: the text entered, nil when dismissed.
+    prompt = function(question, default)
+      local d = default and tostring(default) or ""
+      return ask_overlay({ title = "fen", question = tostring(question or ""), input = { text = d, cursor = #d } })
+    end,
+    --- A hook's `ctx.ask(request)`. A string asks yes/no and answers "yes" or "no"; a table
+    --- `{title, question, options = {...}}` answers the chosen option (its `value`, else its
+    --- label); `{question, input = true, default}` answers text. Dismissed: nil.
+    ask = function(request)
+      if type(request) ~= "table" then
+        local a = ask_overlay({ title = "fen asks", question = tostring(request), items = { "yes", "no" } })
+        return a
+      end
+      if request.input then
+        local d = request.default and tostring(request.default) or ""
+        return ask_overlay({ title = request.title or "fen asks", question = tostring(request.question or ""), input = { text = d, cursor = #d } })
+      end
+      local options = request.options or request.items or { "yes", "no" }
+      local shown = labels(options)
+      local a = ask_overlay({ title = request.title or "fen asks", question = tostring(request.question or request.text or ""), items = shown })
+      if a == nil then return nil end
+      for i, l in ipairs(shown) do
+        if l == a then
+          local o = options[i]
+          return type(o) == "table" and (o.value or l) or o
+        end
+      end
+      return nil
+    end,
+    run = function(ctx)
+      S.open = true
+      S.quit = false
+      term.open()
+      S.cwd = os.getenv("PWD")
+      local ok_msgs, messages = pcall(api.turn.messages)
+      if ok_msgs then replay(messages) end
+      S.impl.reinit()
+      if ctx.prompt and ctx.prompt ~= "" then
+        editor.set(S.ed, ctx.prompt)
+        S.impl.key("enter")
+      end
+      while not S.quit do
+        local ev = term.next()
+        if not ev then break end
+        local ok, err = pcall(S.impl.input, ev)
+        if not ok then S.impl.notice("presenter error: " .. tostring(err), S.style.error) end
+      end
+      return 0
+    end,
+    shutdown = function()
+      S.open = false
+      term.close()
+    end,
+  })
+end

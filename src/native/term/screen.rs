@@ -1,0 +1,234 @@
+//! One object the binding drives: the transcript, the current layout, the writer and the
+//! scheduler. Changes mark a frame due; [`Screen::paint`] composes and writes it;
+//! [`Screen::tick`] rewrites only the spinner's cells.
+
+use super::layout::Layout;
+use super::render::{busy_text, compose, Ctx, Frame};
+use super::schedule::Scheduler;
+use super::style::Style;
+use super::transcript::Transcript;
+use super::writer::Writer;
+use std::time::Instant;
+
+#[derive(Debug)]
+pub struct Screen {
+    pub transcript: Transcript,
+    pub sched: Scheduler,
+    layout: Layout,
+    writer: Writer,
+    size: (u16, u16),
+    color: bool,
+    last: Option<Frame>,
+}
+
+impl Screen {
+    pub fn new(width: u16, height: u16, color: bool) -> Screen {
+        Screen {
+            transcript: Transcript::default(),
+            sched: Scheduler::default(),
+            layout: Layout::default(),
+            writer: Writer::new(width, height),
+            size: (width, height),
+            color,
+            last: None,
+        }
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        self.size
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// A new layout description (Lua calls this once per change).
+    pub fn set_layout(&mut self, layout: Layout, now: Instant) {
+        self.sched.set_spinning(layout.busy.is_some(), now);
+        if layout != self.layout {
+            self.layout = layout;
+            self.sched.request();
+        }
+    }
+
+    /// Something in the transcript changed.
+    pub fn changed(&mut self) {
+        self.sched.request();
+    }
+
+    pub fn resize(&mut self, width: u16, height: u16) {
+        self.size = (width, height);
+        self.writer.resize(width, height);
+        self.sched.request();
+    }
+
+    /// Clear and repaint everything on the next frame (Ctrl-L, after a suspend).
+    pub fn invalidate(&mut self) {
+        self.writer.invalidate();
+        self.sched.request();
+    }
+
+    /// Transcript rows of the last frame (a page for PgUp/PgDn).
+    pub fn page(&self) -> usize {
+        self.last
+            .as_ref()
+            .map_or(self.size.1.saturating_sub(4), |f| f.transcript_rows) as usize
+    }
+
+    pub fn scroll(&mut self, rows: isize) {
+        let (w, h) = (self.size.0 as usize, self.page());
+        if rows < 0 {
+            self.transcript.scroll_up(rows.unsigned_abs(), w, h);
+        } else {
+            self.transcript.scroll_down(rows as usize, w, h);
+        }
+        self.sched.request();
+    }
+
+    fn busy(&self, now: Instant) -> Option<String> {
+        let since = self.sched.spinning_since()?;
+        let label = self.layout.busy.as_ref().map_or("", |b| b.label.as_str());
+        Some(busy_text(
+            label,
+            now.duration_since(since).as_millis() as u64,
+        ))
+    }
+
+    /// Composes and writes a frame (nothing is appended when nothing changed on screen).
+    pub fn paint(&mut self, now: Instant, out: &mut Vec<u8>) {
+        let ctx = Ctx {
+            color: self.color,
+            busy: self.busy(now),
+        };
+        let frame = compose(
+            &self.layout,
+            &mut self.transcript,
+            self.size.0,
+            self.size.1,
+            &ctx,
+        );
+        self.writer.frame(&frame.buf, frame.cursor, out);
+        self.last = Some(frame);
+        self.sched.painted(now);
+    }
+
+    /// Rewrites the spinner's cells only.
+    pub fn tick(&mut self, now: Instant, out: &mut Vec<u8>) {
+        self.sched.ticked(now);
+        let Some(text) = self.busy(now) else {
+            return;
+        };
+        let Some(frame) = &mut self.last else {
+            return;
+        };
+        let Some((x, y, w)) = frame.busy_slot else {
+            return;
+        };
+        let (t, tw) = super::width::truncate(&text, w as usize);
+        let padded = format!("{}{}", " ".repeat(w as usize - tw), t);
+        frame.buf.set_stringn(
+            x,
+            y,
+            padded,
+            w as usize,
+            Style::fg(super::style::Color::Cyan).to_ratatui(self.color),
+        );
+        self.writer.frame(&frame.buf, frame.cursor, out);
+    }
+
+    /// The text on screen as last painted, one string per row (tests).
+    pub fn text(&self) -> Vec<String> {
+        self.last
+            .as_ref()
+            .map(|f| super::render::buffer_text(&f.buf))
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::term::layout::Busy;
+    use crate::native::term::schedule::Next;
+    use crate::native::term::style::Span;
+    use crate::native::term::transcript::BlockSpec;
+    use std::time::Duration;
+
+    #[test]
+    fn spinner_tick_writes_only_its_cells_and_idle_writes_nothing() {
+        let t0 = Instant::now();
+        let mut s = Screen::new(40, 8, true);
+        s.transcript.push(BlockSpec {
+            text: Some("x".repeat(30)),
+            ..Default::default()
+        });
+        s.set_layout(
+            Layout {
+                status: vec![Span::plain("mock:model")],
+                busy: Some(Busy::default()),
+                ..Default::default()
+            },
+            t0,
+        );
+        let mut out = Vec::new();
+        s.paint(t0, &mut out);
+        let mut p = crate::native::term::vt(8, 40);
+        p.process(&out);
+        assert!(p.screen().contents().starts_with("mock:model"));
+        assert_eq!(s.sched.next(t0), Next::At(t0 + Duration::from_millis(100)));
+        let t1 = t0 + Duration::from_millis(100);
+        let mut tick = Vec::new();
+        s.tick(t1, &mut tick);
+        // One spinner glyph changed: one cursor move, one SGR, one glyph, framing.
+        assert!(tick.len() < 60, "{}", String::from_utf8_lossy(&tick));
+        p.process(&tick);
+        assert!(p
+            .screen()
+            .contents()
+            .lines()
+            .next()
+            .is_some_and(|l| l.ends_with("⠙ 0s")));
+        // Not busy and nothing changed: no timer, no bytes.
+        s.set_layout(
+            Layout {
+                status: vec![Span::plain("mock:model")],
+                ..Default::default()
+            },
+            t1,
+        );
+        let mut out = Vec::new();
+        s.paint(t1, &mut out);
+        assert_eq!(s.sched.next(t1 + Duration::from_secs(10)), Next::Idle);
+        let mut nothing = Vec::new();
+        s.paint(t1 + Duration::from_secs(1), &mut nothing);
+        assert!(nothing.is_empty());
+    }
+
+    #[test]
+    fn resize_rewraps_without_losing_or_doubling_lines() {
+        let t0 = Instant::now();
+        let mut s = Screen::new(30, 12, false);
+        for i in 0..5 {
+            s.transcript.push(BlockSpec {
+                text: Some(format!("line {i} with some words")),
+                ..Default::default()
+            });
+        }
+        let mut p = crate::native::term::vt(12, 30);
+        let mut out = Vec::new();
+        s.paint(t0, &mut out);
+        p.process(&out);
+        for (w, h) in [(12u16, 16u16), (50, 10), (30, 12)] {
+            s.resize(w, h);
+            p.set_size(crate::native::term::nz(h), crate::native::term::nz(w));
+            let mut out = Vec::new();
+            s.paint(t0, &mut out);
+            p.process(&out);
+            let shown = p.screen().contents();
+            let joined = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+            for i in 0..5 {
+                assert_eq!(joined.matches(&format!("line {i} ")).count(), 1, "{shown}");
+            }
+        }
+    }
+}
