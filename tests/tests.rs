@@ -27,6 +27,7 @@ mod native_process;
 mod native_search;
 mod native_sse;
 mod native_truncate;
+mod permissions;
 mod policy_corpus;
 mod providers;
 mod sessions;

@@ -319,7 +319,7 @@ fn slash_completion_opens_a_menu_and_completes() {
     t.send("/");
     t.send("\t");
     let screen = t.wait_for("/help");
-    assert!(screen.contains("/reload"), "{screen}");
+    assert!(screen.contains("/compact"), "{screen}");
     t.send("rel\t");
     t.wait("completed", |_| t.rows()[29].starts_with("› /reload"));
 }

@@ -43,8 +43,13 @@ return function(api)
     if active then out(string.format("err> extension %s failed in %s: %s\n", tostring(ev.owner), tostring(ev.event), ev.error)) end
   end)
 
-  --- One answer line from the person (nil at end of input).
+  --- One answer line from the person (nil at end of input). Without a terminal the line
+  --- editor shows no prompt, so the question is written out first.
   local function answer(prompt)
+    if not native.line.interactive() then
+      out(prompt .. "\n")
+      prompt = ""
+    end
     local line = native.line.read(prompt)
     return line and line:match("^%s*(.-)%s*$") or nil
   end

@@ -654,6 +654,15 @@ return function(api)
         close_overlay(o.items[i])
         return
       end
+    elseif o.items and key:match("^%a$") then
+      -- An item labelled "y  yes, once" is chosen by its letter (approval prompts).
+      for i, label in ipairs(o.items) do
+        if label:sub(1, 2) == key .. " " then
+          o.selected = i
+          close_overlay(label)
+          return
+        end
+      end
     end
     layout()
   end
@@ -919,7 +928,7 @@ return function(api)
       end
       local options = request.options or request.items or { "yes", "no" }
       local shown = labels(options)
-      local a = ask_overlay({ title = request.title or "fen asks", question = tostring(request.question or request.text or ""), items = shown })
+      local a = ask_overlay({ title = request.title or "fen asks", question = tostring(request.text or request.question or ""), items = shown })
       if a == nil then return nil end
       for i, l in ipairs(shown) do
         if l == a then

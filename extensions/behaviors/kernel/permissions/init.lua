@@ -233,7 +233,23 @@ return function(api)
       else
         asking = true
         local question = string.format("Approve %s %q?", name, d.subject ~= "" and d.subject or native.json.encode(args or {}))
+        -- The full request: a presenter that knows permissions (the line REPL) shows the items
+        -- itself; one that shows a list (the TUI) gets the question with the items in it and
+        -- the answers as options chosen by their letter.
+        local lines = { question }
+        for _, it in ipairs(d.items) do
+          lines[#lines + 1] = string.format("  %s %s — %s", it.verdict == "allow" and "ok" or "??", it.subject, it.reason)
+        end
+        local scope = #d.scope > 0 and table.concat(d.scope, ", ") or nil
+        local options = {
+          { label = "y  yes, once", value = "y" },
+          { label = "s  yes, for this session" .. (scope and (": " .. scope) or ""), value = "s" },
+          { label = "a  always (.fen/settings.local.json)" .. (scope and (": " .. scope) or ""), value = "a" },
+          { label = "n  no", value = "n" },
+          { label = "c  no, and cancel the turn", value = "c" },
+        }
         local ok2, answer = pcall(ctx.ask, { kind = "permission", tool = name, question = question,
+          title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
           items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
         asking = false
         if not ok2 then answer = nil end

@@ -1,0 +1,436 @@
+//! Permissions end to end through the mock provider: the mode table, headless answers, the
+//! line REPL's approval prompt (y, s, a, n, c), "always" kept for the next session, trust,
+//! floors in yolo, `--tools`, bad rules, the audit log and the sandbox in auto mode.
+
+use crate::common;
+use common::Sandbox;
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn script(s: &Sandbox, calls: &[(&str, Value)]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(name, args)| serde_json::json!({"name": name, "arguments": args}))
+        .collect();
+    let turns = serde_json::json!([{"tool_calls": calls}, {"text": "done"}]);
+    s.write("script.json", &turns.to_string())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `fen --mode json` with `args`; the tool-result texts and the permission decisions.
+fn run_json(s: &Sandbox, args: &[&str]) -> (Vec<String>, Vec<Value>, std::process::Output) {
+    let mut all = vec!["--mode", "json", "go", "--no-session"];
+    all.extend_from_slice(args);
+    let out = s.fen(&all);
+    let mut results = Vec::new();
+    let mut decisions = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(ev) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match ev["type"].as_str() {
+            Some("tool-result") => results.push(
+                ev["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            Some("permission-decision") => decisions.push(ev),
+            _ => {}
+        }
+    }
+    (results, decisions, out)
+}
+
+fn allowed(r: &str) -> bool {
+    !r.starts_with("permission denied")
+}
+
+#[test]
+fn each_mode_decides_as_its_table_says() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write("outside.txt", "secret-ish\n");
+    let sc = script(
+        &s,
+        &[
+            ("bash", serde_json::json!({"command": "ls"})),
+            ("bash", serde_json::json!({"command": "touch made.txt"})),
+            (
+                "write",
+                serde_json::json!({"path": "new.txt", "content": "x"}),
+            ),
+            ("read", serde_json::json!({"path": "../outside.txt"})),
+        ],
+    );
+    let expect = |mode: &str| -> [bool; 4] {
+        match mode {
+            "safe" => [true, false, false, false],
+            "default" => [true, false, false, false],
+            // auto: shell runs when a sandbox exists (bubblewrap or Landlock on Linux).
+            "auto" => [true, true, true, false],
+            _ => [true, true, true, true],
+        }
+    };
+    for mode in ["safe", "default", "auto", "yolo"] {
+        let (results, decisions, out) =
+            run_json(&s, &["--mock-script", &sc, "--permission-mode", mode]);
+        assert_eq!(
+            results.len(),
+            4,
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<bool> = results.iter().map(|r| allowed(r)).collect();
+        assert_eq!(got, expect(mode), "{mode}: {results:#?}");
+        assert_eq!(decisions.len(), 4, "{mode}: every call is recorded");
+        if mode == "safe" {
+            assert!(results[1].contains("— mode:"), "{}", results[1]);
+        }
+        if mode == "default" {
+            assert!(
+                results[1].contains("headless: no one to approve it"),
+                "{}",
+                results[1]
+            );
+            assert!(results[1].contains("Bash(touch *)"), "{}", results[1]);
+        }
+    }
+    // The audit log holds every decision.
+    let audit = std::fs::read_to_string(s.state().join("fen/permissions.jsonl")).unwrap();
+    assert!(audit.lines().count() >= 16, "{audit}");
+    assert!(audit.contains("\"source\":\"headless\""));
+}
+
+#[test]
+fn floors_hold_in_yolo_and_a_hook_cannot_lift_them() {
+    let s = Sandbox::new();
+    // A trusted user hook that allows everything changes nothing: hooks only tighten.
+    s.write(
+        "config/fen/extensions/allowall.lua",
+        r#"return function(api) api.register("hook", { name = "allowall", before_tool = function() return { block = false } end }) end"#,
+    );
+    let sc = script(
+        &s,
+        &[
+            ("bash", serde_json::json!({"command": "rm -rf ~"})),
+            (
+                "bash",
+                serde_json::json!({"command": "echo x > .git/hooks/pre-commit"}),
+            ),
+        ],
+    );
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--yolo"]);
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert!(
+            r.starts_with("permission denied") && r.contains("floor"),
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn headless_never_waits_for_a_person_and_on_ask_allow_lets_calls_through() {
+    let s = Sandbox::new();
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "touch a.txt"}))],
+    );
+    // stdin stays open and silent: an ask must not read it.
+    let t0 = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args([
+            "-p",
+            "go",
+            "--no-session",
+            "--permission-mode",
+            "default",
+            "--mock-script",
+            &sc,
+        ])
+        .current_dir(s.cwd())
+        .env("HOME", s.root())
+        .env("XDG_CONFIG_HOME", s.config())
+        .env("XDG_STATE_HOME", s.state())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stdin = child.stdin.take();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "a headless run waited on an ask"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!s.cwd().join("a.txt").exists());
+    let (results, _, _) = run_json(
+        &s,
+        &[
+            "--mock-script",
+            &sc,
+            "--permission-mode",
+            "default",
+            "--on-ask",
+            "allow",
+        ],
+    );
+    assert!(allowed(&results[0]), "{}", results[0]);
+    assert!(s.cwd().join("a.txt").exists());
+}
+
+/// The line REPL with `input` on stdin (not a terminal: answers are read line by line).
+fn repl(s: &Sandbox, sc: &str, input: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--presenter",
+        "stdio",
+        "--no-session",
+        "--permission-mode",
+        "default",
+        "--mock-script",
+        sc,
+    ];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args(&args)
+        .current_dir(s.cwd())
+        .env("HOME", s.root())
+        .env("XDG_CONFIG_HOME", s.config())
+        .env("XDG_STATE_HOME", s.state())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn the_line_repl_asks_and_each_answer_does_what_it_says() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    // y: once.
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "touch yes.txt"}))],
+    );
+    let out = repl(&s, &sc, "go\ny\n", &[]);
+    assert!(
+        out.contains("Approve bash \"touch yes.txt\"? [y]es [s]ession [a]lways [n]o [c]ancel"),
+        "{out}"
+    );
+    assert!(s.cwd().join("yes.txt").exists(), "{out}");
+    // n with a reason: denied, and the model is told why.
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "touch no.txt"}))],
+    );
+    let out = repl(&s, &sc, "go\nn: not now\n", &[]);
+    assert!(!s.cwd().join("no.txt").exists());
+    assert!(
+        out.contains("permission denied: touch no.txt — user: not now"),
+        "{out}"
+    );
+    // s: one answer covers the variants of the command for the session.
+    let sc = script(
+        &s,
+        &[
+            ("bash", serde_json::json!({"command": "touch s1.txt"})),
+            (
+                "bash",
+                serde_json::json!({"command": "cd . && touch s2.txt"}),
+            ),
+        ],
+    );
+    let out = repl(&s, &sc, "go\ns\n", &[]);
+    assert_eq!(out.matches("[y]es [s]ession").count(), 1, "{out}");
+    assert!(
+        s.cwd().join("s1.txt").exists() && s.cwd().join("s2.txt").exists(),
+        "{out}"
+    );
+    // a: always, written to .fen/settings.local.json and honoured by the next (headless) run.
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "mkdir -p d1"}))],
+    );
+    let out = repl(&s, &sc, "go\na\n", &[]);
+    assert!(s.cwd().join("d1").is_dir(), "{out}");
+    let local = std::fs::read_to_string(s.cwd().join(".fen/settings.local.json")).unwrap();
+    assert!(local.contains("Bash(mkdir"), "{local}");
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "mkdir -p d2"}))],
+    );
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "default"]);
+    assert!(allowed(&results[0]), "{}", results[0]);
+    assert!(s.cwd().join("d2").is_dir());
+    // c: cancels the turn.
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "touch c.txt"}))],
+    );
+    let out = repl(&s, &sc, "go\nc\n", &[]);
+    assert!(!s.cwd().join("c.txt").exists());
+    assert!(out.contains("cancelled"), "{out}");
+}
+
+#[test]
+fn an_untrusted_projects_allow_rules_and_hooks_have_no_effect() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write(
+        "work/.fen/settings.json",
+        r#"{"permissions": {"mode": "yolo", "allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}}"#,
+    );
+    s.write(
+        "work/.fen/extensions/opener.lua",
+        r#"return function(api) api.register("hook", { name = "opener", order = -1, before_tool = function() return nil end }) end"#,
+    );
+    let sc = script(
+        &s,
+        &[
+            ("bash", serde_json::json!({"command": "touch x.txt"})),
+            ("bash", serde_json::json!({"command": "rm -f nothing.txt"})),
+        ],
+    );
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "default"]);
+    assert!(
+        !allowed(&results[0]),
+        "an untrusted allow rule applied: {}",
+        results[0]
+    );
+    // A project deny rule tightens even untrusted.
+    assert!(results[1].contains("Bash(rm *)"), "{}", results[1]);
+    // Trusted, its allow rule applies.
+    let (results, _, _) = run_json(
+        &s,
+        &[
+            "--mock-script",
+            &sc,
+            "--permission-mode",
+            "default",
+            "--trust",
+        ],
+    );
+    assert!(allowed(&results[0]), "{}", results[0]);
+}
+
+#[test]
+fn a_call_denied_once_is_refused_again_in_the_same_turn() {
+    let s = Sandbox::new();
+    let args = serde_json::json!({"command": "touch twice.txt"});
+    let sc = script(&s, &[("bash", args.clone()), ("bash", args)]);
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "default"]);
+    assert!(
+        results[1].contains("already denied in this turn"),
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn tools_outside_the_tools_flag_are_neither_offered_nor_run() {
+    let s = Sandbox::new();
+    let lua = s.write(
+        "script.lua",
+        r#"return function(n, ctx)
+  if n == 1 then return { tool_calls = { { name = "bash", arguments = { command = "ls" } } } } end
+  local names = {}
+  for _, t in ipairs(ctx.tools) do names[#names + 1] = t.name end
+  table.sort(names)
+  return { text = "offered: " .. table.concat(names, ",") }
+end"#,
+    );
+    let out = s.fen(&[
+        "--mode",
+        "json",
+        "go",
+        "--no-session",
+        "--mock-script",
+        lua.to_str().unwrap(),
+        "--tools",
+        "read,grep*",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error: tool restricted by --tools: bash"),
+        "{text}"
+    );
+    assert!(text.contains("offered: grep,read"), "{text}");
+}
+
+#[test]
+fn a_rule_that_can_never_match_is_reported_with_its_file_and_everything_is_refused() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/settings.json",
+        "{\n  \"permissions\": {\n    \"allow\": [\"Nosuchtool(x)\"]\n  }\n}\n",
+    );
+    let sc = script(&s, &[("bash", serde_json::json!({"command": "ls"}))]);
+    let out = s.fen(&["--mode", "json", "go", "--no-session", "--mock-script", &sc]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("settings.json:3"), "{text}");
+    assert!(text.contains("Nosuchtool(x)"), "{text}");
+    assert!(
+        text.contains("permission denied: permission rules"),
+        "{text}"
+    );
+}
+
+#[test]
+fn auto_mode_runs_shell_commands_in_the_os_sandbox() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "echo inside"}))],
+    );
+    let out = s.fen(&[
+        "--mode",
+        "json",
+        "go",
+        "--no-session",
+        "--mock-script",
+        &sc,
+        "--permission-mode",
+        "auto",
+    ]);
+    let tier = fen::native::sandbox::detect().tier;
+    let ev: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool-result")
+        .collect();
+    assert_eq!(ev.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let details = &ev[0]["result"]["details"];
+    let sandboxed = details["sandboxed"].as_bool().unwrap_or(false);
+    assert_eq!(
+        sandboxed,
+        tier != fen::native::sandbox::Tier::None,
+        "tier {tier:?}: {details}"
+    );
+    assert!(ev[0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("inside"));
+}
