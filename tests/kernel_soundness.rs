@@ -714,3 +714,55 @@ return tostring(grep_err):match("^[^\n]*") .. "\n" .. tostring(http_err):match("
         lines[1]
     );
 }
+
+#[test]
+fn model_and_thinking_switch_between_turns() {
+    let s = Sandbox::new();
+    let log = s.root().join("calls.txt");
+    ext(
+        &s,
+        "spy",
+        &format!(
+            r#"return function(api)
+  api.on("llm-start", function(ev)
+    local m = api.turn.model()
+    local fh = io.open({:?}, "a")
+    fh:write(ev.provider .. "/" .. ev.model .. " " .. tostring(m.thinking) .. "\n")
+    fh:close()
+  end)
+end"#,
+            log.to_string_lossy()
+        ),
+    );
+    let script = s.write("s.json", r#"[{"text": "one"}, {"text": "two"}]"#);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
+        .args([
+            "--presenter",
+            "stdio",
+            "--no-session",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ])
+        .current_dir(s.cwd())
+        .env("HOME", s.root())
+        .env("XDG_CONFIG_HOME", s.config())
+        .env("XDG_STATE_HOME", s.state())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"first\n/model mock/other-model\n/thinking low\n/thinking loud\nsecond\n")
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("model: mock/other-model"), "{text}");
+    assert!(text.contains("unknown thinking level \"loud\""), "{text}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls, "mock/mock nil\nmock/other-model low\n", "{text}");
+}

@@ -99,6 +99,20 @@ function turn.complete(request) end
 ---@param messages table[]
 function turn.replace_messages(messages) end
 
+--- The provider, model and thinking level in use now.
+---@return {provider: string, model: string, thinking: string?}
+function turn.model() end
+
+--- Switches provider and model for the next turns (refused while a turn runs); emits
+--- `model-changed`.
+---@param provider string
+---@param model string
+function turn.set_model(provider, model) end
+
+--- Sets the thinking level for the next turns.
+---@param level "off"|"minimal"|"low"|"medium"|"high"
+function turn.set_thinking(level) end
+
 --- The current model's context window in tokens.
 ---@return integer
 function turn.context_window() end

@@ -448,6 +448,66 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         })?,
     )?;
     let i = inner.clone();
+    // `model()` -> `{provider, model, thinking}` in use now.
+    t.set(
+        "model",
+        lua.create_function(move |lua, ()| {
+            let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+            let out = lua.create_table()?;
+            out.set("provider", agent.provider())?;
+            out.set("model", agent.model())?;
+            out.set(
+                "thinking",
+                agent
+                    .options()
+                    .get("thinking")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string),
+            )?;
+            Ok(out)
+        })?,
+    )?;
+    let i = inner.clone();
+    // `set_model(provider, model)`: the next turns use them (refused while a turn runs, or
+    // for a provider that is not registered).
+    t.set(
+        "set_model",
+        lua.create_function(move |lua, (provider, model): (String, String)| {
+            let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+            if i.registry.borrow().get("provider", &provider).is_none() {
+                return Err(mlua::Error::runtime(format!(
+                    "no provider named '{provider}' is registered (`fen list providers`)"
+                )));
+            }
+            agent
+                .set_model(&provider, &model)
+                .map_err(mlua::Error::external)?;
+            let ev = lua.create_table()?;
+            ev.set("type", "model-changed")?;
+            ev.set("provider", provider)?;
+            ev.set("model", model)?;
+            state::emit(lua, &i, ev, "kernel")
+        })?,
+    )?;
+    let i = inner.clone();
+    // `set_thinking(level)`: off, minimal, low, medium or high for the next turns.
+    t.set(
+        "set_thinking",
+        lua.create_function(move |_, level: String| {
+            let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+            const LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high"];
+            if !LEVELS.contains(&level.as_str()) {
+                return Err(mlua::Error::runtime(format!(
+                    "unknown thinking level {level:?}: use {}",
+                    LEVELS.join(", ")
+                )));
+            }
+            agent
+                .set_option("thinking", serde_json::Value::String(level))
+                .map_err(mlua::Error::external)
+        })?,
+    )?;
+    let i = inner.clone();
     t.set(
         "context_window",
         lua.create_function(move |_, ()| {

@@ -32,8 +32,8 @@ pub fn aborted_message(lua: &Lua, agent: &Agent) -> mlua::Result<Table> {
     m.set("content", empty_array(lua)?)?;
     m.set("stop_reason", "aborted")?;
     m.set("timestamp", now_ms())?;
-    m.set("provider", agent.config.provider.as_str())?;
-    m.set("model", agent.config.model.as_str())?;
+    m.set("provider", agent.provider().as_str())?;
+    m.set("model", agent.model().as_str())?;
     Ok(m)
 }
 
@@ -68,10 +68,10 @@ pub fn normalize_assistant(lua: &Lua, agent: &Agent, m: Table) -> mlua::Result<T
         m.set("timestamp", now_ms())?;
     }
     if m.get::<Value>("provider")?.is_nil() {
-        m.set("provider", agent.config.provider.as_str())?;
+        m.set("provider", agent.provider().as_str())?;
     }
     if m.get::<Value>("model")?.is_nil() {
-        m.set("model", agent.config.model.as_str())?;
+        m.set("model", agent.model().as_str())?;
     }
     if m.get::<Value>("stop_reason")?.is_nil() {
         m.set("stop_reason", "stop")?;
@@ -121,7 +121,7 @@ pub fn provider_spec(inner: &Inner, agent: &Agent) -> Option<Table> {
     inner
         .registry
         .borrow()
-        .get("provider", &agent.config.provider)
+        .get("provider", &agent.provider())
         .map(|c| c.spec.clone())
 }
 
@@ -137,8 +137,7 @@ pub fn context_window(inner: &Inner, agent: &Agent) -> u64 {
         .sequence_values::<Table>()
         .flatten()
         .find(|m| {
-            m.get::<Option<String>>("id").ok().flatten().as_deref()
-                == Some(agent.config.model.as_str())
+            m.get::<Option<String>>("id").ok().flatten().as_deref() == Some(agent.model().as_str())
         })
         .and_then(|m| m.get::<Option<u64>>("context_window").ok().flatten())
         .unwrap_or(128_000)

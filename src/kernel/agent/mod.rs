@@ -90,6 +90,17 @@ pub struct Agent {
     follow_up: RefCell<VecDeque<String>>,
     /// The running turn's token; a fresh one per turn, so a cancel never outlives its turn.
     turn_cancel: RefCell<CancellationToken>,
+    /// Provider, model and provider options in use: `/model` and `/thinking` change them
+    /// between turns (the `config` keeps what the run started with).
+    selection: RefCell<Selection>,
+}
+
+/// What the next model call uses.
+#[derive(Debug, Clone)]
+struct Selection {
+    provider: String,
+    model: String,
+    options: serde_json::Value,
 }
 
 /// Milliseconds since the Unix epoch (message timestamps).
@@ -107,7 +118,6 @@ impl Agent {
         handle.set("provider", config.provider.as_str())?;
         handle.set("model", config.model.as_str())?;
         Ok(Agent {
-            config,
             persistence: RefCell::new(None),
             messages: lua.create_table()?,
             handle,
@@ -115,7 +125,64 @@ impl Agent {
             steering: RefCell::new(VecDeque::new()),
             follow_up: RefCell::new(VecDeque::new()),
             turn_cancel: RefCell::new(CancellationToken::new()),
+            selection: RefCell::new(Selection {
+                provider: config.provider.clone(),
+                model: config.model.clone(),
+                options: config.provider_options.clone(),
+            }),
+            config,
         })
+    }
+
+    /// The provider the next model call goes to.
+    pub fn provider(&self) -> String {
+        self.selection.borrow().provider.clone()
+    }
+
+    /// The model the next model call uses.
+    pub fn model(&self) -> String {
+        self.selection.borrow().model.clone()
+    }
+
+    /// The options handed to the provider (`base_url`, `thinking`, ...).
+    pub fn options(&self) -> serde_json::Value {
+        self.selection.borrow().options.clone()
+    }
+
+    /// Switches provider and model for the next turns (`/model`). Refused while a turn runs.
+    pub fn set_model(&self, provider: &str, model: &str) -> Result<(), super::KernelError> {
+        if self.is_busy() {
+            return Err(super::KernelError::AgentBusy);
+        }
+        let mut s = self.selection.borrow_mut();
+        s.provider = provider.to_string();
+        s.model = model.to_string();
+        let _ = self.handle.set("provider", provider);
+        let _ = self.handle.set("model", model);
+        Ok(())
+    }
+
+    /// Sets one provider option for the next turns (`/thinking` sets `thinking`).
+    pub fn set_option(
+        &self,
+        key: &str,
+        value: serde_json::Value,
+    ) -> Result<(), super::KernelError> {
+        if self.is_busy() {
+            return Err(super::KernelError::AgentBusy);
+        }
+        let mut s = self.selection.borrow_mut();
+        if !s.options.is_object() {
+            s.options = serde_json::json!({});
+        }
+        if let Some(obj) = s.options.as_object_mut() {
+            if value.is_null() {
+                obj.remove(key);
+            } else {
+                obj.insert(key.to_string(), value);
+            }
+        }
+        Ok(())
     }
 
     pub fn is_busy(&self) -> bool {
@@ -395,12 +462,10 @@ async fn before_request(
 
 /// The provider's per-call options as a Lua table.
 fn provider_options(lua: &Lua, agent: &Agent) -> mlua::Result<Table> {
-    Ok(
-        match convert::json_to_lua(lua, &agent.config.provider_options)? {
-            Value::Table(t) => t,
-            _ => lua.create_table()?,
-        },
-    )
+    Ok(match convert::json_to_lua(lua, &agent.options())? {
+        Value::Table(t) => t,
+        _ => lua.create_table()?,
+    })
 }
 
 /// One model call outside the loop (no tools, no stream events), for companions such as
@@ -436,7 +501,7 @@ pub async fn complete_once(
         lua,
         &complete,
         (
-            agent.config.model.as_str(),
+            agent.model(),
             ctx,
             options,
             quiet,
@@ -486,13 +551,10 @@ async fn step(
     cancel: &CancellationToken,
 ) -> mlua::Result<Table> {
     let Some(spec) = provider_spec(inner, agent) else {
-        if agent.config.provider.is_empty() {
+        if agent.provider().is_empty() {
             return error_message(lua, agent, &agent.config.no_provider_help);
         }
-        let msg = format!(
-            "no provider named '{}' is registered",
-            agent.config.provider
-        );
+        let msg = format!("no provider named '{}' is registered", agent.provider());
         return error_message(lua, agent, &msg);
     };
     let complete: Function = spec.get("complete")?;
@@ -503,8 +565,8 @@ async fn step(
     ctx.set("max_tokens", agent.config.max_tokens)?;
     let options = provider_options(lua, agent)?;
     let start = event(lua, "llm-start")?;
-    start.set("provider", agent.config.provider.as_str())?;
-    start.set("model", agent.config.model.as_str())?;
+    start.set("provider", agent.provider().as_str())?;
+    start.set("model", agent.model().as_str())?;
     emit(lua, inner, start);
 
     let i = inner.clone();
@@ -528,13 +590,13 @@ async fn step(
     let scope = Scope::new(
         cancel.clone(),
         None,
-        &format!("provider {}", agent.config.provider),
+        &format!("provider {}", agent.provider()),
     );
     let outcome = calls::call_async_cancellable::<Value>(
         lua,
         &complete,
         (
-            agent.config.model.as_str(),
+            agent.model(),
             ctx,
             options,
             on_event,
@@ -551,7 +613,7 @@ async fn step(
             agent,
             &format!(
                 "provider {} returned a {} instead of an assistant message",
-                agent.config.provider,
+                agent.provider(),
                 other.type_name()
             ),
         )?,

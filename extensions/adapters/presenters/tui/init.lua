@@ -106,7 +106,10 @@ return function(api)
     else
       items[#items + 1] = { text = "no provider", style = style.err }
     end
-    if S.thinking_level then items[#items + 1] = { text = "think:" .. S.thinking_level } end
+    -- The thinking level in use (`/thinking` changes it between turns).
+    local okm, m = pcall(api.turn.model)
+    local thinking = okm and m and m.thinking or S.thinking_level
+    if thinking then items[#items + 1] = { text = "think:" .. thinking } end
     local used = (S.usage.last_input or 0) + (S.usage.last_output or 0)
     if used > 0 then
       local ok, window = pcall(api.turn.context_window)
@@ -240,8 +243,13 @@ return function(api)
 
   ---------------------------------------------------------------------------------------------
   -- Events to blocks.
+  api.on("model-changed", function(ev)
+    S.provider, S.model = ev.provider, ev.model
+  end)
   api.on("agent-started", function(ev)
     S.provider, S.model = ev.provider, ev.model
+    local ok, m = pcall(api.turn.model)
+    if ok and m then S.thinking_level = m.thinking end
     if open() then refresh() end
   end)
 
