@@ -277,7 +277,7 @@ fn load_extension(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> Result
         let started = std::time::Instant::now();
         let load = |f: &mlua::Function, args: Value| -> mlua::Result<Value> {
             let left = budget.saturating_sub(started.elapsed());
-            calls::call_sync::<Value>(lua, f, args, left, &label).map_err(|e| {
+            calls::call_sync::<Value>(lua, f, args, left, || label.clone()).map_err(|e| {
                 if calls::is_stop_error(&e) && e.to_string().contains("(infinite loop?)") {
                     mlua::Error::runtime(format!(
                         "did not finish loading within {} s (infinite loop?)",

@@ -69,6 +69,18 @@ impl Scope {
         }
     }
 
+    /// [`Scope::new`] with a label already shared (no allocation).
+    fn new_shared(cancel: CancellationToken, budget: Option<Duration>, label: Rc<str>) -> Scope {
+        Scope {
+            cancel,
+            deadline: budget.map(|b| Instant::now() + b),
+            label,
+            on_interrupt: None,
+            budget,
+            interrupts_at_start: interrupts(),
+        }
+    }
+
     /// A user interrupt inside this scope cancels `token` (the turn) too.
     pub fn interrupting(mut self, token: &CancellationToken) -> Scope {
         self.on_interrupt = Some(token.clone());
@@ -232,23 +244,54 @@ impl Drop for Pushed<'_> {
     }
 }
 
+/// The label a synchronous scope carries until its call fails: the real one is only worded
+/// then (event delivery runs several handlers per stream read; formatting a label for each
+/// would be wasted work).
+const SYNC_LABEL: &str = "this call";
+
 /// Calls `f` synchronously within `budget`: event handlers, panels, status items, an
-/// extension's entry. The hook raises inside it once the budget is spent or on interrupt.
+/// extension's entry. The hook raises inside it once the budget is spent or on interrupt;
+/// the error then names the call with `label()`.
 pub fn call_sync<R: FromLuaMulti>(
     lua: &Lua,
     f: &Function,
     args: impl IntoLuaMulti,
     budget: Duration,
-    label: &str,
+    label: impl FnOnce() -> String,
 ) -> mlua::Result<R> {
     // Inherit the surrounding cancellation: a handler run inside a cancelled turn stops too.
-    let cancel = current_cancel(lua);
-    scopes(lua)
-        .sync_stack
-        .borrow_mut()
-        .push(Scope::new(cancel, Some(budget), label));
+    // Outside every async call there is nothing to inherit (and no coroutine to look up).
+    let cancel = {
+        let s = scopes(lua);
+        let top = s.sync_stack.borrow().last().map(|t| t.cancel.clone());
+        match top {
+            Some(t) => t,
+            None if s.by_thread.borrow().is_empty() => CancellationToken::new(),
+            None => {
+                drop(s);
+                current_cancel(lua)
+            }
+        }
+    };
+    SYNC_LABEL_RC.with(|l| {
+        scopes(lua)
+            .sync_stack
+            .borrow_mut()
+            .push(Scope::new_shared(cancel, Some(budget), l.clone()))
+    });
     let _pushed = Pushed { lua };
-    f.call::<R>(args)
+    f.call::<R>(args).map_err(|e| {
+        if is_stop_error(&e) {
+            let text = crate::kernel::convert::error_parts(&e).0;
+            mlua::Error::runtime(text.replacen(SYNC_LABEL, &label(), 1))
+        } else {
+            e
+        }
+    })
+}
+
+thread_local! {
+    static SYNC_LABEL_RC: Rc<str> = Rc::from(SYNC_LABEL);
 }
 
 /// The error Lua code sees when it was stopped by a scope (cancelled, interrupted, budget).
@@ -284,8 +327,10 @@ mod tests {
             .eval()
             .unwrap();
         let t0 = Instant::now();
-        let err =
-            call_sync::<()>(&lua, &f, (), Duration::from_millis(50), "handler for x").unwrap_err();
+        let err = call_sync::<()>(&lua, &f, (), Duration::from_millis(50), || {
+            "handler for x".into()
+        })
+        .unwrap_err();
         assert!(
             err.to_string()
                 .contains("handler for x did not finish within 50 ms (infinite loop?)"),

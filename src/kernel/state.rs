@@ -314,8 +314,8 @@ pub fn emit(lua: &Lua, inner: &Inner, event: Table, emitter: &str) -> mlua::Resu
     let targets = inner.bus.borrow_mut().subscribers(ty);
     let budget = inner.handler_budget.get();
     for h in targets.iter() {
-        let label = format!("the {ty} handler of {}", h.owner);
-        if let Err(err) = super::calls::call_sync::<()>(lua, &h.func, &event, budget, &label) {
+        let label = || format!("the {ty} handler of {}", h.owner);
+        if let Err(err) = super::calls::call_sync::<()>(lua, &h.func, &event, budget, label) {
             let (message, traceback) = convert::error_parts(&err);
             if ty == "extension-error" {
                 inner.logger.log(
