@@ -4,25 +4,11 @@
 use crate::common;
 use common::Sandbox;
 use fen::host::Kernel;
-use fen::kernel::agent::{self, Agent, AgentConfig};
+use fen::kernel::agent::{self, Agent};
 use std::rc::Rc;
 
 fn boot_with_agent(s: &Sandbox, script: &str) -> (Kernel, Rc<Agent>) {
-    let path = s.write("script.lua", script);
-    let k = Kernel::boot(s.boot_options()).unwrap();
-    let config = AgentConfig {
-        provider: "mock".into(),
-        model: "mock".into(),
-        max_turns: 20,
-        max_tokens: 1000,
-        system_override: None,
-        cwd: s.cwd(),
-        provider_options: serde_json::json!({"mock_script": path.to_string_lossy()}),
-        no_provider_help: String::new(),
-    };
-    let a = Rc::new(Agent::new(&k.lua, config).unwrap());
-    *k.inner.agent.borrow_mut() = Some(a.clone());
-    (k, a)
+    common::boot_with_agent(s, &s.write("script.lua", script))
 }
 
 /// A mock that answers with the roles (and stop reasons) of the context it was sent.

@@ -6,7 +6,7 @@
 use crate::common;
 use common::Sandbox;
 use fen::host::Kernel;
-use fen::kernel::agent::{self, Agent, AgentConfig, TurnStatus};
+use fen::kernel::agent::{self, Agent, TurnResult, TurnStatus};
 use serde_json::Value;
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -17,21 +17,37 @@ use std::time::{Duration, Instant};
 const HANG: Duration = Duration::from_secs(60);
 
 fn boot_with_agent(s: &Sandbox, script: &str) -> (Kernel, Rc<Agent>) {
-    let path = s.write("script.json", script);
-    let k = Kernel::boot(s.boot_options()).unwrap();
-    let config = AgentConfig {
-        provider: "mock".into(),
-        model: "mock".into(),
-        max_turns: 20,
-        max_tokens: 1000,
-        system_override: None,
-        cwd: s.cwd(),
-        provider_options: serde_json::json!({"mock_script": path.to_string_lossy()}),
-        no_provider_help: String::new(),
-    };
-    let a = Rc::new(Agent::new(&k.lua, config).unwrap());
-    *k.inner.agent.borrow_mut() = Some(a.clone());
-    (k, a)
+    common::boot_with_agent(s, &s.write("script.json", script))
+}
+
+/// Runs a turn and cancels it after `ms` (as Ctrl-C would); returns its result and how long
+/// it took.
+fn run_and_cancel_after(k: &Kernel, a: &Rc<Agent>, ms: u64, text: &str) -> (TurnResult, Duration) {
+    let t0 = Instant::now();
+    let r = fen::cmd::block_on(async {
+        let a2 = a.clone();
+        tokio::task::spawn_local(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            a2.cancel();
+        });
+        agent::run_turn(&k.lua, &k.inner, a, text).await
+    })
+    .unwrap();
+    (r, t0.elapsed())
+}
+
+/// The text of every tool result in the agent's conversation.
+fn result_texts(a: &Agent) -> Vec<String> {
+    a.messages
+        .sequence_values::<mlua::Table>()
+        .flatten()
+        .filter(|m| m.get::<String>("role").ok().as_deref() == Some("tool-result"))
+        .map(|m| {
+            let c: mlua::Table = m.get("content").unwrap();
+            let b: mlua::Table = c.get(1).unwrap();
+            b.get::<String>("text").unwrap()
+        })
+        .collect()
 }
 
 fn ext(s: &Sandbox, name: &str, code: &str) {
@@ -159,32 +175,13 @@ end"#,
         r#"[{"tool_calls": [{"name": "quick", "arguments": {}}, {"name": "slow", "arguments": {}}]},
             {"text": "unreachable"}]"#,
     );
-    let t0 = Instant::now();
-    let r = fen::cmd::block_on(async {
-        let a2 = a.clone();
-        tokio::task::spawn_local(async move {
-            tokio::time::sleep(Duration::from_millis(800)).await;
-            a2.cancel();
-        });
-        agent::run_turn(&k.lua, &k.inner, &a, "go").await
-    })
-    .unwrap();
+    let (r, took) = run_and_cancel_after(&k, &a, 800, "go");
     assert_eq!(r.status, TurnStatus::Cancelled);
     assert!(
-        t0.elapsed() < Duration::from_secs(30),
+        took < Duration::from_secs(30),
         "the slow call saw the cancel"
     );
-    let results: Vec<String> = a
-        .messages
-        .sequence_values::<mlua::Table>()
-        .flatten()
-        .filter(|m| m.get::<String>("role").ok().as_deref() == Some("tool-result"))
-        .map(|m| {
-            let c: mlua::Table = m.get("content").unwrap();
-            let b: mlua::Table = c.get(1).unwrap();
-            b.get::<String>("text").unwrap()
-        })
-        .collect();
+    let results = result_texts(&a);
     assert_eq!(results.len(), 2);
     assert_eq!(results[0], "quick done");
     assert!(results[1].contains("[cancelled]"), "{}", results[1]);
@@ -205,18 +202,9 @@ fn a_compaction_model_call_is_cancellable() {
 end"#,
     );
     let (k, a) = boot_with_agent(&s, r#"[{"text": "summary", "delay_ms": 60000}]"#);
-    let t0 = Instant::now();
-    let r = fen::cmd::block_on(async {
-        let a2 = a.clone();
-        tokio::task::spawn_local(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            a2.cancel();
-        });
-        agent::run_turn(&k.lua, &k.inner, &a, "go").await
-    })
-    .unwrap();
+    let (r, took) = run_and_cancel_after(&k, &a, 300, "go");
     assert_eq!(r.status, TurnStatus::Cancelled);
-    assert!(t0.elapsed() < Duration::from_secs(30));
+    assert!(took < Duration::from_secs(30));
 }
 
 #[test]
@@ -616,30 +604,10 @@ end"#,
         &s,
         r#"[{"tool_calls": [{"name": "read", "arguments": {"path": "wait.txt"}}]}, {"text": "x"}]"#,
     );
-    let t0 = Instant::now();
-    let r = fen::cmd::block_on(async {
-        let a2 = a.clone();
-        tokio::task::spawn_local(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            a2.cancel();
-        });
-        agent::run_turn(&k.lua, &k.inner, &a, "go").await
-    })
-    .unwrap();
+    let (r, took) = run_and_cancel_after(&k, &a, 300, "go");
     assert_eq!(r.status, TurnStatus::Cancelled);
-    assert!(t0.elapsed() < Duration::from_secs(30));
-    let last_result: String = a
-        .messages
-        .sequence_values::<mlua::Table>()
-        .flatten()
-        .filter(|m| m.get::<String>("role").ok().as_deref() == Some("tool-result"))
-        .map(|m| {
-            let c: mlua::Table = m.get("content").unwrap();
-            let b: mlua::Table = c.get(1).unwrap();
-            b.get::<String>("text").unwrap()
-        })
-        .last()
-        .unwrap();
+    assert!(took < Duration::from_secs(30));
+    let last_result = result_texts(&a).pop().unwrap();
     assert!(last_result.contains("cancelled"), "{last_result}");
 }
 
@@ -661,15 +629,8 @@ fn a_non_utf8_repl_line_is_accepted_lossily() {
         "s.json",
         r#"[{"text": "first answer"}, {"text": "second answer"}]"#,
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args(["--mock-script", script.to_str().unwrap(), "--no-session"])
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut child = s
+        .command(&["--mock-script", script.to_str().unwrap(), "--no-session"])
         .spawn()
         .unwrap();
     {

@@ -200,17 +200,7 @@ fn repl(s: &Sandbox, sc: &str, input: &str, extra: &[&str]) -> String {
         sc,
     ];
     args.extend_from_slice(extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args(&args)
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = s.command(&args).spawn().unwrap();
     child
         .stdin
         .take()

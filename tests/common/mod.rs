@@ -153,3 +153,43 @@ pub fn run_command(k: &fen::host::Kernel, line: &str) -> Result<Option<String>, 
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
 }
+
+impl Sandbox {
+    /// `fen ARGS` as a command to spawn (piped stdio), with HOME/XDG pointed into the sandbox.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
+        cmd.args(args)
+            .current_dir(self.cwd())
+            .env("HOME", self.root())
+            .env("XDG_CONFIG_HOME", self.config())
+            .env("XDG_STATE_HOME", self.state())
+            .env_remove("FEN_EXTENSIONS_PATH")
+            .env_remove("FEN_EXTENSION_ROOT")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    }
+}
+
+/// A kernel booted in the sandbox with an agent on the mock provider playing `script` (a
+/// JSON or Lua file of the sandbox).
+pub fn boot_with_agent(
+    s: &Sandbox,
+    script: &Path,
+) -> (fen::host::Kernel, std::rc::Rc<fen::kernel::agent::Agent>) {
+    let k = fen::host::Kernel::boot(s.boot_options()).unwrap();
+    let config = fen::kernel::agent::AgentConfig {
+        provider: "mock".into(),
+        model: "mock".into(),
+        max_turns: 20,
+        max_tokens: 1000,
+        system_override: None,
+        cwd: s.cwd(),
+        provider_options: serde_json::json!({"mock_script": script.to_string_lossy()}),
+        no_provider_help: String::new(),
+    };
+    let a = std::rc::Rc::new(fen::kernel::agent::Agent::new(&k.lua, config).unwrap());
+    *k.inner.agent.borrow_mut() = Some(a.clone());
+    (k, a)
+}
