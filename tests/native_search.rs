@@ -46,7 +46,7 @@ fn project() -> tempfile::TempDir {
     write(root, "docs/guide.md", "a needle guide\n");
     write(root, "build/out.rs", "needle in build\n");
     write(root, "app.log", "needle log\n");
-    write(root, ".hidden/secret.rs", "needle hidden\n");
+    write(root, ".hidden/stash.rs", "needle hidden\n");
     write(root, ".git/config", "needle in git\n");
     dir
 }
@@ -83,7 +83,7 @@ fn no_ignore_and_include_hidden_widen_the_search_but_never_enter_git() {
     let result = run(&opts);
     let found = paths(&result);
     for expected in [
-        ".hidden/secret.rs",
+        ".hidden/stash.rs",
         "app.log",
         "build/out.rs",
         "docs/draft.md",
@@ -100,7 +100,7 @@ fn no_ignore_and_include_hidden_widen_the_search_but_never_enter_git() {
     let mut hidden_only = GrepOptions::new("needle", dir.path());
     hidden_only.include_hidden = true;
     let found = run(&hidden_only);
-    assert!(paths(&found).contains(&".hidden/secret.rs"));
+    assert!(paths(&found).contains(&".hidden/stash.rs"));
     assert!(!paths(&found).contains(&"build/out.rs"));
 }
 
@@ -110,7 +110,7 @@ fn explicitly_named_ignored_or_hidden_paths_are_searched() {
     let build = run(&GrepOptions::new("needle", dir.path().join("build")));
     assert_eq!(paths(&build), vec!["out.rs"]);
     let hidden = run(&GrepOptions::new("needle", dir.path().join(".hidden")));
-    assert_eq!(paths(&hidden), vec!["secret.rs"]);
+    assert_eq!(paths(&hidden), vec!["stash.rs"]);
     let log_path = dir.path().join("app.log");
     let log = run(&GrepOptions::new("needle", &log_path));
     assert_eq!(log.files.len(), 1);

@@ -424,3 +424,31 @@ fn auto_mode_runs_shell_commands_in_the_os_sandbox() {
         .unwrap()
         .contains("inside"));
 }
+
+#[test]
+fn a_directory_grep_skips_secret_files_and_says_how_many() {
+    let s = Sandbox::new();
+    s.write("work/notes.txt", "KEY=visible\n");
+    s.write("work/api_token.txt", "KEY=sk-hidden\n");
+    s.write("work/deploy/server.pem", "KEY=pem-hidden\n");
+    let out = s.fen(&["tool", "grep", r#"{"pattern": "KEY"}"#]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("notes.txt"), "{text}");
+    assert!(
+        !text.contains("sk-hidden") && !text.contains("pem-hidden"),
+        "{text}"
+    );
+    assert!(text.contains("2 secret-like files skipped"), "{text}");
+    // Named explicitly, it is searched (the permission policy judges that call).
+    let out = s.fen(&[
+        "tool",
+        "grep",
+        r#"{"pattern": "KEY", "path": "api_token.txt"}"#,
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("sk-hidden"));
+}

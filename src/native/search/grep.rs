@@ -130,6 +130,10 @@ pub struct GrepResult {
     pub omitted_files: usize,
     /// Files skipped as binary (a NUL byte met while searching).
     pub skipped_binary: usize,
+    /// Secret-like files (`.env`, keys, `*token*`, ...) met on a directory walk and not
+    /// searched: a search must not leak them. A file named explicitly is searched (and judged by
+    /// the permission policy before that).
+    pub skipped_secrets: usize,
     /// A file named explicitly as the search path whose content is binary: searched anyway
     /// (the user asked for it), and said so.
     pub searched_binary: Option<String>,
@@ -216,6 +220,7 @@ pub fn grep(opts: &GrepOptions, cancel: &AtomicBool) -> Result<GrepResult, Searc
         omitted_matches: 0,
         omitted_files: 0,
         skipped_binary: shared.skipped_binary,
+        skipped_secrets: shared.skipped_secrets,
         searched_binary: shared.searched_binary,
         ignored_matching_files,
         ignored_scan_complete,
@@ -264,6 +269,7 @@ struct Shared {
     files: Vec<(PathBuf, FileMatches)>,
     seen: Vec<PathBuf>,
     skipped_binary: usize,
+    skipped_secrets: usize,
     searched_binary: Option<String>,
     issues: WalkIssues,
 }
@@ -326,6 +332,15 @@ impl Worker<'_> {
         // A file named explicitly is searched even when binary (and the result says so);
         // files met on the walk are skipped at their first NUL.
         let explicit = entry.depth() == 0;
+        if !explicit
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(crate::native::policy::paths::secret_name)
+        {
+            self.local.skipped_secrets += 1;
+            return WalkState::Continue;
+        }
         let searched = if explicit {
             if let Ok(FileKind::Binary { kind }) = filetype::detect_file(path) {
                 self.local.searched_binary = Some(kind);
@@ -368,6 +383,7 @@ impl Drop for Worker<'_> {
         shared.files.extend(local.files);
         shared.seen.extend(local.seen);
         shared.skipped_binary += local.skipped_binary;
+        shared.skipped_secrets += local.skipped_secrets;
         if local.searched_binary.is_some() {
             shared.searched_binary = local.searched_binary;
         }
@@ -726,6 +742,12 @@ pub fn render_notes(result: &GrepResult) -> Vec<String> {
         notes.push(format!(
             "{at_least}{} ignored files also match; pass no_ignore=true to include them",
             result.ignored_matching_files
+        ));
+    }
+    if result.skipped_secrets > 0 {
+        notes.push(format!(
+            "{} secret-like files skipped (.env, keys, tokens); name one as the path to search it",
+            result.skipped_secrets
         ));
     }
     if result.skipped_binary > 0 {
