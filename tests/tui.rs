@@ -462,6 +462,25 @@ fn at_completion_offers_project_files() {
 }
 
 #[test]
+fn an_at_mention_attaches_the_file_as_a_read() {
+    let s = Sandbox::new();
+    s.write("work/notes.txt", "alpha line\nbeta line\n");
+    // The mock answers with what reached it: the attached file's numbered lines.
+    let lua = s.write(
+        "script.lua",
+        r#"return function(n, ctx)
+  local last = ctx.messages[#ctx.messages].content
+  local attached = last:match('<file path="notes.txt">%s*(.-)</file>')
+  return { text = "SEEN[" .. (attached and attached:gsub("%s+", " ") or "nothing") .. "]" }
+end"#,
+    );
+    let mut t = Tui::spawn(&s, &["--mock-script", lua.to_str().unwrap()], 100, 30, &[]);
+    t.wait_for("Ask anything");
+    t.send("summarise @notes.txt please\r");
+    t.wait_for("SEEN[1 alpha line 2 beta line ]");
+}
+
+#[test]
 fn scrolled_up_view_stays_put_and_counts_new_output() {
     let s = Sandbox::new();
     let body: Vec<String> = (1..=60).map(|i| format!("row {i:02}")).collect();

@@ -553,6 +553,27 @@ return function(api)
     end))
   end
 
+  --- `@path` mentions of existing files are attached to the message as a read would show
+  --- them (numbered lines, the read tool's limits), after the text the person typed.
+  local function attach_mentions(line)
+    local seen, parts = {}, {}
+    for path in line:gmatch("@([%w%._%-/~]+)") do
+      local st = not seen[path] and native.fs.stat(path)
+      seen[path] = true
+      if st and not st.is_dir then
+        local r = native.fs.read(path)
+        if r and r.kind == "text" then
+          r.text = native.truncate.number_lines(r.text, r.first_line)
+          local more = r.next_offset and string.format(" (lines %d-%d of %d; read more with the read tool)",
+            r.first_line, r.last_line, r.total_lines) or ""
+          parts[#parts + 1] = string.format("<file path=%q>%s\n%s\n</file>", path, more, r.text)
+        end
+      end
+    end
+    if #parts == 0 then return line end
+    return line .. "\n\n" .. table.concat(parts, "\n")
+  end
+
   local function run_task(fn)
     term.spawn(function()
       local ok, err = pcall(fn)
@@ -594,7 +615,7 @@ return function(api)
     S.busy = true
     layout()
     run_task(function()
-      local r = api.turn.submit(line, { when_busy = "steering" })
+      local r = api.turn.submit(attach_mentions(line), { when_busy = "steering" })
       S.busy = false
       if r.status == "error" then
         notice("error: " .. (r.error or "the turn failed"), style.error)
