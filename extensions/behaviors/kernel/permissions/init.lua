@@ -314,7 +314,7 @@ return function(api)
       if not ok then return "error: " .. tostring(p_or_err) end
       local lines = { "mode: " .. s.mode }
       local sb = s.sandbox_info
-      lines[#lines + 1] = string.format("sandbox: %s%s", sb.status, s.sandbox_on and "" or " (not used in this mode)")
+      lines[#lines + 1] = sb.status .. (s.sandbox_on and "" or " (not used in this mode)")
       lines[#lines + 1] = "  " .. sb.description:gsub("\n", "\n  ")
       lines[#lines + 1] = "rules:"
       if #s.rules == 0 and #state.session_rules == 0 then lines[#lines + 1] = "  (none)" end
