@@ -234,26 +234,15 @@ return table.concat(results, "\n")
         .eval()
         .unwrap();
     let lines: Vec<&str> = out.lines().collect();
-    assert!(
-        lines[0].contains("messages[3].content[1].text: invalid UTF-8 at byte 3"),
-        "{}",
-        lines[0]
-    );
-    assert!(
-        lines[1].contains("self: the table contains itself"),
-        "{}",
-        lines[1]
-    );
-    assert!(
-        lines[2].contains("f: a function cannot become JSON"),
-        "{}",
-        lines[2]
-    );
-    assert!(
-        lines[3].contains("n: the number NaN has no JSON form"),
-        "{}",
-        lines[3]
-    );
+    let expected = [
+        "messages[3].content[1].text: invalid UTF-8 at byte 3",
+        "self: the table contains itself",
+        "f: a function cannot become JSON",
+        "n: the number NaN has no JSON form",
+    ];
+    for (line, want) in lines.iter().zip(expected) {
+        assert!(line.contains(want), "{line:?} lacks {want:?}");
+    }
     assert_eq!(lines[4], r#"ok {"null":null,"ok":[1,2]}"#);
 }
 

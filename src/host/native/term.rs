@@ -122,6 +122,19 @@ fn waiters(lua: &Lua) -> Rc<Waiters> {
     w
 }
 
+/// A binding that changes the screen with `f(screen, args)`, then asks for a frame.
+fn screen_fn<A: mlua::FromLuaMulti + 'static>(
+    lua: &Lua,
+    f: impl Fn(&mut Screen, A) + 'static,
+) -> mlua::Result<mlua::Function> {
+    lua.create_function(move |lua, args: A| {
+        let u = ui(lua)?;
+        f(&mut u.screen.borrow_mut(), args);
+        u.changed();
+        Ok(())
+    })
+}
+
 fn ui(lua: &Lua) -> mlua::Result<SharedUi> {
     lua.app_data_ref::<SharedUi>()
         .map(|u| u.clone())
@@ -374,22 +387,11 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
     )?;
     m.set(
         "fold",
-        lua.create_function(|lua, (kind, folded): (String, bool)| {
-            let u = ui(lua)?;
-            u.screen.borrow_mut().transcript.fold_kind(&kind, folded);
-            u.changed();
-            Ok(())
+        screen_fn(lua, |s, (kind, folded): (String, bool)| {
+            s.transcript.fold_kind(&kind, folded)
         })?,
     )?;
-    m.set(
-        "clear",
-        lua.create_function(|lua, ()| {
-            let u = ui(lua)?;
-            u.screen.borrow_mut().transcript.clear();
-            u.changed();
-            Ok(())
-        })?,
-    )?;
+    m.set("clear", screen_fn(lua, |s, ()| s.transcript.clear())?)?;
     m.set(
         "scroll",
         lua.create_function(|lua, rows: isize| {
@@ -399,24 +401,8 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
             Ok(())
         })?,
     )?;
-    m.set(
-        "top",
-        lua.create_function(|lua, ()| {
-            let u = ui(lua)?;
-            u.screen.borrow_mut().transcript.top();
-            u.changed();
-            Ok(())
-        })?,
-    )?;
-    m.set(
-        "bottom",
-        lua.create_function(|lua, ()| {
-            let u = ui(lua)?;
-            u.screen.borrow_mut().transcript.follow();
-            u.changed();
-            Ok(())
-        })?,
-    )?;
+    m.set("top", screen_fn(lua, |s, ()| s.transcript.top())?)?;
+    m.set("bottom", screen_fn(lua, |s, ()| s.transcript.follow())?)?;
     m.set(
         "page",
         lua.create_function(|lua, ()| Ok(ui(lua)?.screen.borrow().page()))?,
