@@ -1106,7 +1106,15 @@ impl Walker {
                     }
                 }
             }
+            "command_substitution" if text(src, node).starts_with("$(") => {
+                // The parser already parsed its inside: walk that subtree (no second parse).
+                let mut sub = state.clone();
+                self.children_statements(node, src, &mut sub, &frame.nested("$(...)"));
+                v.dynamic = true;
+                v.text.push_str(text(src, node));
+            }
             "command_substitution" => {
+                // Backticks: the inside must be unescaped before it means anything.
                 let t = text(src, node);
                 let inner = if let Some(rest) = t.strip_prefix("$(") {
                     rest.strip_suffix(')').unwrap_or(rest)
