@@ -72,7 +72,16 @@ return function(api)
   function backend.append_compaction(session, record, first_kept)
     local entry = { type = "compaction", id = store.new_id(), first_kept_entry_id = first_kept and session.ids[first_kept] }
     for k, v in pairs(record) do entry[k] = v end
-    writer_of(session):append(entry)
+    local writer = writer_of(session)
+    writer:append(entry)
+    -- A resume reads from the latest compaction on: every extension's latest state is written
+    -- again after it, so none is lost to the compaction.
+    local names = {}
+    for name in pairs(session.states) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      writer:append({ type = "extension-state", id = store.new_id(), extension = name, state = session.states[name] })
+    end
     session.writer:sync()
   end
 

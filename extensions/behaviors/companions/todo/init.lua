@@ -106,12 +106,6 @@ return function(api)
     end,
   })
 
-  -- A resume reads extension states from the latest compaction on: store the list again
-  -- after each compaction record.
-  api.on("compaction-summary", function()
-    local snap = todos.get()
-    if snap.version > 0 then pcall(api.session.append_state, snap) end
-  end)
   api.on("agent-started", replay)
   api.on("reset-conversation", replay)
 end
