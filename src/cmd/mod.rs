@@ -108,11 +108,27 @@ pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
     stdout(&format!("{}\n", serde_json::to_string_pretty(v)?))
 }
 
+/// Whether a runtime of this command handles Ctrl-C itself (a session, `fen tool`); else the
+/// first Ctrl-C ends fen as the default action would have.
+static CTRL_C_HANDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called by commands that handle Ctrl-C on their runtime (tokio's `ctrl_c`).
+pub(crate) fn ctrl_c_handled_by_runtime() {
+    CTRL_C_HANDLED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// On SIGINT, asks whatever Lua code runs now to stop (an extension looping forever cannot
 /// be reached by the runtime's own Ctrl-C handling, which needs the Lua thread). tokio's
-/// handler for the same signal keeps working beside it.
+/// handler for the same signal keeps working beside it. Registering an action replaces the
+/// default one, so a command without its own handling (`fen list ...`) exits here with 130.
 fn install_interrupt_handler() {
-    // SAFETY: the action only bumps an atomic counter, which is async-signal-safe.
-    let _ =
-        unsafe { signal_hook_registry::register(libc::SIGINT, crate::kernel::calls::interrupt) };
+    // SAFETY: the action bumps an atomic counter and may call `_exit`, both async-signal-safe.
+    let _ = unsafe {
+        signal_hook_registry::register(libc::SIGINT, || {
+            crate::kernel::calls::interrupt();
+            if !CTRL_C_HANDLED.load(std::sync::atomic::Ordering::SeqCst) {
+                libc::_exit(130);
+            }
+        })
+    };
 }

@@ -356,6 +356,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         let a = agent.clone();
         let i = inner.clone();
         tokio::task::spawn_local(async move {
+            crate::cmd::ctrl_c_handled_by_runtime();
             let mut ctrl_c = CtrlC::default();
             while tokio::signal::ctrl_c().await.is_ok() {
                 match ctrl_c.press(a.is_busy(), std::time::Instant::now()) {

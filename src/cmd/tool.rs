@@ -19,6 +19,7 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
     let cancel = tokio_util::sync::CancellationToken::new();
     let outcome = block_on(async {
         let watcher = cancel.clone();
+        crate::cmd::ctrl_c_handled_by_runtime();
         tokio::task::spawn_local(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 watcher.cancel();
