@@ -366,15 +366,25 @@ impl ResolveCache {
         let (Some(parent), Some(name), true) = (p.parent(), p.file_name(), simple) else {
             return resolve(p);
         };
-        let (dir, exists) = match self.dirs.get(parent) {
-            Some(hit) => hit.clone(),
-            None => {
-                let r = resolve_in(PathBuf::from("/"), true, parent);
-                self.dirs.insert(parent.to_path_buf(), r.clone());
-                r
-            }
-        };
+        let (dir, exists) = self.dir(parent);
         resolve_in(dir, exists, Path::new(name)).0
+    }
+
+    /// A directory resolved through its own resolved parent: every prefix is looked up on
+    /// disk once per cache, not once per path below it. `p` is absolute with no `.`/`..`.
+    fn dir(&mut self, p: &Path) -> (PathBuf, bool) {
+        if let Some(hit) = self.dirs.get(p) {
+            return hit.clone();
+        }
+        let r = match (p.parent(), p.file_name()) {
+            (Some(parent), Some(name)) => {
+                let (pd, pe) = self.dir(parent);
+                resolve_in(pd, pe, Path::new(name))
+            }
+            _ => resolve_in(PathBuf::from("/"), true, p),
+        };
+        self.dirs.insert(p.to_path_buf(), r.clone());
+        r
     }
 }
 
