@@ -9,7 +9,7 @@ use fen::host::Kernel;
 use fen::kernel::agent::{self, Agent, TurnResult, TurnStatus};
 use serde_json::Value;
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,18 @@ fn events(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// `fen --mode json go` with a mock script and no session file.
+fn json_go(s: &Sandbox, script: &std::path::Path) -> std::process::Output {
+    s.fen(&[
+        "--mode",
+        "json",
+        "go",
+        "--mock-script",
+        script.to_str().unwrap(),
+        "--no-session",
+    ])
+}
+
 /// The text of every `tool-result` event.
 fn tool_results(evs: &[Value]) -> Vec<String> {
     evs.iter()
@@ -97,14 +109,7 @@ fn reentrant_steering_from_a_message_appended_handler_does_not_panic() {
 end"#,
     );
     let script = s.write("s.json", r#"[{"text": "done"}]"#);
-    let out = s.fen(&[
-        "--mode",
-        "json",
-        "go",
-        "--mock-script",
-        script.to_str().unwrap(),
-        "--no-session",
-    ]);
+    let out = json_go(&s, &script);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
     assert!(!stderr.contains("already borrowed"), "{stderr}");
@@ -403,14 +408,7 @@ fn a_looping_event_handler_raises_extension_error_and_the_run_goes_on() {
         r#"return function(api) api.on("user", function() while true do end end) end"#,
     );
     let script = s.write("s.json", r#"[{"text": "answered"}]"#);
-    let out = s.fen(&[
-        "--mode",
-        "json",
-        "go",
-        "--mock-script",
-        script.to_str().unwrap(),
-        "--no-session",
-    ]);
+    let out = json_go(&s, &script);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -449,21 +447,15 @@ end"#,
         "s.json",
         r#"[{"tool_calls": [{"name": "spin", "arguments": {}}]}, {"text": "after"}]"#,
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args([
+    let mut child = s
+        .command(&[
             "-p",
             "go",
             "--mock-script",
             script.to_str().unwrap(),
             "--no-session",
         ])
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
@@ -573,14 +565,7 @@ end"#,
         "s.json",
         r#"[{"tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "a.txt"}}]}, {"text": "ok"}]"#,
     );
-    let out = s.fen(&[
-        "--mode",
-        "json",
-        "go",
-        "--mock-script",
-        script.to_str().unwrap(),
-        "--no-session",
-    ]);
+    let out = json_go(&s, &script);
     let results = tool_results(&events(&out.stdout));
     assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
@@ -685,21 +670,14 @@ end"#,
         ),
     );
     let script = s.write("s.json", r#"[{"text": "one"}, {"text": "two"}]"#);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args([
+    let mut child = s
+        .command(&[
             "--presenter",
             "stdio",
             "--no-session",
             "--mock-script",
             script.to_str().unwrap(),
         ])
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     {

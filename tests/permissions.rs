@@ -6,7 +6,6 @@ use crate::common;
 use common::Sandbox;
 use serde_json::Value;
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn script(s: &Sandbox, calls: &[(&str, Value)]) -> String {
@@ -142,8 +141,8 @@ fn headless_never_waits_for_a_person_and_on_ask_allow_lets_calls_through() {
     );
     // stdin stays open and silent: an ask must not read it.
     let t0 = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fen"))
-        .args([
+    let mut child = s
+        .command(&[
             "-p",
             "go",
             "--no-session",
@@ -152,13 +151,6 @@ fn headless_never_waits_for_a_person_and_on_ask_allow_lets_calls_through() {
             "--mock-script",
             &sc,
         ])
-        .current_dir(s.cwd())
-        .env("HOME", s.root())
-        .env("XDG_CONFIG_HOME", s.config())
-        .env("XDG_STATE_HOME", s.state())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let _stdin = child.stdin.take();

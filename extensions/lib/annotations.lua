@@ -199,6 +199,10 @@ function kernel.contributions(kind) end
 ---@return {id: string, title: string?, owner: string, bytes: integer}[]
 function kernel.prompt_fragments() end
 
+--- This run's flags for policy extensions (the permissions extension reads them).
+---@return {permission_mode: string?, on_ask: "deny"|"allow", headless: boolean, trusted: boolean}
+function kernel.run_options() end
+
 ---@class fen.Native
 ---@field version string
 ---@field platform {os: string, arch: string}

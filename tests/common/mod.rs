@@ -52,15 +52,7 @@ impl Sandbox {
         self.fen_env(args, &[])
     }
     pub fn fen_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
-        cmd.args(args)
-            .current_dir(self.cwd())
-            .env("HOME", self.root())
-            .env("XDG_CONFIG_HOME", self.config())
-            .env("XDG_STATE_HOME", self.state())
-            .env_remove("FEN_EXTENSIONS_PATH")
-            .env_remove("FEN_EXTENSION_ROOT")
-            .env_remove("FEN_LOG");
+        let mut cmd = self.base_command(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -155,8 +147,9 @@ pub fn run_command(k: &fen::host::Kernel, line: &str) -> Result<Option<String>, 
 }
 
 impl Sandbox {
-    /// `fen ARGS` as a command to spawn (piped stdio), with HOME/XDG pointed into the sandbox.
-    pub fn command(&self, args: &[&str]) -> Command {
+    /// `fen ARGS` in `cwd()` with HOME/XDG pointed into the sandbox and fen's own variables
+    /// of the outer environment removed.
+    fn base_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
         cmd.args(args)
             .current_dir(self.cwd())
@@ -165,7 +158,14 @@ impl Sandbox {
             .env("XDG_STATE_HOME", self.state())
             .env_remove("FEN_EXTENSIONS_PATH")
             .env_remove("FEN_EXTENSION_ROOT")
-            .stdin(std::process::Stdio::piped())
+            .env_remove("FEN_LOG");
+        cmd
+    }
+
+    /// `fen ARGS` as a command to spawn (piped stdio).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.base_command(args);
+        cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         cmd

@@ -1308,39 +1308,8 @@ fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
         out.push(p);
     }
     if sub == "config" {
-        let reading = rest.iter().any(|a| {
-            matches!(
-                *a,
-                "--get"
-                    | "--get-all"
-                    | "--get-regexp"
-                    | "--get-urlmatch"
-                    | "--list"
-                    | "-l"
-                    | "get"
-                    | "list"
-                    | "--get-color"
-                    | "--get-colorbool"
-            )
-        });
-        let writing = rest.iter().any(|a| {
-            matches!(
-                *a,
-                "--add"
-                    | "--unset"
-                    | "--unset-all"
-                    | "--replace-all"
-                    | "--rename-section"
-                    | "--remove-section"
-                    | "-e"
-                    | "--edit"
-                    | "set"
-                    | "unset"
-                    | "rename-section"
-                    | "remove-section"
-                    | "edit"
-            )
-        });
+        let reading = git_config_reads(rest);
+        let writing = git_config_writes(rest);
         let (ops, vals) = operands(
             rest,
             &[
@@ -1477,4 +1446,45 @@ pub(crate) fn risky_flag(argv: &[String]) -> Option<&'static str> {
         "less" | "more" => any(&["-o", "--log-file", "-O"]),
         _ => None,
     }
+}
+
+/// `git config` arguments that only read (`--get`, `--list`, `get`, ...).
+pub(crate) fn git_config_reads(rest: &[&str]) -> bool {
+    rest.iter().any(|a| {
+        matches!(
+            *a,
+            "--get"
+                | "--get-all"
+                | "--get-regexp"
+                | "--get-urlmatch"
+                | "--list"
+                | "-l"
+                | "get"
+                | "list"
+                | "--get-color"
+                | "--get-colorbool"
+        )
+    })
+}
+
+/// `git config` arguments that change the configuration (`--add`, `--unset`, `set`, ...).
+pub(crate) fn git_config_writes(rest: &[&str]) -> bool {
+    rest.iter().any(|a| {
+        matches!(
+            *a,
+            "--add"
+                | "--unset"
+                | "--unset-all"
+                | "--replace-all"
+                | "--rename-section"
+                | "--remove-section"
+                | "-e"
+                | "--edit"
+                | "set"
+                | "unset"
+                | "rename-section"
+                | "remove-section"
+                | "edit"
+        )
+    })
 }

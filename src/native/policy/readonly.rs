@@ -4,7 +4,7 @@
 //! judged separately: a read-only command whose output is redirected into a file is not
 //! read-only as a whole (see `decide`).
 
-use super::commands::git_subcommand;
+use super::commands::{git_config_reads, git_config_writes, git_subcommand};
 
 /// Commands that never write or run other programs, whatever their arguments (beyond the
 /// files they read, which are classified separately).
@@ -506,35 +506,8 @@ fn git_read_only(args: &[&str]) -> bool {
                         .all(|a| !matches!(*a, "expire" | "delete" | "drop"))
         }
         "config" => {
-            let reading = rest.iter().any(|a| {
-                matches!(
-                    *a,
-                    "--get"
-                        | "--get-all"
-                        | "--get-regexp"
-                        | "--list"
-                        | "-l"
-                        | "get"
-                        | "list"
-                        | "--get-urlmatch"
-                )
-            });
-            let writing = rest.iter().any(|a| {
-                matches!(
-                    *a,
-                    "--add"
-                        | "--unset"
-                        | "--unset-all"
-                        | "--replace-all"
-                        | "--rename-section"
-                        | "--remove-section"
-                        | "-e"
-                        | "--edit"
-                        | "set"
-                        | "unset"
-                        | "edit"
-                )
-            });
+            let reading = git_config_reads(rest);
+            let writing = git_config_writes(rest);
             !writing && (reading || positional <= 1)
         }
         "symbolic-ref" => positional <= 1 && !rest.iter().any(|a| *a == "-d" || *a == "--delete"),
