@@ -32,6 +32,7 @@ mod policy_corpus;
 mod providers;
 mod sessions;
 mod stdio_presenter;
+mod subagents;
 mod tools_bash;
 mod tools_fs;
 mod tools_search;

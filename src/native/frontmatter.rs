@@ -129,6 +129,44 @@ pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
     out
 }
 
+/// Every `ROOT/*{suffix}` file of the given roots (agent definitions: `agents/NAME.md`), in
+/// root order and by name within a root; `dir` is the root. Names starting with `.` are
+/// skipped; missing roots are not an error.
+pub fn scan_files(roots: &[PathBuf], suffix: &str) -> Vec<FoundDoc> {
+    let mut out = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                !n.starts_with('.') && n.ends_with(suffix)
+            })
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        for file in files {
+            let parsed = match std::fs::read(&file) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => parse(&text).map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("{} is not UTF-8", file.display())),
+                },
+                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+            };
+            out.push(FoundDoc {
+                root: i,
+                dir: root.clone(),
+                file,
+                parsed,
+            });
+        }
+    }
+    out
+}
+
 fn to_json(y: Yaml) -> Value {
     match y {
         Yaml::String(s) => Value::String(s),

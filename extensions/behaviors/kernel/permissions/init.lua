@@ -2,7 +2,9 @@
 -- is judged by the native analyser (`fen.native.policy`: shell syntax, wrappers, paths,
 -- secrets, floors, rules) under the mode, then allowed, denied, or asked:
 --   - interactive presenters answer `ctx.ask` (y once, s session, a always, n no, c cancel);
---   - headless runs never wait: `--on-ask deny` (default) or `allow`.
+--   - headless runs never wait: `--on-ask deny` (default) or `allow`; a subagent child runs
+--     with `--on-ask parent`: the ask goes to the parent fen as a `subagent-ask` JSON line on
+--     stdout and the answer comes back as a `subagent-answer` line on stdin.
 -- Rules come from settings.json: the user's (~/.config/fen/settings.json), the project's
 -- (.fen/settings.json; it may only tighten unless the folder is trusted) and the personal
 -- project file (.fen/settings.local.json, where "always" answers go). Every decision is a line
@@ -190,6 +192,23 @@ return function(api)
     write_json(approved_path(), all)
   end
 
+  --- Asks the parent fen (a subagent child's `--on-ask parent`): one JSON line out, the
+  --- matching answer line in. nil when the parent is gone (stdin closed).
+  local function ask_parent(request)
+    state.ask_seq = (state.ask_seq or 0) + 1
+    local n = state.ask_seq
+    io.stdout:write(native.json.encode({ type = "subagent-ask", id = n, request = request }), "\n")
+    io.stdout:flush()
+    while true do
+      local line = native.term.read_line()
+      if not line then return nil end
+      local msg = native.json.decode(line)
+      if type(msg) == "table" and msg.type == "subagent-answer" and msg.id == n then
+        return type(msg.answer) == "string" and msg.answer or nil
+      end
+    end
+  end
+
   --- One person answers at a time; a later ask of the same turn re-decides after the answer
   --- before it (a "session" rule may now cover it).
   local asking = false
@@ -217,7 +236,7 @@ return function(api)
       end
       -- Ask.
       local s = state.settings
-      if s.headless then
+      if s.headless and s.on_ask ~= "parent" then
         if s.on_ask == "allow" then
           record(ctx.call_id, name, d, "allow", "headless")
           return nil
@@ -248,7 +267,8 @@ return function(api)
           { label = "n  no", value = "n" },
           { label = "c  no, and cancel the turn", value = "c" },
         }
-        local ok2, answer = pcall(ctx.ask, { kind = "permission", tool = name, question = question,
+        local ask = (s.headless and s.on_ask == "parent") and ask_parent or ctx.ask
+        local ok2, answer = pcall(ask, { kind = "permission", tool = name, question = question,
           title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
           items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
         asking = false
