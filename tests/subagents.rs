@@ -3,6 +3,7 @@
 
 use crate::common::Sandbox;
 use crate::support::fake_llm::{Api, FakeLlm, Reply, Scenario, Turn};
+use std::io::BufRead;
 use serde_json::{json, Value};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -137,4 +138,301 @@ fn a_childs_answer_comes_back_with_its_details() {
     // No session file for the child (nor for the parent, run with --no-session).
     let sessions = s.state().join("fen/sessions");
     assert!(!sessions.exists() || std::fs::read_dir(&sessions).unwrap().count() == 0);
+}
+
+/// A second server for children, as the custom provider `local` (models.json), and an agent
+/// `slow` on it: children then never race the parent for the parent's scripted replies.
+fn child_server(s: &Sandbox, replies: Vec<Reply>) -> FakeLlm {
+    let mut sc = Scenario::new();
+    for r in replies {
+        sc = sc.then(r);
+    }
+    let server = FakeLlm::start(sc);
+    let models = json!({"providers": {"local": {
+        "api": "openai-completions", "baseUrl": server.base_url(), "apiKey": "LOCAL_KEY",
+        "models": [{"id": "tiny"}]}}});
+    s.write("config/fen/models.json", &models.to_string());
+    s.write(
+        "config/fen/agents/slow.md",
+        "---\nname: slow\ndescription: a child on the second server\nprovider: local\nmodel: tiny\ntools: read\n---\nYou are slow.\n",
+    );
+    server
+}
+
+/// A reply that starts a stream, then stays silent for `ms`.
+fn stall(ms: u64) -> Reply {
+    Reply::Stall {
+        api: Api::OpenAiChat,
+        turn: Turn::text("late"),
+        after_events: 1,
+        stall_ms: ms,
+        keepalive_ms: None,
+    }
+}
+
+fn many_calls(calls: &[(&str, Value)]) -> Reply {
+    let mut t = Turn::default();
+    for (id, args) in calls {
+        let name = args["__tool"].as_str().unwrap_or("subagent").to_string();
+        let mut a = args.clone();
+        a.as_object_mut().unwrap().remove("__tool");
+        t = t.with_tool_call(id, &name, &a.to_string());
+    }
+    Reply::stream(Api::OpenAiChat, t)
+}
+
+/// Runs the parent, timestamping every stdout line; `on_line` sees each as it arrives.
+fn run_streaming(
+    s: &Sandbox,
+    server: &FakeLlm,
+    extra: &[&str],
+    mut on_line: impl FnMut(&Value, u32),
+) -> (Vec<(Instant, Value)>, std::process::ExitStatus, String) {
+    let args = parent_args(server, extra, "delegate");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = s.command(&args);
+    cmd.env("OPENAI_API_KEY", "test-key").env("LOCAL_KEY", "k2");
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut e = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut e);
+        e
+    });
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+            on_line(&v, pid);
+            lines.push((Instant::now(), v));
+        }
+    }
+    let status = child.wait().unwrap();
+    (lines, status, err.join().unwrap_or_default())
+}
+
+#[test]
+fn five_launches_in_one_turn_run_four_and_refuse_the_fifth() {
+    let s = Sandbox::new();
+    let child = child_server(&s, (0..4).map(|_| Reply::Stall {
+        api: Api::OpenAiChat, turn: Turn::text("child done"), after_events: 1, stall_ms: 1500, keepalive_ms: None,
+    }).collect());
+    let calls: Vec<(String, Value)> = (0..5)
+        .map(|i| (format!("c{i}"), json!({"agent": "slow", "task": format!("job {i}")})))
+        .collect();
+    let calls: Vec<(&str, Value)> = calls.iter().map(|(i, v)| (i.as_str(), v.clone())).collect();
+    let server = FakeLlm::start(Scenario::new().then(many_calls(&calls)).then(text("all done")));
+    let out = run_parent(&s, &server, &[]);
+    let results = tool_results(&events(&out.stdout));
+    assert_eq!(results.len(), 5, "{}", String::from_utf8_lossy(&out.stderr));
+    let refused: Vec<&Value> = results.iter().filter(|r| r["is_error"] == true).collect();
+    assert_eq!(refused.len(), 1, "{results:?}");
+    assert!(result_text(refused[0]).contains("active run cap (4) reached"), "{:?}", refused[0]);
+    let ok: Vec<String> = results.iter().filter(|r| r["is_error"] == false).map(result_text).collect();
+    assert_eq!(ok, ["late", "late", "late", "late"].map(|_| "child done".to_string()));
+    assert_eq!(child.requests().len(), 4);
+}
+
+#[test]
+fn cancelling_the_parent_kills_every_child_and_gives_one_cancelled_result_per_call() {
+    let s = Sandbox::new();
+    let _child = child_server(&s, vec![stall(60_000), stall(60_000)]);
+    let marker = format!("cancel-marker-{}", std::process::id());
+    let server = FakeLlm::start(Scenario::new().then(many_calls(&[
+        ("c1", json!({"agent": "slow", "task": format!("{marker} one")})),
+        ("c2", json!({"agent": "slow", "task": format!("{marker} two")})),
+    ])));
+    let mut signalled: Option<Instant> = None;
+    let m = marker.clone();
+    let (lines, status, stderr) = run_streaming(&s, &server, &[], |v, pid| {
+        if signalled.is_none() && v["type"] == "tool-call" && v["tool_call"]["id"] == "c2" {
+            // Both children are being started: wait until they run, then Ctrl-C the parent.
+            let t = Instant::now();
+            while processes_with(&m).len() < 2 && t.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(processes_with(&m).len(), 2, "both children run");
+            std::thread::sleep(Duration::from_millis(300));
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+            signalled = Some(Instant::now());
+        }
+    });
+    let t0 = signalled.expect("the parent was interrupted");
+    let evs: Vec<Value> = lines.iter().map(|(_, v)| v.clone()).collect();
+    let results = tool_results(&evs);
+    assert_eq!(results.len(), 2, "{evs:?}\n{stderr}");
+    for r in &results {
+        assert_eq!(r["is_error"], true);
+        assert!(result_text(r).starts_with("[cancelled]"), "{r}");
+    }
+    let ids: Vec<&str> = results.iter().map(|r| r["tool_call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+    // The children were gone before the parent reported the cancelled calls.
+    let (reported, _) = lines.iter().find(|(_, v)| v["type"] == "tool-result").unwrap();
+    let took = reported.duration_since(t0);
+    assert!(processes_with(&marker).is_empty(), "children left: {:?}", processes_with(&marker));
+    assert!(took < Duration::from_millis(2500), "cancel took {took:?}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+}
+
+#[test]
+fn a_childs_tools_are_within_the_parents_and_an_empty_intersection_spawns_nothing() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/agents/lister.md",
+        "---\nname: lister\ndescription: lists\ntools: [read, bash, ls]\n---\nYou list.\n",
+    );
+    s.write(
+        "config/fen/agents/shell.md",
+        "---\nname: shell\ndescription: runs commands\ntools: bash\n---\nYou run.\n",
+    );
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(many_calls(&[
+                ("c1", json!({"agent": "lister", "task": "list"})),
+                ("c2", json!({"agent": "shell", "task": "run"})),
+            ]))
+            .then(text("listed"))
+            .then(text("parent done")),
+    );
+    let out = run_parent(&s, &server, &["--tools", "read,ls,subagent"]);
+    let results = tool_results(&events(&out.stdout));
+    assert_eq!(results.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(result_text(&results[0]), "listed");
+    assert_eq!(results[1]["is_error"], true);
+    assert!(result_text(&results[1]).contains("would have no tools"), "{}", results[1]);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3, "the shell agent spawned nothing");
+    let mut tools: Vec<&str> = reqs[1].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    tools.sort();
+    assert_eq!(tools, ["ls", "read"], "bash is not the parent's, subagent is not granted");
+}
+
+#[test]
+fn wait_with_a_one_second_timeout_returns_running_and_the_child_lives_on() {
+    let s = Sandbox::new();
+    let _child = child_server(&s, vec![stall(60_000)]);
+    let marker = format!("wait-marker-{}", std::process::id());
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(many_calls(&[("c1", json!({"agent": "slow", "task": marker, "background": true}))]))
+            .then(many_calls(&[("c2", json!({"__tool": "subagent_ctl", "action": "wait", "run_id": "sa1", "timeout_s": 1}))]))
+            .then(many_calls(&[("c3", json!({"__tool": "subagent_ctl", "action": "show", "run_id": "sa1"}))]))
+            .then(text("parent done")),
+    );
+    let mut alive_after_wait = false;
+    let m = marker.clone();
+    let (lines, status, stderr) = run_streaming(&s, &server, &[], |v, _| {
+        if v["type"] == "tool-result" && v["result"]["tool_call_id"] == "c2" {
+            alive_after_wait = processes_with(&m).len() == 1;
+        }
+    });
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let at = |id: &str, kind: &str| {
+        lines
+            .iter()
+            .find(|(_, v)| v["type"] == kind && (v["tool_call"]["id"] == id || v["result"]["tool_call_id"] == id))
+            .map(|(t, v)| (*t, v.clone()))
+            .unwrap()
+    };
+    let (called, _) = at("c2", "tool-call");
+    let (answered, r) = at("c2", "tool-result");
+    let took = answered.duration_since(called);
+    assert!(result_text(&r["result"]).starts_with("running"), "{r}");
+    assert_eq!(r["result"]["details"]["status"], "running");
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_millis(1200), "wait took {took:?}");
+    assert!(alive_after_wait, "the child lives on after wait");
+    let (_, show) = at("c3", "tool-result");
+    assert_eq!(show["result"]["details"]["status"], "running", "{show}");
+    // fen's exit reaps the background child.
+    assert!(processes_with(&marker).is_empty());
+}
+
+#[test]
+fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
+    let s = Sandbox::new();
+    // Loaded by the parent and, passed down with --extension, by the child, where it prints
+    // something that is not JSON and dies.
+    let ext = s.write(
+        "crash.lua",
+        "return function(api)\n  if os.getenv('FEN_SUBAGENT_DEPTH') == '1' then\n    io.stdout:write('kaboom: not json\\n'); io.stdout:flush(); os.exit(3)\n  end\nend\n",
+    );
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(Api::OpenAiChat, call("c1", json!({"agent": "scout", "task": "x"}))))
+            .then(text("parent done")),
+    );
+    let out = run_parent(&s, &server, &["--extension", ext.to_str().unwrap()]);
+    let results = tool_results(&events(&out.stdout));
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = &results[0];
+    assert_eq!(r["is_error"], true);
+    let t = result_text(r);
+    assert!(t.contains("exited 3"), "{t}");
+    assert!(t.contains("kaboom: not json"), "{t}");
+    assert!(t.contains("not JSON"), "{t}");
+    assert_eq!(r["details"]["exit_code"], 3);
+    assert_eq!(server.requests().len(), 2, "the child never called the model");
+}
+
+#[test]
+fn a_childs_permission_ask_goes_to_the_parent() {
+    for (answer, expect_file) in [("deny", false), ("allow", true)] {
+        let s = Sandbox::new();
+        s.write(
+            "config/fen/agents/writer.md",
+            "---\nname: writer\ndescription: writes\ntools: write\n---\nYou write.\n",
+        );
+        let server = FakeLlm::start(
+            Scenario::new()
+                .then(Reply::stream(Api::OpenAiChat, call("c1", json!({"agent": "writer", "task": "write it"}))))
+                .then(Reply::stream(
+                    Api::OpenAiChat,
+                    Turn::default().with_tool_call("w1", "write", &json!({"path": "made.txt", "content": "x"}).to_string()),
+                ))
+                .then(text("child finished"))
+                .then(text("parent done")),
+        );
+        let out = run_parent(&s, &server, &["--permission-mode", "default", "--on-ask", answer]);
+        let results = tool_results(&events(&out.stdout));
+        assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(result_text(&results[0]), "child finished");
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 4);
+        let child_saw = reqs[2].body["messages"].to_string();
+        assert_eq!(s.cwd().join("made.txt").exists(), expect_file, "{answer}: {child_saw}");
+        if !expect_file {
+            assert!(child_saw.contains("parent fen runs headless"), "{child_saw}");
+        }
+    }
+}
+
+#[test]
+fn fen_list_agents_shows_builtin_user_and_untrusted_project_agents() {
+    let s = Sandbox::new();
+    s.write("config/fen/agents/scout.md", "---\nname: scout\ndescription: my own scout\n---\nMine.\n");
+    s.write("work/.fen/agents/proj.md", "---\nname: proj\ndescription: a project agent\n---\nP.\n");
+    s.write("config/fen/agents/bad.md", "---\ndescription: no name\n---\n");
+    let rows = s.fen_json(&["list", "agents", "--json"]);
+    let rows = rows.as_array().unwrap();
+    let find = |name: &str| rows.iter().filter(|r| r["name"] == name).cloned().collect::<Vec<_>>();
+    let scouts = find("scout");
+    assert_eq!(scouts.len(), 2);
+    assert_eq!(scouts[0]["scope"], "user");
+    assert_eq!(scouts[1]["scope"], "builtin");
+    assert!(scouts[1]["shadowed_by"].as_str().unwrap().ends_with("scout.md"));
+    assert_eq!(find("reviewer").len(), 1);
+    assert_eq!(find("planner").len(), 1);
+    assert!(find("proj").is_empty(), "untrusted project agents are not offered");
+    let invalid: Vec<&Value> = rows.iter().filter(|r| r["status"] == "invalid").collect();
+    assert_eq!(invalid.len(), 2, "{rows:?}");
+    let trusted = s.fen_json(&["list", "agents", "--json", "--trust"]);
+    assert!(trusted.as_array().unwrap().iter().any(|r| r["name"] == "proj" && r["scope"] == "project"));
 }

@@ -282,7 +282,8 @@ return function(api)
     if def.system and def.system ~= "" then add("--system", def.system) end
     if o.permission_mode then add("--permission-mode", o.permission_mode) end
     if o.trusted then add("--trust") end
-    if o.base_url then add("--base-url", o.base_url) end
+    -- The parent's --base-url belongs to the parent's provider.
+    if o.base_url and provider == current.provider then add("--base-url", o.base_url) end
     if o.mock_script then add("--mock-script", o.mock_script) end
     if o.extension_root then add("--extension-root", o.extension_root) end
     for _, e in ipairs(o.extensions or {}) do add("--extension", e) end
