@@ -436,3 +436,26 @@ fn fen_list_agents_shows_builtin_user_and_untrusted_project_agents() {
     let trusted = s.fen_json(&["list", "agents", "--json", "--trust"]);
     assert!(trusted.as_array().unwrap().iter().any(|r| r["name"] == "proj" && r["scope"] == "project"));
 }
+
+#[test]
+fn a_background_childs_end_is_announced_once_before_the_next_model_call() {
+    let s = Sandbox::new();
+    let child = child_server(&s, vec![text("the background answer")]);
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(many_calls(&[("c1", json!({"agent": "slow", "task": "in the background", "background": true}))]))
+            .then(many_calls(&[("c2", json!({"__tool": "bash", "command": "sleep 3"}))]))
+            .then(many_calls(&[("c3", json!({"__tool": "bash", "command": "true"}))]))
+            .then(text("parent done")),
+    );
+    let out = run_parent(&s, &server, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(child.requests().len(), 1);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    let count = |i: usize| reqs[i].body["messages"].to_string().matches("the background answer").count();
+    assert_eq!(count(1), 0, "not finished before the sleep");
+    assert_eq!(count(2), 1, "announced before the next model call");
+    assert_eq!(count(3), 1, "announced once");
+    assert!(reqs[2].body["messages"].to_string().contains("background subagent sa1 (slow) has finished"));
+}

@@ -383,6 +383,7 @@ return function(api)
         local wait_s = math.max(0, math.min(tonumber(args.timeout_s) or DEFAULT_WAIT_S, MAX_WAIT_S))
         local info, err = native.subagent.wait(id, { wait_ms = math.floor(wait_s * 1000) })
         if not info then return result("error: " .. err, true) end
+        if info.cancelled then error("cancelled", 0) end
         if not info.finished then
           return result(string.format("running: subagent %s (%s) has not finished after %g s (%d turns so far); it goes on", id, info.label, wait_s, info.turns),
             false, { run_id = id, status = "running", turns = info.turns, transcript = info.transcript })
