@@ -3,8 +3,8 @@
 
 use crate::common::Sandbox;
 use crate::support::fake_llm::{Api, FakeLlm, Reply, Scenario, Turn};
-use std::io::BufRead;
 use serde_json::{json, Value};
+use std::io::BufRead;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -216,22 +216,51 @@ fn run_streaming(
 #[test]
 fn five_launches_in_one_turn_run_four_and_refuse_the_fifth() {
     let s = Sandbox::new();
-    let child = child_server(&s, (0..4).map(|_| Reply::Stall {
-        api: Api::OpenAiChat, turn: Turn::text("child done"), after_events: 1, stall_ms: 1500, keepalive_ms: None,
-    }).collect());
+    let child = child_server(
+        &s,
+        (0..4)
+            .map(|_| Reply::Stall {
+                api: Api::OpenAiChat,
+                turn: Turn::text("child done"),
+                after_events: 1,
+                stall_ms: 1500,
+                keepalive_ms: None,
+            })
+            .collect(),
+    );
     let calls: Vec<(String, Value)> = (0..5)
-        .map(|i| (format!("c{i}"), json!({"agent": "slow", "task": format!("job {i}")})))
+        .map(|i| {
+            (
+                format!("c{i}"),
+                json!({"agent": "slow", "task": format!("job {i}")}),
+            )
+        })
         .collect();
     let calls: Vec<(&str, Value)> = calls.iter().map(|(i, v)| (i.as_str(), v.clone())).collect();
-    let server = FakeLlm::start(Scenario::new().then(many_calls(&calls)).then(text("all done")));
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(many_calls(&calls))
+            .then(text("all done")),
+    );
     let out = run_parent(&s, &server, &[]);
     let results = tool_results(&events(&out.stdout));
     assert_eq!(results.len(), 5, "{}", String::from_utf8_lossy(&out.stderr));
     let refused: Vec<&Value> = results.iter().filter(|r| r["is_error"] == true).collect();
     assert_eq!(refused.len(), 1, "{results:?}");
-    assert!(result_text(refused[0]).contains("active run cap (4) reached"), "{:?}", refused[0]);
-    let ok: Vec<String> = results.iter().filter(|r| r["is_error"] == false).map(result_text).collect();
-    assert_eq!(ok, ["late", "late", "late", "late"].map(|_| "child done".to_string()));
+    assert!(
+        result_text(refused[0]).contains("active run cap (4) reached"),
+        "{:?}",
+        refused[0]
+    );
+    let ok: Vec<String> = results
+        .iter()
+        .filter(|r| r["is_error"] == false)
+        .map(result_text)
+        .collect();
+    assert_eq!(
+        ok,
+        ["late", "late", "late", "late"].map(|_| "child done".to_string())
+    );
     assert_eq!(child.requests().len(), 4);
 }
 
@@ -241,8 +270,14 @@ fn cancelling_the_parent_kills_every_child_and_gives_one_cancelled_result_per_ca
     let _child = child_server(&s, vec![stall(60_000), stall(60_000)]);
     let marker = format!("cancel-marker-{}", std::process::id());
     let server = FakeLlm::start(Scenario::new().then(many_calls(&[
-        ("c1", json!({"agent": "slow", "task": format!("{marker} one")})),
-        ("c2", json!({"agent": "slow", "task": format!("{marker} two")})),
+        (
+            "c1",
+            json!({"agent": "slow", "task": format!("{marker} one")}),
+        ),
+        (
+            "c2",
+            json!({"agent": "slow", "task": format!("{marker} two")}),
+        ),
     ])));
     let mut signalled: Option<Instant> = None;
     let m = marker.clone();
@@ -255,7 +290,11 @@ fn cancelling_the_parent_kills_every_child_and_gives_one_cancelled_result_per_ca
             }
             assert_eq!(processes_with(&m).len(), 2, "both children run");
             std::thread::sleep(Duration::from_millis(300));
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGINT,
+            )
+            .unwrap();
             signalled = Some(Instant::now());
         }
     });
@@ -267,12 +306,22 @@ fn cancelling_the_parent_kills_every_child_and_gives_one_cancelled_result_per_ca
         assert_eq!(r["is_error"], true);
         assert!(result_text(r).starts_with("[cancelled]"), "{r}");
     }
-    let ids: Vec<&str> = results.iter().map(|r| r["tool_call_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = results
+        .iter()
+        .map(|r| r["tool_call_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["c1", "c2"]);
     // The children were gone before the parent reported the cancelled calls.
-    let (reported, _) = lines.iter().find(|(_, v)| v["type"] == "tool-result").unwrap();
+    let (reported, _) = lines
+        .iter()
+        .find(|(_, v)| v["type"] == "tool-result")
+        .unwrap();
     let took = reported.duration_since(t0);
-    assert!(processes_with(&marker).is_empty(), "children left: {:?}", processes_with(&marker));
+    assert!(
+        processes_with(&marker).is_empty(),
+        "children left: {:?}",
+        processes_with(&marker)
+    );
     assert!(took < Duration::from_millis(2500), "cancel took {took:?}");
     assert_eq!(status.code(), Some(130), "{stderr}");
 }
@@ -302,7 +351,11 @@ fn a_childs_tools_are_within_the_parents_and_an_empty_intersection_spawns_nothin
     assert_eq!(results.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(result_text(&results[0]), "listed");
     assert_eq!(results[1]["is_error"], true);
-    assert!(result_text(&results[1]).contains("would have no tools"), "{}", results[1]);
+    assert!(
+        result_text(&results[1]).contains("would have no tools"),
+        "{}",
+        results[1]
+    );
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3, "the shell agent spawned nothing");
     let mut tools: Vec<&str> = reqs[1].body["tools"]
@@ -312,7 +365,11 @@ fn a_childs_tools_are_within_the_parents_and_an_empty_intersection_spawns_nothin
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     tools.sort();
-    assert_eq!(tools, ["ls", "read"], "bash is not the parent's, subagent is not granted");
+    assert_eq!(
+        tools,
+        ["ls", "read"],
+        "bash is not the parent's, subagent is not granted"
+    );
 }
 
 #[test]
@@ -338,7 +395,10 @@ fn wait_with_a_one_second_timeout_returns_running_and_the_child_lives_on() {
     let at = |id: &str, kind: &str| {
         lines
             .iter()
-            .find(|(_, v)| v["type"] == kind && (v["tool_call"]["id"] == id || v["result"]["tool_call_id"] == id))
+            .find(|(_, v)| {
+                v["type"] == kind
+                    && (v["tool_call"]["id"] == id || v["result"]["tool_call_id"] == id)
+            })
             .map(|(t, v)| (*t, v.clone()))
             .unwrap()
     };
@@ -347,7 +407,10 @@ fn wait_with_a_one_second_timeout_returns_running_and_the_child_lives_on() {
     let took = answered.duration_since(called);
     assert!(result_text(&r["result"]).starts_with("running"), "{r}");
     assert_eq!(r["result"]["details"]["status"], "running");
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_millis(1200), "wait took {took:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(1200),
+        "wait took {took:?}"
+    );
     assert!(alive_after_wait, "the child lives on after wait");
     let (_, show) = at("c3", "tool-result");
     assert_eq!(show["result"]["details"]["status"], "running", "{show}");
@@ -366,7 +429,10 @@ fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
     );
     let server = FakeLlm::start(
         Scenario::new()
-            .then(Reply::stream(Api::OpenAiChat, call("c1", json!({"agent": "scout", "task": "x"}))))
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                call("c1", json!({"agent": "scout", "task": "x"})),
+            ))
             .then(text("parent done")),
     );
     let out = run_parent(&s, &server, &["--extension", ext.to_str().unwrap()]);
@@ -379,7 +445,11 @@ fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
     assert!(t.contains("kaboom: not json"), "{t}");
     assert!(t.contains("not JSON"), "{t}");
     assert_eq!(r["details"]["exit_code"], 3);
-    assert_eq!(server.requests().len(), 2, "the child never called the model");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the child never called the model"
+    );
 }
 
 #[test]
@@ -392,24 +462,42 @@ fn a_childs_permission_ask_goes_to_the_parent() {
         );
         let server = FakeLlm::start(
             Scenario::new()
-                .then(Reply::stream(Api::OpenAiChat, call("c1", json!({"agent": "writer", "task": "write it"}))))
                 .then(Reply::stream(
                     Api::OpenAiChat,
-                    Turn::default().with_tool_call("w1", "write", &json!({"path": "made.txt", "content": "x"}).to_string()),
+                    call("c1", json!({"agent": "writer", "task": "write it"})),
+                ))
+                .then(Reply::stream(
+                    Api::OpenAiChat,
+                    Turn::default().with_tool_call(
+                        "w1",
+                        "write",
+                        &json!({"path": "made.txt", "content": "x"}).to_string(),
+                    ),
                 ))
                 .then(text("child finished"))
                 .then(text("parent done")),
         );
-        let out = run_parent(&s, &server, &["--permission-mode", "default", "--on-ask", answer]);
+        let out = run_parent(
+            &s,
+            &server,
+            &["--permission-mode", "default", "--on-ask", answer],
+        );
         let results = tool_results(&events(&out.stdout));
         assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(result_text(&results[0]), "child finished");
         let reqs = server.requests();
         assert_eq!(reqs.len(), 4);
         let child_saw = reqs[2].body["messages"].to_string();
-        assert_eq!(s.cwd().join("made.txt").exists(), expect_file, "{answer}: {child_saw}");
+        assert_eq!(
+            s.cwd().join("made.txt").exists(),
+            expect_file,
+            "{answer}: {child_saw}"
+        );
         if !expect_file {
-            assert!(child_saw.contains("parent fen runs headless"), "{child_saw}");
+            assert!(
+                child_saw.contains("parent fen runs headless"),
+                "{child_saw}"
+            );
         }
     }
 }
@@ -417,24 +505,48 @@ fn a_childs_permission_ask_goes_to_the_parent() {
 #[test]
 fn fen_list_agents_shows_builtin_user_and_untrusted_project_agents() {
     let s = Sandbox::new();
-    s.write("config/fen/agents/scout.md", "---\nname: scout\ndescription: my own scout\n---\nMine.\n");
-    s.write("work/.fen/agents/proj.md", "---\nname: proj\ndescription: a project agent\n---\nP.\n");
-    s.write("config/fen/agents/bad.md", "---\ndescription: no name\n---\n");
+    s.write(
+        "config/fen/agents/scout.md",
+        "---\nname: scout\ndescription: my own scout\n---\nMine.\n",
+    );
+    s.write(
+        "work/.fen/agents/proj.md",
+        "---\nname: proj\ndescription: a project agent\n---\nP.\n",
+    );
+    s.write(
+        "config/fen/agents/bad.md",
+        "---\ndescription: no name\n---\n",
+    );
     let rows = s.fen_json(&["list", "agents", "--json"]);
     let rows = rows.as_array().unwrap();
-    let find = |name: &str| rows.iter().filter(|r| r["name"] == name).cloned().collect::<Vec<_>>();
+    let find = |name: &str| {
+        rows.iter()
+            .filter(|r| r["name"] == name)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let scouts = find("scout");
     assert_eq!(scouts.len(), 2);
     assert_eq!(scouts[0]["scope"], "user");
     assert_eq!(scouts[1]["scope"], "builtin");
-    assert!(scouts[1]["shadowed_by"].as_str().unwrap().ends_with("scout.md"));
+    assert!(scouts[1]["shadowed_by"]
+        .as_str()
+        .unwrap()
+        .ends_with("scout.md"));
     assert_eq!(find("reviewer").len(), 1);
     assert_eq!(find("planner").len(), 1);
-    assert!(find("proj").is_empty(), "untrusted project agents are not offered");
+    assert!(
+        find("proj").is_empty(),
+        "untrusted project agents are not offered"
+    );
     let invalid: Vec<&Value> = rows.iter().filter(|r| r["status"] == "invalid").collect();
     assert_eq!(invalid.len(), 2, "{rows:?}");
     let trusted = s.fen_json(&["list", "agents", "--json", "--trust"]);
-    assert!(trusted.as_array().unwrap().iter().any(|r| r["name"] == "proj" && r["scope"] == "project"));
+    assert!(trusted
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "proj" && r["scope"] == "project"));
 }
 
 #[test]
@@ -443,19 +555,104 @@ fn a_background_childs_end_is_announced_once_before_the_next_model_call() {
     let child = child_server(&s, vec![text("the background answer")]);
     let server = FakeLlm::start(
         Scenario::new()
-            .then(many_calls(&[("c1", json!({"agent": "slow", "task": "in the background", "background": true}))]))
-            .then(many_calls(&[("c2", json!({"__tool": "bash", "command": "sleep 3"}))]))
-            .then(many_calls(&[("c3", json!({"__tool": "bash", "command": "true"}))]))
+            .then(many_calls(&[(
+                "c1",
+                json!({"agent": "slow", "task": "in the background", "background": true}),
+            )]))
+            .then(many_calls(&[(
+                "c2",
+                json!({"__tool": "bash", "command": "sleep 3"}),
+            )]))
+            .then(many_calls(&[(
+                "c3",
+                json!({"__tool": "bash", "command": "true"}),
+            )]))
             .then(text("parent done")),
     );
     let out = run_parent(&s, &server, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(child.requests().len(), 1);
     let reqs = server.requests();
     assert_eq!(reqs.len(), 4);
-    let count = |i: usize| reqs[i].body["messages"].to_string().matches("the background answer").count();
+    let count = |i: usize| {
+        reqs[i].body["messages"]
+            .to_string()
+            .matches("the background answer")
+            .count()
+    };
     assert_eq!(count(1), 0, "not finished before the sleep");
     assert_eq!(count(2), 1, "announced before the next model call");
     assert_eq!(count(3), 1, "announced once");
-    assert!(reqs[2].body["messages"].to_string().contains("background subagent sa1 (slow) has finished"));
+    assert!(reqs[2].body["messages"]
+        .to_string()
+        .contains("background subagent sa1 (slow) has finished"));
+}
+
+#[test]
+fn in_the_tui_a_childs_ask_names_the_child_and_the_answer_reaches_it() {
+    use crate::tui::{script, Tui};
+    let s = Sandbox::new();
+    let _child = child_server(
+        &s,
+        vec![
+            Reply::stream(
+                Api::OpenAiChat,
+                Turn::default().with_tool_call(
+                    "w1",
+                    "write",
+                    &json!({"path": "made.txt", "content": "x"}).to_string(),
+                ),
+            ),
+            text("child ok"),
+        ],
+    );
+    s.write(
+        "config/fen/agents/scribe.md",
+        "---\nname: scribe\ndescription: writes\nprovider: local\nmodel: tiny\ntools: write\n---\nYou write.\n",
+    );
+    let path = script(
+        &s,
+        r#"[{"tool_calls":[{"name":"subagent","arguments":{"agent":"scribe","task":"write made.txt"}}]},{"text":"parent done"}]"#,
+    );
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path, "--permission-mode", "default"],
+        100,
+        30,
+        &[],
+    );
+    t.wait_for("mock");
+    t.send("go\r");
+    let screen = t.wait_for("[subagent scribe]");
+    assert!(screen.contains("write"), "{screen}");
+    assert!(!s.cwd().join("made.txt").exists());
+    t.send("y");
+    t.wait_for("parent done");
+    assert!(
+        s.cwd().join("made.txt").exists(),
+        "the person's yes reached the child"
+    );
+}
+
+#[test]
+fn in_the_tui_the_panel_lists_a_running_child() {
+    use crate::tui::{script, Tui};
+    let s = Sandbox::new();
+    let _child = child_server(&s, vec![stall(60_000)]);
+    let path = script(
+        &s,
+        r#"[{"tool_calls":[{"name":"subagent","arguments":{"agent":"slow","task":"panel task"}}]},{"text":"parent done"}]"#,
+    );
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[]);
+    t.wait_for("mock");
+    t.send("go\r");
+    let screen = t.wait("the subagents panel", |sc| {
+        sc.contains("Subagents") && sc.contains("sa1") && sc.contains("panel task")
+    });
+    assert!(screen.contains("agents:1"), "{screen}");
 }

@@ -36,4 +36,4 @@ mod subagents;
 mod tools_bash;
 mod tools_fs;
 mod tools_search;
-mod tui;
+pub mod tui;

@@ -557,11 +557,16 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn lines_are_parsed_asks_answered_and_the_end_reported() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spec = sh(r#"echo '{"type":"llm-start"}'; echo '{"type":"subagent-ask","id":1}'; read a; echo "{\"type\":\"result\",\"final_text\":$a}"; echo oops >&2; exit 3"#);
+        let mut spec = sh(
+            r#"echo '{"type":"llm-start"}'; echo '{"type":"subagent-ask","id":1}'; read a; echo "{\"type\":\"result\",\"final_text\":$a}"; echo oops >&2; exit 3"#,
+        );
         spec.transcript = Some(dir.path().join("t/run.jsonl"));
         let run = start(spec).await.unwrap();
         let ev = next(&run.id, Duration::from_secs(5)).await.unwrap();
-        assert!(matches!(ev, Some(RunEvent::Ask(ref v)) if v["id"] == 1), "{ev:?}");
+        assert!(
+            matches!(ev, Some(RunEvent::Ask(ref v)) if v["id"] == 1),
+            "{ev:?}"
+        );
         answer(&run.id, &serde_json::json!("yes")).await.unwrap();
         let ev = next(&run.id, Duration::from_secs(5)).await.unwrap();
         let Some(RunEvent::Finished(info)) = ev else {

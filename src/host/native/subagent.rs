@@ -153,7 +153,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 Err(e) => return super::failure(&lua, e.to_string()),
             };
             let (on_ask, on_exit) = match &handlers {
-                Some(h) => (h.get::<Option<Function>>("on_ask")?, h.get::<Option<Function>>("on_exit")?),
+                Some(h) => (
+                    h.get::<Option<Function>>("on_ask")?,
+                    h.get::<Option<Function>>("on_exit")?,
+                ),
                 None => (None, None),
             };
             pump(lua.clone(), info.id.clone(), on_ask, on_exit);

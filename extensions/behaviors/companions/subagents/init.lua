@@ -441,7 +441,7 @@ return function(api)
     render = function()
       local rows = {}
       for _, info in ipairs(native.subagent.list()) do
-        if info.running then rows[#rows + 1] = { text = describe(info) } end
+        if info.running then rows[#rows + 1] = describe(info) end
       end
       return rows
     end,
