@@ -230,4 +230,43 @@ mod tests {
         assert_eq!(parse("---\n- a\n---\n"), Err(FrontMatterError::NotMapping));
         assert!(parse("---\n---\n").unwrap().fields.is_empty());
     }
+
+    #[test]
+    fn scan_files_reads_each_markdown_file_of_each_root_in_order() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        std::fs::write(a.path().join("z.md"), "---\nname: z\n---\nZ body\n").unwrap();
+        std::fs::write(a.path().join("a.md"), "no front matter").unwrap();
+        std::fs::write(a.path().join(".hidden.md"), "---\nname: h\n---\n").unwrap();
+        std::fs::write(a.path().join("notes.txt"), "---\nname: t\n---\n").unwrap();
+        std::fs::create_dir(a.path().join("dir.md")).unwrap();
+        std::fs::write(b.path().join("b.md"), "---\nname: b\n---\n").unwrap();
+        let roots = [
+            a.path().to_path_buf(),
+            PathBuf::from("/nonexistent"),
+            b.path().to_path_buf(),
+        ];
+        let found = scan_files(&roots, ".md");
+        let names: Vec<(usize, String)> = found
+            .iter()
+            .map(|d| {
+                (
+                    d.root,
+                    d.file.file_name().unwrap().to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0, "a.md".to_string()),
+                (0, "z.md".into()),
+                (2, "b.md".into())
+            ]
+        );
+        assert!(found[0].parsed.is_err());
+        let z = found[1].parsed.as_ref().unwrap();
+        assert_eq!(z.fields["name"], "z");
+        assert_eq!(z.body, "Z body\n");
+    }
 }
