@@ -322,6 +322,7 @@ fn cancelling_the_parent_kills_every_child_and_gives_one_cancelled_result_per_ca
         "children left: {:?}",
         processes_with(&marker)
     );
+    eprintln!("cancel: children gone and results reported {took:?} after SIGINT");
     assert!(took < Duration::from_millis(2500), "cancel took {took:?}");
     assert_eq!(status.code(), Some(130), "{stderr}");
 }
@@ -405,6 +406,7 @@ fn wait_with_a_one_second_timeout_returns_running_and_the_child_lives_on() {
     let (called, _) = at("c2", "tool-call");
     let (answered, r) = at("c2", "tool-result");
     let took = answered.duration_since(called);
+    eprintln!("wait(timeout_s = 1) on a busy child returned after {took:?}");
     assert!(result_text(&r["result"]).starts_with("running"), "{r}");
     assert_eq!(r["result"]["details"]["status"], "running");
     assert!(

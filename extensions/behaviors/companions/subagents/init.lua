@@ -91,6 +91,11 @@ return function(api)
   state.runs = state.runs or {}       -- run id -> {agent, task, background}
   state.seq = state.seq or 0
 
+  -- The parent's effective permission mode, as its policy reports it on every decision.
+  api.on("permission-decision", function(ev)
+    if type(ev.mode) == "string" then state.mode = ev.mode end
+  end)
+
   local function trusted() return api.kernel.run_options().trusted == true end
 
   --- Definition roots in precedence order: `{path, scope, peer}`.
@@ -280,7 +285,10 @@ return function(api)
     if provider and provider ~= "" then add("--provider", provider) end
     if model and model ~= "" then add("--model", model) end
     if def.system and def.system ~= "" then add("--system", def.system) end
-    if o.permission_mode then add("--permission-mode", o.permission_mode) end
+    -- The mode the parent's policy used for this very call (its `permission-decision`):
+    -- `--permission-mode`, `/permissions MODE`, or the settings' mode.
+    local mode = state.mode or o.permission_mode
+    if mode then add("--permission-mode", mode) end
     if o.trusted then add("--trust") end
     -- The parent's --base-url belongs to the parent's provider.
     if o.base_url and provider == current.provider then add("--base-url", o.base_url) end
