@@ -658,3 +658,51 @@ fn in_the_tui_the_panel_lists_a_running_child() {
     });
     assert!(screen.contains("agents:1"), "{screen}");
 }
+
+#[test]
+fn a_granted_grandchilds_ask_is_forwarded_up_to_the_parent() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/agents/boss.md",
+        "---\nname: boss\ndescription: delegates\ntools: [subagent, write]\n---\nYou delegate.\n",
+    );
+    s.write(
+        "config/fen/agents/writer.md",
+        "---\nname: writer\ndescription: writes\ntools: write\n---\nYou write.\n",
+    );
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                call("c1", json!({"agent": "boss", "task": "get it written"})),
+            ))
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                call("b1", json!({"agent": "writer", "task": "write it"})),
+            ))
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                Turn::default().with_tool_call(
+                    "w1",
+                    "write",
+                    &json!({"path": "deep.txt", "content": "x"}).to_string(),
+                ),
+            ))
+            .then(text("writer done"))
+            .then(text("boss done"))
+            .then(text("parent done")),
+    );
+    let out = run_parent(
+        &s,
+        &server,
+        &["--permission-mode", "default", "--on-ask", "allow"],
+    );
+    let results = tool_results(&events(&out.stdout));
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(result_text(&results[0]), "boss done");
+    assert_eq!(server.requests().len(), 6);
+    assert!(
+        s.cwd().join("deep.txt").exists(),
+        "the parent's allow reached the grandchild"
+    );
+}

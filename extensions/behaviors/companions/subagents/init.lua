@@ -201,6 +201,15 @@ return function(api)
       local o = api.kernel.run_options()
       if o.headless then
         if o.on_ask == "allow" then return "y" end
+        -- A child that itself runs children: the grandchild's ask goes further up.
+        if o.on_ask == "parent" and type(req) == "table" then
+          local q = {}
+          for k, v in pairs(req) do q[k] = v end
+          q.title = "[subagent " .. label .. "] " .. tostring(req.title or "permission")
+          q.question = "[subagent " .. label .. "] " .. tostring(req.question or "")
+          q.text = "[subagent " .. label .. "] " .. tostring(req.text or req.question or "")
+          return require("fen.lib.parent_ask").ask(q) or "n: the parent fen is gone"
+        end
         return "n: the parent fen runs headless (--on-ask " .. tostring(o.on_ask or "deny") .. ") and no one approved it"
       end
       if type(req) ~= "table" then return "n" end

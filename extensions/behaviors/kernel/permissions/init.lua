@@ -192,23 +192,6 @@ return function(api)
     write_json(approved_path(), all)
   end
 
-  --- Asks the parent fen (a subagent child's `--on-ask parent`): one JSON line out, the
-  --- matching answer line in. nil when the parent is gone (stdin closed).
-  local function ask_parent(request)
-    state.ask_seq = (state.ask_seq or 0) + 1
-    local n = state.ask_seq
-    io.stdout:write(native.json.encode({ type = "subagent-ask", id = n, request = request }), "\n")
-    io.stdout:flush()
-    while true do
-      local line = native.term.read_line()
-      if not line then return nil end
-      local msg = native.json.decode(line)
-      if type(msg) == "table" and msg.type == "subagent-answer" and msg.id == n then
-        return type(msg.answer) == "string" and msg.answer or nil
-      end
-    end
-  end
-
   --- One person answers at a time; a later ask of the same turn re-decides after the answer
   --- before it (a "session" rule may now cover it).
   local asking = false
@@ -267,7 +250,7 @@ return function(api)
           { label = "n  no", value = "n" },
           { label = "c  no, and cancel the turn", value = "c" },
         }
-        local ask = (s.headless and s.on_ask == "parent") and ask_parent or ctx.ask
+        local ask = (s.headless and s.on_ask == "parent") and require("fen.lib.parent_ask").ask or ctx.ask
         local ok2, answer = pcall(ask, { kind = "permission", tool = name, question = question,
           title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
           items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
