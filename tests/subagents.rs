@@ -126,6 +126,16 @@ fn a_childs_answer_comes_back_with_its_details() {
     let child = &reqs[1].body;
     let system = child["messages"][0]["content"].to_string();
     assert!(system.contains("You are scout"), "{system}");
+    // The parent's prompt lists the agents; the child, without `subagent`, gets no such list.
+    let parent_system = reqs[0].body["messages"][0]["content"].to_string();
+    assert!(
+        parent_system.contains("- reviewer: Reviews a change"),
+        "{parent_system}"
+    );
+    assert!(
+        !system.contains("Agents for the `subagent` tool"),
+        "{system}"
+    );
     let mut tools: Vec<String> = child["tools"]
         .as_array()
         .unwrap()

@@ -320,6 +320,24 @@ return function(api)
     return info
   end
 
+  -- The model learns which agents exist (a user's own ones included) from the prompt, when
+  -- it may call `subagent` at all. Found at load and on /reload, like skills.
+  local listed = discover()
+  api.prompt(function()
+    local offered = false
+    for _, n in ipairs(api.kernel.run_options().allowed_tools or {}) do
+      if n == "subagent" then offered = true end
+    end
+    if not offered or #listed.order == 0 then return nil end
+    local lines = { "Agents for the `subagent` tool (name: what it is for):" }
+    for _, name in ipairs(listed.order) do
+      local d = listed.by_name[name].description:gsub("%s+", " ")
+      if #d > 300 then d = d:sub(1, 297) .. "..." end
+      lines[#lines + 1] = "- " .. name .. ": " .. d
+    end
+    return table.concat(lines, "\n")
+  end, { id = "subagents", title = "Available subagents", order = 82 })
+
   api.register("tool", {
     name = "subagent",
     label = "subagent",
