@@ -437,7 +437,7 @@ fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
     // something that is not JSON and dies.
     let ext = s.write(
         "crash.lua",
-        "return function(api)\n  if os.getenv('FEN_SUBAGENT_DEPTH') == '1' then\n    io.stdout:write('kaboom: not json\\n'); io.stdout:flush(); os.exit(3)\n  end\nend\n",
+        "return function(api)\n  if os.getenv('FEN_SUBAGENT_DEPTH') == '1' then\n    io.stdout:write('kaboom: not json ', tostring(os.getenv('ANTHROPIC_API_KEY')), ' ', tostring(os.getenv('OPENAI_API_KEY')), '\\n'); io.stdout:flush(); os.exit(3)\n  end\nend\n",
     );
     let server = FakeLlm::start(
         Scenario::new()
@@ -447,14 +447,23 @@ fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
             ))
             .then(text("parent done")),
     );
-    let out = run_parent(&s, &server, &["--extension", ext.to_str().unwrap()]);
+    let args = parent_args(&server, &["--extension", ext.to_str().unwrap()], "delegate");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.fen_env(
+        &args,
+        &[
+            ("OPENAI_API_KEY", "test-key"),
+            ("ANTHROPIC_API_KEY", "other-secret"),
+        ],
+    );
     let results = tool_results(&events(&out.stdout));
     assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
     let r = &results[0];
     assert_eq!(r["is_error"], true);
     let t = result_text(r);
     assert!(t.contains("exited 3"), "{t}");
-    assert!(t.contains("kaboom: not json"), "{t}");
+    // Only the key of the child's provider reaches it; other secrets stay hidden.
+    assert!(t.contains("kaboom: not json nil test-key"), "{t}");
     assert!(t.contains("not JSON"), "{t}");
     assert_eq!(r["details"]["exit_code"], 3);
     assert_eq!(
@@ -715,4 +724,44 @@ fn a_granted_grandchilds_ask_is_forwarded_up_to_the_parent() {
         s.cwd().join("deep.txt").exists(),
         "the parent's allow reached the grandchild"
     );
+}
+
+#[test]
+fn a_definition_may_keep_the_childs_session_file() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/agents/keeper.md",
+        "---\nname: keeper\ndescription: keeps its session\nsession: true\ntools: read\n---\nYou keep.\n",
+    );
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                call("c1", json!({"agent": "keeper", "task": "kept task"})),
+            ))
+            .then(text("kept"))
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                call("c2", json!({"agent": "scout", "task": "unkept task"})),
+            ))
+            .then(text("not kept"))
+            .then(text("parent done")),
+    );
+    let out = run_parent(&s, &server, &[]);
+    let results = tool_results(&events(&out.stdout));
+    assert_eq!(results.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    let mut files = Vec::new();
+    let mut stack = vec![s.state()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.components().any(|c| c.as_os_str() == "sessions") {
+                files.push(std::fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    assert_eq!(files.len(), 1, "one session file: the keeper's");
+    assert!(files[0].contains("kept task") && !files[0].contains("unkept task"));
 }

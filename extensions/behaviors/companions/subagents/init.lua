@@ -79,6 +79,7 @@ local function invalid(f)
   for _, k in ipairs({ "model", "provider" }) do
     if f[k] ~= nil and type(f[k]) ~= "string" then return "`" .. k .. "` must be a string" end
   end
+  if f.session ~= nil and type(f.session) ~= "boolean" then return "`session` must be true or false" end
   if f.tools ~= nil and type(f.tools) ~= "string" and type(f.tools) ~= "table" then
     return "`tools` must be a list or a comma-separated string"
   end
@@ -116,7 +117,7 @@ return function(api)
     return {
       name = f.name, description = (f.description:gsub("%s+$", "")), model = model, provider = f.provider,
       tools = tool_list(f.tools, peer), max_turns = f.max_turns, timeout_s = f.timeout_s,
-      system = (body or ""):gsub("^%s+", ""), scope = scope, location = location,
+      system = (body or ""):gsub("^%s+", ""), scope = scope, location = location, session = f.session == true,
     }
   end
 
@@ -288,9 +289,11 @@ return function(api)
     state.seq = state.seq + 1
     local transcript = string.format("%s/subagents/%d-%d-%s.jsonl", native.paths.state_dir,
       os.time(), state.seq, def.name)
-    local argv = { "--mode", "json", "--no-session", "--on-ask", "parent",
+    -- No session file unless the definition asks for one (`session: true`).
+    local argv = { "--mode", "json", "--on-ask", "parent",
       "--max-turns", tostring(math.max(1, max_turns)), "--tools", table.concat(tools, ",") }
     local function add(...) for _, a in ipairs({ ... }) do argv[#argv + 1] = a end end
+    if not def.session then add("--no-session") end
     if provider and provider ~= "" then add("--provider", provider) end
     if model and model ~= "" then add("--model", model) end
     if def.system and def.system ~= "" then add("--system", def.system) end
