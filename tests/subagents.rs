@@ -765,3 +765,58 @@ fn a_definition_may_keep_the_childs_session_file() {
     assert_eq!(files.len(), 1, "one session file: the keeper's");
     assert!(files[0].contains("kept task") && !files[0].contains("unkept task"));
 }
+
+#[test]
+fn ctl_cancel_stops_a_background_run_and_a_foreground_run_stops_at_its_timeout() {
+    let s = Sandbox::new();
+    let _child = child_server(&s, vec![stall(60_000), stall(60_000)]);
+    let marker = format!("stop-marker-{}", std::process::id());
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(many_calls(&[(
+                "c1",
+                json!({"agent": "slow", "task": format!("{marker} bg"), "background": true}),
+            )]))
+            .then(many_calls(&[(
+                "c2",
+                json!({"__tool": "subagent_ctl", "action": "cancel", "run_id": "sa1"}),
+            )]))
+            .then(many_calls(&[(
+                "c3",
+                json!({"agent": "slow", "task": format!("{marker} fg"), "timeout_s": 1}),
+            )]))
+            .then(many_calls(&[(
+                "c4",
+                json!({"__tool": "subagent_ctl", "action": "list"}),
+            )]))
+            .then(text("parent done")),
+    );
+    let m = marker.clone();
+    let mut left_after_cancel = usize::MAX;
+    let (lines, status, stderr) = run_streaming(&s, &server, &[], |v, _| {
+        if v["type"] == "tool-result" && v["result"]["tool_call_id"] == "c2" {
+            left_after_cancel = processes_with(&m).len();
+        }
+    });
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let evs: Vec<Value> = lines.into_iter().map(|(_, v)| v).collect();
+    let results = tool_results(&evs);
+    assert_eq!(results.len(), 4, "{evs:?}");
+    assert!(
+        result_text(&results[1]).starts_with("subagent sa1 (slow) stopped"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(left_after_cancel, 0, "the cancelled child is gone");
+    assert_eq!(results[2]["is_error"], true);
+    assert!(
+        result_text(&results[2]).contains("timed out after 1 s"),
+        "{}",
+        results[2]
+    );
+    assert_eq!(results[2]["details"]["status"], "timeout");
+    let list = result_text(&results[3]);
+    assert!(list.contains("sa1") && list.contains("cancelled"), "{list}");
+    assert!(list.contains("sa2"), "{list}");
+    assert!(processes_with(&marker).is_empty());
+}
