@@ -23,6 +23,8 @@ pub struct Frame {
     pub busy_slot: Option<(u16, u16, u16)>,
     /// Rows the transcript got.
     pub transcript_rows: u16,
+    /// Of those, the rows with transcript content (from row 1).
+    pub transcript_used: u16,
 }
 
 /// Per-frame inputs that are not in the layout.
@@ -147,6 +149,7 @@ pub fn compose(layout: &Layout, transcript: &mut Transcript, w: u16, h: u16, ctx
             cursor: None,
             busy_slot: None,
             transcript_rows: 0,
+            transcript_used: 0,
         };
     }
     // Status row.
@@ -298,6 +301,7 @@ pub fn compose(layout: &Layout, transcript: &mut Transcript, w: u16, h: u16, ctx
         cursor,
         busy_slot,
         transcript_rows: th,
+        transcript_used: rows.len() as u16,
     }
 }
 

@@ -34,6 +34,10 @@ pub struct BlockSpec {
     pub cont: Option<Line>,
     /// A blank row before the block.
     pub gap: Option<bool>,
+    /// Still changing (a streaming answer, a running tool). In inline mode a live block stays
+    /// in the redrawn band (only the finished lines of a streaming answer go to scrollback)
+    /// until an update says `live = false`; other blocks are final once pushed.
+    pub live: Option<bool>,
 }
 
 #[derive(Debug)]
@@ -53,6 +57,9 @@ pub struct Block {
     prefix: Line,
     cont: Line,
     gap: bool,
+    live: bool,
+    /// Inline mode: the head and the first `n` stable markdown lines are in scrollback.
+    skip: Option<usize>,
     version: u64,
     /// Rows of the gap + head (+ plain body), for (width, version).
     rows: Vec<Line>,
@@ -78,6 +85,8 @@ impl Block {
             prefix: spec.prefix.unwrap_or_default(),
             cont: spec.cont.unwrap_or_default(),
             gap: spec.gap.unwrap_or(false),
+            live: spec.live.unwrap_or(false),
+            skip: None,
             version: 0,
             rows: Vec::new(),
             key: None,
@@ -121,6 +130,9 @@ impl Block {
         if let Some(g) = spec.gap {
             self.gap = g;
         }
+        if let Some(l) = spec.live {
+            self.live = l;
+        }
         self.version += 1;
     }
 
@@ -143,8 +155,26 @@ impl Block {
         !self.folded && !self.text().is_empty()
     }
 
-    /// Lays the block out at `width`; returns its height in rows.
+    /// Lays the block out at `width`; returns its height in rows (without the rows already
+    /// committed to scrollback in inline mode).
     fn layout(&mut self, width: usize) -> usize {
+        let total = self.total(width);
+        let h = total - self.offset().min(total);
+        self.height = h;
+        h
+    }
+
+    /// Rows committed to scrollback before the first row shown (after a layout).
+    fn offset(&self) -> usize {
+        match (self.skip, &self.body) {
+            (Some(k), Body::Md(d)) => self.rows.len() + d.row_offset(k),
+            (Some(_), _) => self.rows.len(),
+            (None, _) => 0,
+        }
+    }
+
+    /// Every row of the block at `width`, committed or not.
+    fn total(&mut self, width: usize) -> usize {
         if self.key != Some((width, self.version)) {
             let mut rows = Vec::new();
             if self.gap {
@@ -175,12 +205,16 @@ impl Block {
                 h += d.layout(width.saturating_sub(pw).max(1));
             }
         }
-        self.height = h;
         h
     }
 
     /// Row `i` after [`Block::layout`] at the same width.
     fn row(&self, i: usize) -> Line {
+        self.row_abs(i + self.offset())
+    }
+
+    /// Row `i` counting the committed rows too.
+    fn row_abs(&self, i: usize) -> Line {
         if i < self.rows.len() {
             return self.rows[i].clone();
         }
@@ -225,6 +259,9 @@ pub struct Transcript {
     /// Blocks added while the view was anchored.
     pub new_below: usize,
     cached: VecDeque<u64>,
+    /// Inline mode: blocks before this index are in the terminal's scrollback (and the block
+    /// at it may be partly, see [`Transcript::take_commits`]); the view starts after them.
+    pub committed: usize,
 }
 
 impl Default for Transcript {
@@ -235,6 +272,7 @@ impl Default for Transcript {
             view: View::Follow,
             new_below: 0,
             cached: VecDeque::new(),
+            committed: 0,
         }
     }
 }
@@ -293,6 +331,7 @@ impl Transcript {
     }
 
     pub fn clear(&mut self) {
+        self.committed = 0;
         self.blocks.clear();
         self.cached.clear();
         self.view = View::Follow;
@@ -326,7 +365,7 @@ impl Transcript {
     fn bottom_top(&mut self, width: usize, height: usize) -> (usize, usize) {
         let mut need = height;
         let mut i = self.blocks.len();
-        while i > 0 {
+        while i > self.committed {
             i -= 1;
             let h = self.height_of(i, width);
             if h >= need {
@@ -334,7 +373,41 @@ impl Transcript {
             }
             need -= h;
         }
-        (0, 0)
+        (self.committed, 0)
+    }
+
+    /// Inline mode: the rows that became final since the last call, in order, each to be
+    /// written to scrollback once. A block is final when it and every block before it are no
+    /// longer live; of a live streaming answer, the head and the markdown lines before its
+    /// last block boundary are final (they never re-wrap: a later width applies to the rest).
+    /// `all` takes everything, live or not (exit, suspend).
+    pub fn take_commits(&mut self, width: usize, all: bool) -> Vec<Line> {
+        let mut out = Vec::new();
+        while self.committed < self.blocks.len() {
+            let i = self.committed;
+            let total = {
+                self.height_of(i, width);
+                self.blocks[i].total(width)
+            };
+            let b = &mut self.blocks[i];
+            let from = b.offset().min(total);
+            if !b.live || all {
+                out.extend((from..total).map(|r| b.row_abs(r)));
+                self.committed += 1;
+                continue;
+            }
+            if let (Body::Md(d), false) = (&b.body, b.folded) {
+                let k = d.stable_lines();
+                if k > b.skip.unwrap_or(0) {
+                    b.skip = Some(k);
+                    let to = b.offset().min(total);
+                    out.extend((from..to).map(|r| b.row_abs(r)));
+                    b.layout(width);
+                }
+            }
+            break;
+        }
+        out
     }
 
     /// The rows on screen, top to bottom (fewer than `height` when the transcript is short).
