@@ -48,7 +48,8 @@ impl Tui {
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
         let writer = pair.master.take_writer().expect("pty writer");
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
+        // Scrollback kept, so inline mode's rows that scrolled off can be read back.
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 100_000)));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let (p, r) = (parser.clone(), raw.clone());
         std::thread::spawn(move || {
@@ -90,6 +91,24 @@ impl Tui {
         let p = self.parser.lock().unwrap();
         let (_, cols) = p.screen().size();
         p.screen().rows(0, cols.get()).collect()
+    }
+
+    /// Every row the emulator holds, oldest first: the scrollback, then the screen.
+    pub fn history(&self) -> Vec<String> {
+        let mut p = self.parser.lock().unwrap();
+        let (rows, cols) = p.screen().size();
+        p.screen_mut().set_scrollback(usize::MAX);
+        let mut off = p.screen().scrollback();
+        let mut out = Vec::new();
+        while off > 0 {
+            p.screen_mut().set_scrollback(off);
+            let take = off.min(rows.get() as usize);
+            out.extend(p.screen().rows(0, cols.get()).take(take));
+            off -= take;
+        }
+        p.screen_mut().set_scrollback(0);
+        out.extend(p.screen().rows(0, cols.get()));
+        out
     }
 
     pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {

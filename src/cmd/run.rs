@@ -288,6 +288,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         "on_ask": cli.on_ask,
         "headless": headless,
         "trusted": inner.project_trusted.get(),
+        "inline": cli.inline,
     });
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner

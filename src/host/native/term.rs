@@ -4,7 +4,7 @@
 //!
 //! | function | what it does |
 //! | --- | --- |
-//! | `open()` | enter raw mode, the alternate screen, bracketed paste, alternate scroll; start painting |
+//! | `open(opts)` | enter raw mode, the alternate screen (`opts.inline`: not, see inline mode), bracketed paste, alternate scroll, mouse reporting (`opts.mouse`); start painting |
 //! | `close()` | stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
 //! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`; nil when input ended |
 //! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
@@ -213,6 +213,19 @@ fn signal_tasks(ui: &SharedUi) -> Vec<JoinHandle<()>> {
     tasks
 }
 
+/// Inline mode: erases the band (writing every remaining row to scrollback first when `all`)
+/// so the shell, an editor or the next program starts below the transcript.
+fn leave_inline(u: &Ui, all: bool) {
+    let mut s = u.screen.borrow_mut();
+    if !s.is_inline() || !setup::active() {
+        return;
+    }
+    let mut bytes = Vec::new();
+    s.finish_inline(all, &mut bytes);
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&bytes).and_then(|_| out.flush());
+}
+
 fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     match input {
@@ -280,18 +293,31 @@ pub fn osc52(text: &str, tmux: bool) -> String {
 fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
     m.set(
         "open",
-        lua.create_function(|lua, ()| {
+        lua.create_function(|lua, opts: Option<Table>| {
             if let Some(u) = lua.app_data_ref::<SharedUi>() {
                 if !u.closed.get() {
                     return Ok(());
                 }
             }
+            let get = |k: &str| {
+                opts.as_ref()
+                    .and_then(|o| o.get::<Option<bool>>(k).ok().flatten())
+                    .unwrap_or(false)
+            };
+            let (inline, mouse) = (get("inline"), get("mouse"));
             setup::install_panic_hook();
             let (w, h) = setup::size().unwrap_or((80, 24));
+            setup::set_inline(inline);
+            setup::set_mouse(mouse).map_err(mlua::Error::external)?;
             setup::enter().map_err(mlua::Error::external)?;
             let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let mut screen = Screen::new(w, h, color);
+            if inline {
+                // Zellij's scroll regions do not feed its scrollback: plain newlines there.
+                screen.set_inline(std::env::var_os("ZELLIJ").is_none());
+            }
             let ui: SharedUi = Rc::new(Ui {
-                screen: RefCell::new(Screen::new(w, h, color)),
+                screen: RefCell::new(screen),
                 wake: Notify::new(),
                 decoder: Mutex::new(Decoder::default()),
                 closed: Cell::new(false),
@@ -314,6 +340,9 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 for t in u.tasks.borrow().iter() {
                     t.abort();
                 }
+                // Inline: what is left of the transcript goes to scrollback, the band goes,
+                // the cursor ends below the last row.
+                leave_inline(&u, true);
                 setup::restore();
             }
             Ok(())
@@ -431,6 +460,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         "suspend",
         lua.create_function(|lua, ()| {
             let u = ui(lua)?;
+            leave_inline(&u, false);
             setup::suspend().map_err(mlua::Error::external)?;
             if let Ok((w, h)) = setup::size() {
                 u.screen.borrow_mut().resize(w, h);
@@ -472,6 +502,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 return Ok((None, Some(format!("cannot write the temp file: {e}"))));
             }
             u.paused.set(true);
+            leave_inline(&u, false);
             setup::restore();
             // Through the shell, so EDITOR="code --wait" works; the terminal is the editor's.
             let status = tokio::process::Command::new("/bin/sh")

@@ -42,6 +42,18 @@ return function(api)
     return string.format("%.1fM", n / 1000000)
   end
 
+  --- settings.json's `tui` table ({} when absent or unreadable).
+  function impl.settings()
+    local path = (native.paths and native.paths.config_dir or "") .. "/settings.json"
+    local fh = io.open(path, "rb")
+    if not fh then return {} end
+    local text = fh:read("a")
+    fh:close()
+    local ok, v = pcall(native.json.decode, text)
+    if ok and type(v) == "table" and type(v.tui) == "table" then return v.tui end
+    return {}
+  end
+
   ---------------------------------------------------------------------------------------------
   -- Transcript blocks.
   local function open() return S.open end
@@ -83,7 +95,12 @@ return function(api)
     return table.concat(lines, "\n", from)
   end
 
+  --- The streaming answer and thinking are done: in inline mode they may now go to scrollback.
   local function end_text()
+    if S.open then
+      if S.cur_text then pcall(term.update, S.cur_text, { live = false }) end
+      if S.cur_think then pcall(term.update, S.cur_think, { live = false }) end
+    end
     S.cur_text = nil
     S.cur_think = nil
   end
@@ -266,7 +283,7 @@ return function(api)
     if not S.cur_think then
       S.cur_think = term.push({
         kind = "thinking", head = { { text = "✻ thinking", style = style.thinking } }, text = "",
-        style = style.thinking, folded = not S.thinking_shown, gap = true,
+        style = style.thinking, folded = not S.thinking_shown, gap = true, live = true,
       })
     end
     term.append(S.cur_think, ev.delta)
@@ -275,7 +292,7 @@ return function(api)
   api.on("assistant-text-delta", function(ev)
     if not open() then return end
     if not S.cur_text then
-      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true })
+      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true, live = true })
     end
     term.append(S.cur_text, ev.delta)
   end)
@@ -295,7 +312,7 @@ return function(api)
     if not open() then return end
     end_text()
     local call = ev.tool_call or {}
-    local id = term.push({ kind = "tool-live", head = tool_row("tool> run " .. rows.call_summary(call)), text = "", style = nil })
+    local id = term.push({ kind = "tool-live", head = tool_row("tool> run " .. rows.call_summary(call)), text = "", live = true })
     S.tools[call.id or ""] = { id = id, out = "", call = call }
   end)
 
@@ -317,7 +334,7 @@ return function(api)
       local first = body:match("^[^\n]*") or ""
       if first ~= "" then row = row .. "  " .. first:sub(1, 120) end
     end
-    local spec = { kind = "tool", head = tool_row(row), text = preview(body), folded = not S.expanded, style = {} }
+    local spec = { kind = "tool", head = tool_row(row), text = preview(body), folded = not S.expanded, style = {}, live = false }
     if t then
       term.update(t.id, spec)
       S.tools[r.tool_call_id or ""] = nil
@@ -346,6 +363,11 @@ return function(api)
   api.on("agent-turn-complete", function(ev)
     if not open() then return end
     end_text()
+    -- Tool rows whose result never came (a cancelled turn) are final now.
+    for k, t in pairs(S.tools) do
+      pcall(term.update, t.id, { live = false })
+      S.tools[k] = nil
+    end
     local u = S.usage
     if (u.input or 0) + (u.output or 0) > 0 then
       local text = string.format("↳ %s in · %s out", human(u.input), human(u.output))
@@ -785,11 +807,15 @@ return function(api)
     elseif key == "down" then
       history_step(1)
     elseif key == "pgup" then
-      term.scroll(-math.max(1, term.page() - 1))
+      if not S.inline then term.scroll(-math.max(1, term.page() - 1)) end
     elseif key == "pgdn" then
-      term.scroll(math.max(1, term.page() - 1))
+      if not S.inline then term.scroll(math.max(1, term.page() - 1)) end
     elseif key == "home" then
-      if S.ed.text == "" then term.top() else editor.home(S.ed) end
+      if S.ed.text == "" then
+        if not S.inline then term.top() end
+      else
+        editor.home(S.ed)
+      end
     elseif key == "end" then
       if S.ed.text == "" then term.bottom() else editor["end"](S.ed) end
     elseif key == "ctrl-o" then
@@ -845,7 +871,7 @@ return function(api)
     elseif ev.type == "paste" then
       impl.paste(ev.text)
     elseif ev.type == "wheel" then
-      term.scroll(ev.up and -ev.n or ev.n)
+      if not S.inline then term.scroll(ev.up and -ev.n or ev.n) end
     elseif ev.type == "resize" then
       layout()
     end
@@ -970,7 +996,11 @@ return function(api)
     run = function(ctx)
       S.open = true
       S.quit = false
-      term.open()
+      local settings = impl.settings()
+      local ok_opts, opts = pcall(api.kernel.run_options)
+      S.inline = (ok_opts and opts and opts.inline == true) or settings.mode == "inline"
+      S.mouse = settings.mouse == true and not S.inline
+      term.open({ inline = S.inline, mouse = S.mouse })
       S.cwd = os.getenv("PWD")
       local ok_msgs, messages = pcall(api.turn.messages)
       if ok_msgs then replay(messages) end

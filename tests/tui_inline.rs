@@ -1,0 +1,154 @@
+//! The TUI's inline mode, navigation, selection and themes in a real pty, parsed by a terminal
+//! emulator (vt100) that keeps its scrollback, so rows that scrolled off can be read back.
+
+use crate::common::Sandbox;
+use crate::tui::{script, Tui};
+use std::time::{Duration, Instant};
+
+/// An answer of `n` short paragraphs, streamed one paragraph per delay.
+fn slow_answer(n: usize, delay_ms: u64) -> (Vec<String>, String) {
+    let body: Vec<String> = (1..=n).map(|i| format!("answer line {i:02}")).collect();
+    // Each paragraph is 16 bytes with its blank line: one mock delta each.
+    let json = serde_json::json!([{ "text": body.join("\n\n"), "chunk_delay_ms": delay_ms }]);
+    (body, json.to_string())
+}
+
+fn count(rows: &[String], text: &str) -> usize {
+    rows.iter().filter(|r| r.trim_end() == text).count()
+}
+
+/// Waits until no byte has arrived for `quiet`.
+fn settle(t: &Tui, quiet: Duration) {
+    let start = Instant::now();
+    let mut len = t.raw.lock().unwrap().len();
+    let mut since = Instant::now();
+    while since.elapsed() < quiet && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(5));
+        let now = t.raw.lock().unwrap().len();
+        if now != len {
+            len = now;
+            since = Instant::now();
+        }
+    }
+}
+
+fn inline_run(s: &Sandbox, env: &[(&str, &str)]) -> (Tui, Vec<String>) {
+    let (body, json) = slow_answer(70, 60);
+    let path = script(s, &json);
+    let mut t = Tui::spawn(s, &["--inline", "--mock-script", &path], 40, 20, env);
+    t.wait_for("Ask anything");
+    assert!(!t.with_screen(|s| s.alternate_screen()));
+    t.send("go\r");
+    t.wait_for("answer line 01");
+    // 100 resizes while the answer streams. Widths only grow while output arrives (a frame
+    // already on its way at the old width cannot then wrap in the emulator, a race every
+    // terminal without reflow has); heights go up and down.
+    let mut streaming_at_50 = false;
+    for i in 0..100u16 {
+        let cols = 40 + i * 6 / 10;
+        let rows = 12 + (i * 7) % 19;
+        t.resize(cols, rows);
+        std::thread::sleep(Duration::from_millis(25));
+        if i == 50 {
+            streaming_at_50 = !t.history().iter().any(|r| r.contains("answer line 70"));
+        }
+    }
+    assert!(streaming_at_50, "the answer ended before the resizes did");
+    t.wait("the end of the answer, idle", |s| {
+        s.contains("answer line 70") && !s.contains("working")
+    });
+    settle(&t, Duration::from_millis(300));
+    (t, body)
+}
+
+#[test]
+fn inline_mode_writes_each_finished_block_to_scrollback_once_across_resizes() {
+    let s = Sandbox::new();
+    let (mut t, body) = inline_run(&s, &[]);
+    // Narrowing while idle re-wraps the band: its rule is exactly the new width.
+    t.resize(30, 16);
+    t.wait("the band re-wrapped", |_| {
+        t.rows().iter().any(|r| r.trim_end() == "─".repeat(30))
+    });
+    let raw = t.raw.lock().unwrap().clone();
+    assert!(
+        !raw.windows(4).any(|w| w == b"\x1b[3J"),
+        "scrollback cleared"
+    );
+    // After the resizes the band reached the bottom again: later finished rows went in
+    // through a scroll region.
+    assert!(
+        raw.windows(4).any(|w| w == b"\x1b[1;"),
+        "no scroll region used"
+    );
+    t.send("\x04");
+    assert_eq!(t.wait_exit(), 0);
+    settle(&t, Duration::from_millis(200));
+    let rows = t.history();
+    let all = rows.join("\n");
+    for l in &body {
+        assert_eq!(count(&rows, l), 1, "{l}\n{all}");
+    }
+    assert_eq!(count(&rows, "› go"), 1, "{all}");
+    // The band is gone: no status row, input or rule left anywhere.
+    assert!(!all.contains("mock:mock"), "{all}");
+    assert!(!all.contains("Ask anything"), "{all}");
+    // The cursor is on the row below the last line written.
+    let last = t.with_screen(|s| {
+        let text = s.contents();
+        let lines: Vec<&str> = text.lines().collect();
+        let last = lines.iter().rposition(|l| !l.trim().is_empty());
+        (last, s.cursor_position())
+    });
+    let (Some(last_row), (crow, ccol)) = last else {
+        panic!("an empty screen:\n{all}")
+    };
+    assert_eq!(
+        (crow as usize, ccol),
+        (last_row + 1, 0),
+        "{}",
+        t.screen()
+    );
+    assert!(t.with_screen(|s| !s.hide_cursor() && !s.bracketed_paste()));
+}
+
+#[test]
+fn inline_mode_under_zellij_uses_plain_newlines() {
+    let s = Sandbox::new();
+    let (mut t, body) = inline_run(&s, &[("ZELLIJ", "0")]);
+    let raw = t.raw.lock().unwrap().clone();
+    assert!(
+        !raw.windows(4).any(|w| w == b"\x1b[1;"),
+        "a scroll region under Zellij"
+    );
+    t.send("\x04");
+    assert_eq!(t.wait_exit(), 0);
+    settle(&t, Duration::from_millis(200));
+    let rows = t.history();
+    let all = rows.join("\n");
+    for l in &body {
+        assert_eq!(count(&rows, l), 1, "{l}\n{all}");
+    }
+    assert!(!all.contains("mock:mock"), "{all}");
+}
+
+#[test]
+fn inline_mode_from_settings_keeps_the_shell_above_and_suspends_below() {
+    let s = Sandbox::new();
+    s.write("config/fen/settings.json", r#"{"permissions": {"mode": "yolo"}, "tui": {"mode": "inline"}}"#);
+    let path = script(&s, r#"[{"text":"first answer"}]"#);
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 60, 20, &[]);
+    t.wait_for("Ask anything");
+    assert!(!t.with_screen(|s| s.alternate_screen()));
+    t.send("hi\r");
+    t.wait("the answer, idle", |s| {
+        s.contains("first answer") && !s.contains("working")
+    });
+    // Ctrl-Z: the band goes, the transcript stays, then everything comes back below it.
+    t.send("\x1a");
+    t.wait_for("Ask anything");
+    settle(&t, Duration::from_millis(200));
+    let rows = t.history();
+    assert_eq!(count(&rows, "first answer"), 1, "{}", rows.join("\n"));
+    assert_eq!(count(&rows, "› hi"), 1, "{}", rows.join("\n"));
+}
