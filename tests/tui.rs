@@ -22,6 +22,19 @@ fn nz(n: u16) -> std::num::NonZeroU16 {
 
 impl Tui {
     pub fn spawn(s: &Sandbox, args: &[&str], cols: u16, rows: u16, env: &[(&str, &str)]) -> Tui {
+        Tui::spawn_with(s, args, cols, rows, env, 0)
+    }
+
+    /// As [`Tui::spawn`], with an emulator that keeps `scrollback` rows (inline mode's tests
+    /// read back what scrolled off; `history`).
+    pub fn spawn_with(
+        s: &Sandbox,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        env: &[(&str, &str)],
+        scrollback: usize,
+    ) -> Tui {
         let pty = native_pty_system();
         let pair = pty
             .openpty(PtySize {
@@ -48,8 +61,11 @@ impl Tui {
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
         let writer = pair.master.take_writer().expect("pty writer");
-        // Scrollback kept, so inline mode's rows that scrolled off can be read back.
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 100_000)));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            nz(rows),
+            nz(cols),
+            scrollback,
+        )));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let (p, r) = (parser.clone(), raw.clone());
         std::thread::spawn(move || {

@@ -35,7 +35,7 @@ fn settle(t: &Tui, quiet: Duration) {
 fn inline_run(s: &Sandbox, env: &[(&str, &str)]) -> (Tui, Vec<String>) {
     let (body, json) = slow_answer(70, 60);
     let path = script(s, &json);
-    let mut t = Tui::spawn(s, &["--inline", "--mock-script", &path], 40, 20, env);
+    let mut t = Tui::spawn_with(s, &["--inline", "--mock-script", &path], 40, 20, env, 100_000);
     t.wait_for("Ask anything");
     assert!(!t.with_screen(|s| s.alternate_screen()));
     t.send("go\r");
@@ -137,7 +137,7 @@ fn inline_mode_from_settings_keeps_the_shell_above_and_suspends_below() {
     let s = Sandbox::new();
     s.write("config/fen/settings.json", r#"{"permissions": {"mode": "yolo"}, "tui": {"mode": "inline"}}"#);
     let path = script(&s, r#"[{"text":"first answer"}]"#);
-    let mut t = Tui::spawn(&s, &["--mock-script", &path], 60, 20, &[]);
+    let mut t = Tui::spawn_with(&s, &["--mock-script", &path], 60, 20, &[], 100_000);
     t.wait_for("Ask anything");
     assert!(!t.with_screen(|s| s.alternate_screen()));
     t.send("hi\r");
@@ -151,4 +151,117 @@ fn inline_mode_from_settings_keeps_the_shell_above_and_suspends_below() {
     let rows = t.history();
     assert_eq!(count(&rows, "first answer"), 1, "{}", rows.join("\n"));
     assert_eq!(count(&rows, "› hi"), 1, "{}", rows.join("\n"));
+}
+
+/// Standard base64 (padded), as OSC 52 carries it.
+fn b64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in data.chunks(3) {
+        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            out.push(if i <= c.len() {
+                A[(n >> (18 - 6 * i) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+fn osc52_sent(t: &Tui, text: &str) -> bool {
+    let raw = String::from_utf8_lossy(&t.raw.lock().unwrap()).into_owned();
+    raw.contains(&format!("\x1b]52;c;{}\x07", b64(text.as_bytes())))
+}
+
+fn idle(t: &Tui, what: &str) {
+    t.wait(what, |s| s.contains(what) && !s.contains("working"));
+}
+
+#[test]
+fn copy_takes_the_nth_last_answer_or_the_last_code_block() {
+    let s = Sandbox::new();
+    let first = "first answer\n\n```rust\nfn a() {}\n```\n\nafter the code";
+    let json = serde_json::json!([{ "text": first }, { "text": "second answer" }]).to_string();
+    let mut t = crate::tui::start(&s, &json);
+    t.wait_for("Ask anything");
+    t.send("one\r");
+    idle(&t, "after the code");
+    t.send("two\r");
+    idle(&t, "second answer");
+    t.send("/copy 2\r");
+    t.wait_for(&format!("copied {} characters", first.chars().count()));
+    assert!(osc52_sent(&t, first));
+    t.send("/copy code\r");
+    t.wait_for("copied 9 characters");
+    assert!(osc52_sent(&t, "fn a() {}"));
+    t.send("/copy 3\r");
+    t.wait_for("there are 2 answers");
+}
+
+/// Two long answers, each starting with a line that scrolls off.
+fn two_long_answers(s: &Sandbox) -> Tui {
+    let long = |head: &str, tag: &str| {
+        let mut rows = vec![head.to_string()];
+        rows.extend((1..=40).map(|i| format!("{tag} row {i:02}")));
+        rows.join("\n\n")
+    };
+    let json = serde_json::json!([{ "text": long("magic one", "first") }, { "text": long("Magic two", "second") }])
+        .to_string();
+    let mut t = crate::tui::start(s, &json);
+    t.wait_for("Ask anything");
+    t.send("first question\r");
+    idle(&t, "first row 40");
+    t.send("second question\r");
+    idle(&t, "second row 40");
+    t
+}
+
+#[test]
+fn find_highlights_a_match_and_n_jumps_to_the_next() {
+    let s = Sandbox::new();
+    let mut t = two_long_answers(&s);
+    assert!(!t.screen().contains("magic"));
+    t.send("\x06");
+    t.wait("the find command in the input", |_| {
+        t.rows()[29].starts_with("› /find")
+    });
+    t.send("MAGIC\r");
+    let screen = t.wait_for("Magic two");
+    assert!(!screen.contains("magic one"), "{screen}");
+    assert!(screen.contains("find \"MAGIC\": 2 of 2"), "{screen}");
+    // The match is highlighted (reversed), the rest of the row is not.
+    let (hit, rest) = t.with_screen(|sc| {
+        let row = (0..30)
+            .find(|r| sc.contents_between(*r, 0, *r, 100).contains("Magic two"))
+            .unwrap();
+        (
+            sc.cell(row, 0).map(|c| c.inverse()),
+            sc.cell(row, 7).map(|c| c.inverse()),
+        )
+    });
+    assert_eq!((hit, rest), (Some(true), Some(false)), "{screen}");
+    t.send("n");
+    let screen = t.wait_for("magic one");
+    assert!(screen.contains("find \"MAGIC\": 1 of 2"), "{screen}");
+    t.send("\x1b");
+    t.wait("the search ended", |s| !s.contains("find \"MAGIC\""));
+}
+
+#[test]
+fn ctrl_g_jumps_to_the_last_message_and_jump_lists_them() {
+    let s = Sandbox::new();
+    let mut t = two_long_answers(&s);
+    t.send("\x07");
+    let screen = t.wait_for("› second question");
+    assert!(screen.contains("Magic two"), "{screen}");
+    t.send("\x1b[F");
+    t.wait("back at the bottom", |s| !s.contains("› second question"));
+    t.send("/jump\r");
+    let screen = t.wait_for("Jump to");
+    assert!(screen.contains("› second question"), "{screen}");
+    t.send("\x1b[B\r");
+    t.wait_for("› first question");
 }

@@ -10,6 +10,8 @@
 //! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
 //! | `push(block) -> id`, `update(id, block)`, `append(id, delta)`, `fold(kind, folded)`, `clear()` | the transcript |
 //! | `scroll(rows)`, `top()`, `bottom()`, `page()`, `scrolled()` | the transcript view (negative rows scroll up) |
+//! | `jump(id) -> ok` | anchor the view at a block (Ctrl-G, `/jump`) |
+//! | `find(text) -> n`, `find_step(forward) -> {i, n}?`, `find_clear()` | search every block's text (ASCII case-insensitive), highlight the matches on screen, step through them |
 //! | `redraw()` | clear and repaint (Ctrl-L) |
 //! | `suspend()` | restore, stop (Ctrl-Z), re-enter on `fg` |
 //! | `copy(text)` | OSC 52 clipboard write (wrapped for tmux) |
@@ -431,6 +433,45 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         })?,
     )?;
     m.set("top", screen_fn(lua, |s, ()| s.transcript.top())?)?;
+    m.set(
+        "jump",
+        lua.create_function(|lua, id: u64| {
+            let u = ui(lua)?;
+            let ok = {
+                let mut s = u.screen.borrow_mut();
+                let (w, h) = (s.size().0 as usize, s.page());
+                s.transcript.jump(id, w, h)
+            };
+            u.changed();
+            Ok(ok)
+        })?,
+    )?;
+    m.set(
+        "find",
+        lua.create_function(|lua, needle: String| {
+            let u = ui(lua)?;
+            let n = u.screen.borrow_mut().transcript.find(&needle);
+            u.changed();
+            Ok(n)
+        })?,
+    )?;
+    m.set(
+        "find_step",
+        lua.create_function(|lua, forward: bool| {
+            let u = ui(lua)?;
+            let at = {
+                let mut s = u.screen.borrow_mut();
+                let (w, h) = (s.size().0 as usize, s.page());
+                s.transcript.find_step(forward, w, h)
+            };
+            u.changed();
+            Ok(at.map(|(i, n)| vec![i, n]))
+        })?,
+    )?;
+    m.set(
+        "find_clear",
+        screen_fn(lua, |s, ()| s.transcript.search = None)?,
+    )?;
     m.set("bottom", screen_fn(lua, |s, ()| s.transcript.follow())?)?;
     m.set(
         "page",

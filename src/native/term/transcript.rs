@@ -239,6 +239,44 @@ impl Block {
     }
 }
 
+/// A search over the transcript (`/find`): the blocks holding the needle, found from their
+/// text, and the match shown last (index into `hits`, matching row of that block).
+#[derive(Debug, Clone)]
+pub struct Search {
+    /// Lower-cased (ASCII).
+    pub needle: String,
+    pub hits: Vec<usize>,
+    pub at: Option<(usize, usize)>,
+    pub total: usize,
+}
+
+/// Occurrences of `needle` (already ASCII lower-case) in `hay`, ignoring ASCII case.
+pub fn count_ci(hay: &str, needle: &str) -> usize {
+    find_ci(hay, needle).count()
+}
+
+/// Byte offsets of the occurrences of `needle` (ASCII lower-case) in `hay`, ignoring ASCII
+/// case, not overlapping.
+pub fn find_ci<'a>(hay: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let h = hay.as_bytes();
+    let n = needle.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if n.is_empty() {
+            return None;
+        }
+        while i + n.len() <= h.len() {
+            if h[i..i + n.len()].eq_ignore_ascii_case(n) {
+                let at = i;
+                i += n.len();
+                return Some(at);
+            }
+            i += 1;
+        }
+        None
+    })
+}
+
 /// Where the transcript view is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -259,6 +297,8 @@ pub struct Transcript {
     /// Blocks added while the view was anchored.
     pub new_below: usize,
     cached: VecDeque<u64>,
+    /// The active search (`/find`), if any.
+    pub search: Option<Search>,
     /// Inline mode: blocks before this index are in the terminal's scrollback (and the block
     /// at it may be partly, see [`Transcript::take_commits`]); the view starts after them.
     pub committed: usize,
@@ -272,6 +312,7 @@ impl Default for Transcript {
             view: View::Follow,
             new_below: 0,
             cached: VecDeque::new(),
+            search: None,
             committed: 0,
         }
     }
@@ -332,6 +373,7 @@ impl Transcript {
 
     pub fn clear(&mut self) {
         self.committed = 0;
+        self.search = None;
         self.blocks.clear();
         self.cached.clear();
         self.view = View::Follow;
@@ -443,6 +485,117 @@ impl Transcript {
         if !self.blocks.is_empty() {
             self.view = View::At { block: 0, row: 0 };
         }
+    }
+
+    /// Anchors the view a few rows above row `row` of block `i` (a jump: Ctrl-G, `/jump`,
+    /// `/find`).
+    fn show(&mut self, i: usize, row: usize, width: usize, height: usize) {
+        self.view = View::At { block: i, row };
+        self.scroll_up(2.min(height / 4), width, height);
+        // A view whose rows would run past the end follows the bottom instead.
+        self.scroll_down(0, width, height);
+    }
+
+    /// Jumps to the block with id `id`; false when there is none.
+    pub fn jump(&mut self, id: u64, width: usize, height: usize) -> bool {
+        match self.index(id) {
+            Ok(i) => {
+                self.show(i, 0, width, height);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Starts a search for `needle` (ASCII case-insensitive) over every block's own text and
+    /// head: no block is rendered for it. Returns how many times it occurs.
+    pub fn find(&mut self, needle: &str) -> usize {
+        let needle = needle.to_ascii_lowercase();
+        if needle.is_empty() {
+            self.search = None;
+            return 0;
+        }
+        let mut hits = Vec::new();
+        let mut total = 0;
+        for (i, b) in self.blocks.iter().enumerate() {
+            let mut n = count_ci(b.text(), &needle);
+            if let Some(h) = &b.head {
+                n += count_ci(&h.text(), &needle);
+            }
+            if n > 0 {
+                hits.push(i);
+                total += n;
+            }
+        }
+        self.search = Some(Search {
+            needle,
+            hits,
+            at: None,
+            total,
+        });
+        total
+    }
+
+    /// Moves to the next (`forward`) or previous match, wrapping around, and shows it.
+    /// Returns the match's (row-wise) position among the blocks with matches: (block
+    /// number, blocks with matches), or None when nothing matches.
+    pub fn find_step(&mut self, forward: bool, width: usize, height: usize) -> Option<(usize, usize)> {
+        let s = self.search.as_ref()?;
+        if s.hits.is_empty() {
+            return None;
+        }
+        let needle = s.needle.clone();
+        let n = s.hits.len();
+        // Matching rows of the current block, then the neighbouring blocks with matches.
+        let (mut hi, mut ri) = match s.at {
+            Some((h, r)) => (h, r as isize + if forward { 1 } else { -1 }),
+            None => {
+                // From the view: the first block with a match at or after the top (forward),
+                // or before it.
+                let top = match self.view {
+                    View::At { block, .. } => block,
+                    View::Follow => self.blocks.len(),
+                };
+                let h = if forward {
+                    s.hits.iter().position(|&b| b >= top).unwrap_or(0)
+                } else {
+                    s.hits.iter().rposition(|&b| b < top).unwrap_or(n - 1)
+                };
+                (h, if forward { 0 } else { isize::MAX })
+            }
+        };
+        for _ in 0..=n {
+            let b = self.search.as_ref()?.hits[hi];
+            let rows = self.match_rows(b, width, &needle);
+            let count = rows.len().max(1) as isize;
+            if ri == isize::MAX {
+                ri = count - 1;
+            }
+            if ri >= 0 && ri < count {
+                let row = rows.get(ri as usize).copied().unwrap_or(0);
+                if let Some(s) = &mut self.search {
+                    s.at = Some((hi, ri as usize));
+                }
+                self.show(b, row, width, height);
+                return Some((hi + 1, n));
+            }
+            if forward {
+                hi = (hi + 1) % n;
+                ri = 0;
+            } else {
+                hi = (hi + n - 1) % n;
+                ri = isize::MAX;
+            }
+        }
+        None
+    }
+
+    /// Rows of block `i` whose text holds `needle` (only this block is laid out).
+    fn match_rows(&mut self, i: usize, width: usize, needle: &str) -> Vec<usize> {
+        let h = self.height_of(i, width);
+        (0..h)
+            .filter(|&r| count_ci(&self.blocks[i].row(r).text(), needle) > 0)
+            .collect()
     }
 
     /// Scrolls up `n` rows (toward the start).
@@ -625,5 +778,39 @@ mod tests {
         );
         let laid_out = t.blocks.iter().filter(|b| b.key.is_some()).count();
         assert_eq!(laid_out, 10);
+    }
+}
+
+#[cfg(test)]
+mod nav_tests {
+    use super::*;
+
+    fn plain(text: &str) -> BlockSpec {
+        BlockSpec {
+            text: Some(text.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn jump_and_find_show_the_block() {
+        let mut t = Transcript::default();
+        let mut ids = Vec::new();
+        for q in ["first question", "second question"] {
+            ids.push(t.push(plain(q)));
+            let rows: Vec<String> = (0..40).map(|i| format!("row {i}")).collect();
+            t.push(plain(&rows.join("\n")));
+        }
+        assert!(t.jump(ids[1], 40, 10));
+        let rows: Vec<String> = t.visible(40, 10).iter().map(Line::text).collect();
+        assert!(rows.contains(&"second question".to_string()), "{rows:?}");
+        assert_eq!(t.find("QUESTION"), 2);
+        t.follow();
+        assert_eq!(t.find_step(false, 40, 10), Some((2, 2)));
+        let rows: Vec<String> = t.visible(40, 10).iter().map(Line::text).collect();
+        assert!(rows.contains(&"second question".to_string()), "{rows:?}");
+        assert_eq!(t.find_step(true, 40, 10), Some((1, 2)));
+        let rows: Vec<String> = t.visible(40, 10).iter().map(Line::text).collect();
+        assert!(rows.contains(&"first question".to_string()), "{rows:?}");
     }
 }
