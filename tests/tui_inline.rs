@@ -265,3 +265,54 @@ fn ctrl_g_jumps_to_the_last_message_and_jump_lists_them() {
     t.send("\x1b[B\r");
     t.wait_for("› first question");
 }
+
+/// The colour of the first cell of the row holding `text`.
+fn fg_of(t: &Tui, text: &str) -> Option<vt100::Color> {
+    t.with_screen(|sc| {
+        let (rows, cols) = sc.size();
+        let (rows, cols) = (rows.get(), cols.get());
+        let row = (0..rows).find(|r| sc.contents_between(*r, 0, *r, cols).contains(text))?;
+        let col = sc.contents_between(row, 0, row, cols).find(text)?;
+        let col = sc.contents_between(row, 0, row, cols)[..col].chars().count() as u16;
+        sc.cell(row, col).map(|c| c.fgcolor())
+    })
+}
+
+#[test]
+fn a_user_theme_from_settings_colours_the_rows() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/settings.json",
+        r##"{"permissions": {"mode": "yolo"}, "tui": {"theme": {"user": {"fg": "#ff8800", "bold": true}, "tool.ok": 208}}}"##,
+    );
+    s.write("work/a.txt", "alpha\n");
+    let mut t = crate::tui::start(
+        &s,
+        r#"[{"tool_calls":[{"name":"read","arguments":{"path":"a.txt"}}]},{"text":"done"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("themed question\r");
+    t.wait("the answer, idle", |s| s.contains("done") && !s.contains("working"));
+    assert_eq!(fg_of(&t, "themed question"), Some(vt100::Color::Rgb(255, 136, 0)));
+    assert_eq!(fg_of(&t, "ok read"), Some(vt100::Color::Idx(208)));
+}
+
+#[test]
+fn a_light_background_from_colorfgbg_picks_the_light_palette() {
+    let s = Sandbox::new();
+    let path = script(&s, r#"[{"text":"x"}]"#);
+    for (bg, colour) in [("0;15", 5u8), ("15;0", 11)] {
+        let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[("COLORFGBG", bg)]);
+        t.wait_for("Ask anything");
+        t.send("\x03");
+        t.wait_for("press Ctrl-C again");
+        assert_eq!(
+            fg_of(&t, "press Ctrl-C again"),
+            Some(vt100::Color::Idx(colour)),
+            "COLORFGBG={bg}"
+        );
+        // No background query was sent: COLORFGBG answered.
+        let raw = t.raw.lock().unwrap().clone();
+        assert!(!raw.windows(5).any(|w| w == b"\x1b]11;"));
+    }
+}

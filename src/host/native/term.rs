@@ -16,6 +16,8 @@
 //! | `suspend()` | restore, stop (Ctrl-Z), re-enter on `fg` |
 //! | `copy(text)` | OSC 52 clipboard write (wrapped for tmux) |
 //! | `edit(text)` | (async) edit `text` in `$VISUAL`/`$EDITOR` (default `vi`) on the real screen; the new text, or nil, message |
+//! | `background()` | `"dark"` or `"light"` from `COLORFGBG`, else nil (`open` then asks the terminal with OSC 11; an answer within 50 ms arrives from `next()` as `{type="background", dark}`) |
+//! | `mouse(on)` | mouse reporting on/off (drag-select copies, the wheel scrolls) |
 //! | `size()` | columns, rows |
 //! | `screen()` | the rows on screen as last painted (tests) |
 //! | `spawn(fn, ...)` | run `fn` as its own task on the Lua thread (a turn while keys are read) |
@@ -215,6 +217,12 @@ fn signal_tasks(ui: &SharedUi) -> Vec<JoinHandle<()>> {
     tasks
 }
 
+/// The terminal's background from `COLORFGBG`: "dark", "light" or None.
+fn background_env() -> Option<&'static str> {
+    let v = std::env::var("COLORFGBG").ok()?;
+    crate::native::term::input::colorfgbg(&v).map(|dark| if dark { "dark" } else { "light" })
+}
+
 /// Inline mode: erases the band (writing every remaining row to scrollback first when `all`)
 /// so the shell, an editor or the next program starts below the transcript.
 fn leave_inline(u: &Ui, all: bool) {
@@ -250,6 +258,10 @@ fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
             t.set("height", h)?;
         }
         Input::FocusGained => t.set("type", "focus")?,
+        Input::Background { dark } => {
+            t.set("type", "background")?;
+            t.set("dark", dark)?;
+        }
     }
     Ok(t)
 }
@@ -326,6 +338,16 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 paused: Cell::new(false),
                 tasks: RefCell::new(Vec::new()),
             });
+            // The background colour, when COLORFGBG does not tell: ask (OSC 11) without
+            // waiting; the answer comes through the input as a `background` event.
+            if background_env().is_none() {
+                if let Ok(mut d) = ui.decoder.try_lock() {
+                    let mut out = std::io::stdout().lock();
+                    if out.write_all(b"\x1b]11;?\x07").and_then(|_| out.flush()).is_ok() {
+                        d.asked_background();
+                    }
+                }
+            }
             let mut tasks = signal_tasks(&ui);
             tasks.push(tokio::task::spawn_local(paint_loop(Rc::downgrade(&ui))));
             *ui.tasks.borrow_mut() = tasks;
@@ -568,6 +590,17 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 Ok(st) => Ok((None, Some(format!("{editor} exited with {st}")))),
                 Err(e) => Ok((None, Some(format!("cannot run {editor}: {e}")))),
             }
+        })?,
+    )?;
+    m.set(
+        "background",
+        lua.create_function(|_, ()| Ok(background_env()))?,
+    )?;
+    m.set(
+        "mouse",
+        lua.create_function(|lua, on: bool| {
+            let _ = ui(lua)?;
+            setup::set_mouse(on).map_err(mlua::Error::external)
         })?,
     )?;
     m.set(

@@ -299,7 +299,7 @@ return function(api)
   api.on("assistant-text-delta", function(ev)
     if not open() then return end
     if not S.cur_text then
-      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true, live = true })
+      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true, live = true, style = style.assistant })
     end
     term.append(S.cur_text, ev.delta)
   end)
@@ -895,6 +895,12 @@ return function(api)
       if not S.inline then term.scroll(ev.up and -ev.n or ev.n) end
     elseif ev.type == "resize" then
       layout()
+    elseif ev.type == "background" then
+      -- The terminal said its background (OSC 11): its palette, unless the user chose one.
+      S.theme_base = style.apply(S.user_theme, ev.dark and "dark" or "light")
+      refresh()
+    elseif ev.type == "copied" then
+      notice(string.format("copied %d characters", ev.chars), style.info)
     end
   end
 
@@ -918,7 +924,7 @@ return function(api)
       elseif m.role == "assistant" then
         for _, b in ipairs(content or {}) do
           if b.type == "text" and b.text ~= "" then
-            term.push({ kind = "assistant", markdown = true, text = b.text, gap = true })
+            term.push({ kind = "assistant", markdown = true, text = b.text, gap = true, style = style.assistant })
           elseif b.type == "thinking" then
             term.push({ kind = "thinking", head = { { text = "✻ thinking", style = style.thinking } }, text = b.thinking or "", style = style.thinking, folded = not S.thinking_shown, gap = true })
           elseif b.type == "tool-call" then
@@ -1049,6 +1055,19 @@ return function(api)
   })
 
   api.register("command", {
+    name = "mouse",
+    description = "Mouse mode on/off: drag to select and copy transcript text (OSC 52), the wheel scrolls; off: your terminal's own selection.",
+    handler = function(args)
+      if not open() then return "/mouse works in the TUI" end
+      if S.inline then return "inline mode: select and copy with your terminal" end
+      local a = (args or ""):match("^%s*(.-)%s*$")
+      if a == "on" then S.mouse = true elseif a == "off" then S.mouse = false else S.mouse = not S.mouse end
+      term.mouse(S.mouse)
+      return S.mouse and "mouse mode on: drag to copy, the wheel scrolls" or "mouse mode off: your terminal selects"
+    end,
+  })
+
+  api.register("command", {
     name = "jump",
     description = "Jump to one of your messages (a list, newest first; Ctrl-G: the last one).",
     handler = function()
@@ -1126,6 +1145,8 @@ return function(api)
       local ok_opts, opts = pcall(api.kernel.run_options)
       S.inline = (ok_opts and opts and opts.inline == true) or settings.mode == "inline"
       S.mouse = settings.mouse == true and not S.inline
+      S.user_theme = settings.theme
+      S.theme_base = style.apply(S.user_theme, term.background())
       term.open({ inline = S.inline, mouse = S.mouse })
       S.cwd = os.getenv("PWD")
       local ok_msgs, messages = pcall(api.turn.messages)
