@@ -316,3 +316,50 @@ fn a_light_background_from_colorfgbg_picks_the_light_palette() {
         assert!(!raw.windows(5).any(|w| w == b"\x1b]11;"));
     }
 }
+
+/// Drags with the left button from (col, row) to (col, row), 0-based screen cells.
+fn drag(t: &mut Tui, from: (u16, u16), to: (u16, u16)) {
+    t.send(&format!("\x1b[<0;{};{}M", from.0 + 1, from.1 + 1));
+    t.send(&format!("\x1b[<32;{};{}M", to.0 + 1, to.1 + 1));
+    t.send(&format!("\x1b[<0;{};{}m", to.0 + 1, to.1 + 1));
+}
+
+#[test]
+fn mouse_mode_drag_select_copies_the_logical_text() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "yolo"}, "tui": {"mouse": true}}"#,
+    );
+    let item = "the quick brown fox jumps over the lazy dog and keeps running far beyond the edge of this narrow window";
+    let json = serde_json::json!([{ "text": format!("- {item}\n\nsecond para") }]).to_string();
+    let path = script(&s, &json);
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 60, 20, &[]);
+    t.wait_for("Ask anything");
+    // Mouse reporting is on (press, drag and release; SGR encoding).
+    t.wait("mouse reporting", |_| {
+        t.with_screen(|sc| sc.mouse_protocol_mode() == vt100::MouseProtocolMode::ButtonMotion)
+    });
+    t.send("go\r");
+    idle(&t, "second para");
+    let rows = t.rows();
+    let r = rows.iter().position(|l| l.starts_with("• the quick")).unwrap() as u16;
+    assert!(!rows[r as usize + 1].contains('•'), "{rows:?}");
+    // From the first word (after the bullet) to the end of the wrapped row below.
+    drag(&mut t, (2, r), (59, r + 1));
+    let n = item.chars().count();
+    t.wait_for(&format!("copied {n} characters"));
+    assert!(osc52_sent(&t, item), "{}", t.screen());
+    // Down to the next paragraph: lines joined with newlines, still no bullet.
+    let p = t.rows().iter().position(|l| l.starts_with("second para")).unwrap() as u16;
+    drag(&mut t, (2, r), (5, p));
+    let want = format!("{item}\n\nsecond");
+    t.wait_for(&format!("copied {} characters", want.chars().count()));
+    assert!(osc52_sent(&t, &want), "{}", t.screen());
+    // /mouse turns it off: the terminal's own selection again.
+    t.send("/mouse\r");
+    t.wait_for("mouse mode off");
+    t.wait("mouse reporting off", |_| {
+        t.with_screen(|sc| sc.mouse_protocol_mode() == vt100::MouseProtocolMode::None)
+    });
+}

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `open(opts)` | enter raw mode, the alternate screen (`opts.inline`: not, see inline mode), bracketed paste, alternate scroll, mouse reporting (`opts.mouse`); start painting |
 //! | `close()` | stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
-//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`; nil when input ended |
+//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`, `{type="background", dark}`, `{type="copied", chars}` (mouse mode: a drag-selection was copied with OSC 52); nil when input ended |
 //! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
 //! | `push(block) -> id`, `update(id, block)`, `append(id, delta)`, `fold(kind, folded)`, `clear()` | the transcript |
 //! | `scroll(rows)`, `top()`, `bottom()`, `page()`, `scrolled()` | the transcript view (negative rows scroll up) |
@@ -258,6 +258,7 @@ fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
             t.set("height", h)?;
         }
         Input::FocusGained => t.set("type", "focus")?,
+        Input::Mouse { .. } => t.set("type", "mouse")?,
         Input::Background { dark } => {
             t.set("type", "background")?;
             t.set("dark", dark)?;
@@ -376,12 +377,29 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         "next",
         lua.create_async_function(|lua, ()| async move {
             let u = ui(&lua)?;
-            let input = {
-                let mut d = u.decoder.lock().await;
-                d.next().await
-            };
-            let Some(input) = input else {
-                return Ok(Value::Nil);
+            let input = loop {
+                let input = {
+                    let mut d = u.decoder.lock().await;
+                    d.next().await
+                };
+                let Some(input) = input else {
+                    return Ok(Value::Nil);
+                };
+                // Mouse mode: selections are native; only a copy is reported.
+                let Input::Mouse { kind, col, row } = input else {
+                    break input;
+                };
+                let text = u.screen.borrow_mut().mouse(kind, col, row);
+                u.wake.notify_one();
+                if let Some(text) = text {
+                    let seq = osc52(&text, std::env::var_os("TMUX").is_some());
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(seq.as_bytes()).and_then(|_| out.flush());
+                    let t = lua.create_table()?;
+                    t.set("type", "copied")?;
+                    t.set("chars", text.chars().count())?;
+                    return Ok(Value::Table(t));
+                }
             };
             if let Input::Resize(w, h) = input {
                 u.screen.borrow_mut().resize(w, h);

@@ -20,10 +20,23 @@ pub enum Input {
         n: usize,
     },
     FocusGained,
+    /// A left-button press, drag or release at (column, row) (mouse mode only).
+    Mouse {
+        kind: MouseKind,
+        col: u16,
+        row: u16,
+    },
     /// The terminal answered the background-colour query in time: dark or light.
     Background {
         dark: bool,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MouseKind {
+    Down,
+    Drag,
+    Up,
 }
 
 /// How long after the background query an answer still chooses the theme.
@@ -168,6 +181,23 @@ pub fn normalize(ev: Event) -> Option<Input> {
         Event::Paste(s) => Some(Input::Paste(s.replace("\r\n", "\n").replace('\r', "\n"))),
         Event::Resize(w, h) => Some(Input::Resize(w, h)),
         Event::FocusGained => Some(Input::FocusGained),
+        Event::Mouse(m) => {
+            use crossterm::event::{MouseButton, MouseEventKind as K};
+            let kind = match m.kind {
+                K::Down(MouseButton::Left) => MouseKind::Down,
+                K::Drag(MouseButton::Left) => MouseKind::Drag,
+                K::Up(MouseButton::Left) => MouseKind::Up,
+                // Three rows a notch, as terminals scroll.
+                K::ScrollUp => return Some(Input::Wheel { up: true, n: 3 }),
+                K::ScrollDown => return Some(Input::Wheel { up: false, n: 3 }),
+                _ => return None,
+            };
+            Some(Input::Mouse {
+                kind,
+                col: m.column,
+                row: m.row,
+            })
+        }
         _ => None,
     }
 }

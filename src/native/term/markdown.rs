@@ -593,6 +593,13 @@ impl MdDoc {
         }
     }
 
+    /// Every logical line, the unfinished tail's too (selection maps rows back to them).
+    pub fn lines(&self) -> Vec<MdLine> {
+        let mut out = self.stable.clone();
+        out.extend(self.tail_lines());
+        out
+    }
+
     /// Logical lines parsed for good (before the last block boundary).
     pub fn stable_lines(&self) -> usize {
         self.stable.len()

@@ -26,6 +26,8 @@ pub struct Screen {
     inline: Option<Inline>,
     /// Inline mode: the band's row in the composed frame for each of its rows.
     band_rows: Vec<u16>,
+    /// Mouse mode: a drag in the transcript, (column, screen row) where it started and now.
+    selection: Option<((u16, u16), (u16, u16))>,
 }
 
 impl Screen {
@@ -40,7 +42,41 @@ impl Screen {
             last: None,
             inline: None,
             band_rows: Vec::new(),
+            selection: None,
         }
+    }
+
+    /// Mouse mode: a press starts a selection in the transcript, a drag extends it (shown
+    /// reversed), the release ends it and returns its logical text (see
+    /// [`super::transcript::Transcript::selection_text`]) when it is not empty.
+    pub fn mouse(&mut self, kind: super::input::MouseKind, col: u16, row: u16) -> Option<String> {
+        use super::input::MouseKind;
+        let rows = self.last.as_ref().map_or(0, |f| f.transcript_used);
+        let in_transcript = row >= 1 && row <= rows;
+        let clamp = |r: u16| r.clamp(1, rows.max(1));
+        match kind {
+            MouseKind::Down => {
+                self.selection = in_transcript.then_some(((col, row), (col, row)));
+            }
+            MouseKind::Drag => {
+                if let Some((_, head)) = &mut self.selection {
+                    *head = (col, clamp(row));
+                }
+            }
+            MouseKind::Up => {
+                let ((c0, r0), _) = self.selection.take()?;
+                self.sched.request();
+                let (c1, r1) = (col, clamp(row));
+                let text = self.transcript.selection_text(
+                    ((r0 - 1) as usize, c0 as usize),
+                    ((r1 - 1) as usize, c1 as usize),
+                    self.size.0 as usize,
+                );
+                return (!text.is_empty()).then_some(text);
+            }
+        }
+        self.sched.request();
+        None
     }
 
     /// Inline mode: finished rows go to the terminal's scrollback, only a bottom band is
@@ -157,6 +193,19 @@ impl Screen {
         if self.inline.is_some() {
             self.paint_band(frame, &commits, out);
         } else {
+            let mut frame = frame;
+            if let Some(((c0, r0), (c1, r1))) = self.selection {
+                let (a, b) = if (r0, c0) <= (r1, c1) { ((r0, c0), (r1, c1)) } else { ((r1, c1), (r0, c0)) };
+                let w = self.size.0;
+                for y in a.0..=b.0.min(frame.transcript_used) {
+                    let x0 = if y == a.0 { a.1 } else { 0 };
+                    let x1 = if y == b.0 { b.1 + 1 } else { w };
+                    for x in x0..x1.min(w) {
+                        let cell = &mut frame.buf[(x, y)];
+                        cell.modifier.toggle(ratatui_core::style::Modifier::REVERSED);
+                    }
+                }
+            }
             self.writer.frame(&frame.buf, frame.cursor, out);
             self.last = Some(frame);
         }

@@ -208,6 +208,72 @@ impl Block {
         h
     }
 
+    /// Where each row (from the first shown) comes from: its logical line (numbered within
+    /// the block), that line's text, the cells of decoration before the row's text (prefixes,
+    /// bullets, gutters) and the row's text. Wrapping is redone for this block only.
+    pub fn sources(&self, width: usize) -> Vec<RowSource> {
+        let mut out = Vec::new();
+        let mut line = 0;
+        let mut add = |text: &str, rows: Vec<(usize, String)>| {
+            let text: std::rc::Rc<str> = text.into();
+            for (decor, chunk) in rows {
+                out.push(RowSource {
+                    line,
+                    text: text.clone(),
+                    decor,
+                    chunk,
+                });
+            }
+            line += 1;
+        };
+        if self.gap {
+            add("", vec![(0, String::new())]);
+        }
+        if let Some(h) = &self.head {
+            let rows = wrap_line(h, width).iter().map(|r| (0, r.text())).collect();
+            add(&h.text(), rows);
+        }
+        if self.body_shown() {
+            let pw = self.prefix.width().max(self.cont.width());
+            let inner = width.saturating_sub(pw).max(1);
+            let mut first = true;
+            let decor = |first: &mut bool| {
+                let d = if *first { self.prefix.width() } else { self.cont.width() };
+                *first = false;
+                d
+            };
+            match &self.body {
+                Body::Plain(text) => {
+                    let text = text.strip_suffix('\n').unwrap_or(text);
+                    for l in text.split('\n') {
+                        let l = super::width::clean(l).into_owned();
+                        let rows = wrap_line(&Line::plain(l.clone()), inner)
+                            .iter()
+                            .map(|r| (decor(&mut first), r.text()))
+                            .collect();
+                        add(&l, rows);
+                    }
+                }
+                Body::Md(d) => {
+                    for ml in d.lines() {
+                        let mw = ml.first.width().max(ml.cont.width());
+                        let rows = wrap_line(&ml.body, inner.saturating_sub(mw).max(1))
+                            .iter()
+                            .enumerate()
+                            .map(|(i, r)| {
+                                let m = if i == 0 { ml.first.width() } else { ml.cont.width() };
+                                (decor(&mut first) + m, r.text())
+                            })
+                            .collect();
+                        add(&ml.body.text(), rows);
+                    }
+                }
+            }
+        }
+        let skip = self.offset();
+        out.into_iter().skip(skip).collect()
+    }
+
     /// Row `i` after [`Block::layout`] at the same width.
     fn row(&self, i: usize) -> Line {
         self.row_abs(i + self.offset())
@@ -277,6 +343,15 @@ pub fn find_ci<'a>(hay: &'a str, needle: &'a str) -> impl Iterator<Item = usize>
     })
 }
 
+/// Where a row on screen comes from (see [`Block::sources`]).
+#[derive(Debug, Clone)]
+pub struct RowSource {
+    pub line: usize,
+    pub text: std::rc::Rc<str>,
+    pub decor: usize,
+    pub chunk: String,
+}
+
 /// Where the transcript view is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -297,6 +372,8 @@ pub struct Transcript {
     /// Blocks added while the view was anchored.
     pub new_below: usize,
     cached: VecDeque<u64>,
+    /// The (block index, row) of each row of the last [`Transcript::visible`] (selection).
+    pub shown: Vec<(usize, usize)>,
     /// The active search (`/find`), if any.
     pub search: Option<Search>,
     /// Inline mode: blocks before this index are in the terminal's scrollback (and the block
@@ -312,6 +389,7 @@ impl Default for Transcript {
             view: View::Follow,
             new_below: 0,
             cached: VecDeque::new(),
+            shown: Vec::new(),
             search: None,
             committed: 0,
         }
@@ -332,6 +410,64 @@ impl Transcript {
         self.blocks
             .binary_search_by_key(&id, |b| b.id)
             .map_err(|_| TermError::NoBlock(id))
+    }
+
+    /// The logical text between two positions of the last view: (shown row, column) from
+    /// `a` to `b` inclusive, in either order. Wrapped rows are joined back into their lines,
+    /// decorations (prefixes, bullets, gutters) are left out, lines end with "\n".
+    pub fn selection_text(&self, a: (usize, usize), b: (usize, usize), width: usize) -> String {
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        let mut out = String::new();
+        let mut sources: Option<(usize, Vec<RowSource>)> = None;
+        // The logical line (block, line) of the last piece, and where it ended in that line.
+        let mut last: Option<(usize, usize, usize)> = None;
+        for row in a.0..=b.0.min(self.shown.len().saturating_sub(1)) {
+            let Some(&(bi, r)) = self.shown.get(row) else {
+                break;
+            };
+            if sources.as_ref().is_none_or(|(i, _)| *i != bi) {
+                sources = Some((bi, self.blocks[bi].sources(width)));
+            }
+            let Some(src) = sources.as_ref().and_then(|(_, s)| s.get(r)) else {
+                continue;
+            };
+            let from_col = if row == a.0 { a.1 } else { 0 };
+            let to_col = if row == b.0 { b.1 + 1 } else { usize::MAX };
+            let cut = |col: usize| {
+                let cells = col.saturating_sub(src.decor);
+                let mut w = 0;
+                for (i, ch) in src.chunk.char_indices() {
+                    if w >= cells {
+                        return i;
+                    }
+                    w += super::width::str_width(&ch.to_string()).max(1);
+                }
+                src.chunk.len()
+            };
+            let (c0, c1) = (cut(from_col), cut(to_col));
+            // The chunk's place in its line: after the last piece of the same line.
+            let same = matches!(last, Some((lb, ll, _)) if lb == bi && ll == src.line);
+            let from = if same { last.map_or(0, |l| l.2) } else { 0 };
+            let start = src.text[from.min(src.text.len())..]
+                .find(src.chunk.as_str())
+                .map_or(from, |i| from + i);
+            if last.is_some() && !same {
+                out.push('\n');
+            }
+            let (s0, s1) = (start + c0, (start + c1).min(src.text.len()));
+            if same {
+                // The spaces the wrap dropped between the pieces.
+                let prev_end = last.map_or(0, |l| l.2);
+                if c0 == 0 && prev_end < start {
+                    out.push_str(&src.text[prev_end..start]);
+                }
+            }
+            if s0 < s1 {
+                out.push_str(&src.text[s0..s1]);
+            }
+            last = Some((bi, src.line, start + src.chunk.len()));
+        }
+        out
     }
 
     pub fn block(&self, id: u64) -> Result<&Block, TermError> {
@@ -459,10 +595,12 @@ impl Transcript {
             View::At { block, row } => (block, row),
         };
         let mut out = Vec::with_capacity(height);
+        self.shown.clear();
         while out.len() < height && b < self.blocks.len() {
             let h = self.height_of(b, width);
             while r < h && out.len() < height {
                 out.push(self.blocks[b].row(r));
+                self.shown.push((b, r));
                 r += 1;
             }
             b += 1;
