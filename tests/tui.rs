@@ -663,7 +663,7 @@ fn copy_sends_the_last_answer_by_osc_52() {
         s.contains("hi!") && !s.contains("working")
     });
     t.send("/copy\r");
-    t.wait_for("copied 3 bytes");
+    t.wait_for("copied 3 characters");
     let raw = String::from_utf8_lossy(&t.raw.lock().unwrap()).into_owned();
     // base64("hi!") = aGkh
     assert!(

@@ -35,7 +35,14 @@ fn settle(t: &Tui, quiet: Duration) {
 fn inline_run(s: &Sandbox, env: &[(&str, &str)]) -> (Tui, Vec<String>) {
     let (body, json) = slow_answer(70, 60);
     let path = script(s, &json);
-    let mut t = Tui::spawn_with(s, &["--inline", "--mock-script", &path], 40, 20, env, 100_000);
+    let mut t = Tui::spawn_with(
+        s,
+        &["--inline", "--mock-script", &path],
+        40,
+        20,
+        env,
+        100_000,
+    );
     t.wait_for("Ask anything");
     assert!(!t.with_screen(|s| s.alternate_screen()));
     t.send("go\r");
@@ -103,12 +110,7 @@ fn inline_mode_writes_each_finished_block_to_scrollback_once_across_resizes() {
     let (Some(last_row), (crow, ccol)) = last else {
         panic!("an empty screen:\n{all}")
     };
-    assert_eq!(
-        (crow as usize, ccol),
-        (last_row + 1, 0),
-        "{}",
-        t.screen()
-    );
+    assert_eq!((crow as usize, ccol), (last_row + 1, 0), "{}", t.screen());
     assert!(t.with_screen(|s| !s.hide_cursor() && !s.bracketed_paste()));
 }
 
@@ -135,7 +137,10 @@ fn inline_mode_under_zellij_uses_plain_newlines() {
 #[test]
 fn inline_mode_from_settings_keeps_the_shell_above_and_suspends_below() {
     let s = Sandbox::new();
-    s.write("config/fen/settings.json", r#"{"permissions": {"mode": "yolo"}, "tui": {"mode": "inline"}}"#);
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "yolo"}, "tui": {"mode": "inline"}}"#,
+    );
     let path = script(&s, r#"[{"text":"first answer"}]"#);
     let mut t = Tui::spawn_with(&s, &["--mock-script", &path], 60, 20, &[], 100_000);
     t.wait_for("Ask anything");
@@ -273,7 +278,9 @@ fn fg_of(t: &Tui, text: &str) -> Option<vt100::Color> {
         let (rows, cols) = (rows.get(), cols.get());
         let row = (0..rows).find(|r| sc.contents_between(*r, 0, *r, cols).contains(text))?;
         let col = sc.contents_between(row, 0, row, cols).find(text)?;
-        let col = sc.contents_between(row, 0, row, cols)[..col].chars().count() as u16;
+        let col = sc.contents_between(row, 0, row, cols)[..col]
+            .chars()
+            .count() as u16;
         sc.cell(row, col).map(|c| c.fgcolor())
     })
 }
@@ -292,8 +299,13 @@ fn a_user_theme_from_settings_colours_the_rows() {
     );
     t.wait_for("Ask anything");
     t.send("themed question\r");
-    t.wait("the answer, idle", |s| s.contains("done") && !s.contains("working"));
-    assert_eq!(fg_of(&t, "themed question"), Some(vt100::Color::Rgb(255, 136, 0)));
+    t.wait("the answer, idle", |s| {
+        s.contains("done") && !s.contains("working")
+    });
+    assert_eq!(
+        fg_of(&t, "themed question"),
+        Some(vt100::Color::Rgb(255, 136, 0))
+    );
     assert_eq!(fg_of(&t, "ok read"), Some(vt100::Color::Idx(208)));
 }
 
@@ -343,7 +355,10 @@ fn mouse_mode_drag_select_copies_the_logical_text() {
     t.send("go\r");
     idle(&t, "second para");
     let rows = t.rows();
-    let r = rows.iter().position(|l| l.starts_with("• the quick")).unwrap() as u16;
+    let r = rows
+        .iter()
+        .position(|l| l.starts_with("• the quick"))
+        .unwrap() as u16;
     assert!(!rows[r as usize + 1].contains('•'), "{rows:?}");
     // From the first word (after the bullet) to the end of the wrapped row below.
     drag(&mut t, (2, r), (59, r + 1));
@@ -351,7 +366,11 @@ fn mouse_mode_drag_select_copies_the_logical_text() {
     t.wait_for(&format!("copied {n} characters"));
     assert!(osc52_sent(&t, item), "{}", t.screen());
     // Down to the next paragraph: lines joined with newlines, still no bullet.
-    let p = t.rows().iter().position(|l| l.starts_with("second para")).unwrap() as u16;
+    let p = t
+        .rows()
+        .iter()
+        .position(|l| l.starts_with("second para"))
+        .unwrap() as u16;
     drag(&mut t, (2, r), (5, p));
     let want = format!("{item}\n\nsecond");
     t.wait_for(&format!("copied {} characters", want.chars().count()));

@@ -344,7 +344,11 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
             if background_env().is_none() {
                 if let Ok(mut d) = ui.decoder.try_lock() {
                     let mut out = std::io::stdout().lock();
-                    if out.write_all(b"\x1b]11;?\x07").and_then(|_| out.flush()).is_ok() {
+                    if out
+                        .write_all(b"\x1b]11;?\x07")
+                        .and_then(|_| out.flush())
+                        .is_ok()
+                    {
                         d.asked_background();
                     }
                 }

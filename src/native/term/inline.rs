@@ -274,23 +274,48 @@ mod tests {
             p.process(b"$ fen --inline\r\n");
             let mut il = Inline::new(6, regions);
             let mut out = Vec::new();
-            il.frame(&[], &band(&["status", "> "], 20), Some((2, 1)), false, &mut out);
+            il.frame(
+                &[],
+                &band(&["status", "> "], 20),
+                Some((2, 1)),
+                false,
+                &mut out,
+            );
             for i in 0..12 {
                 let l = Line::plain(format!("row {i}"));
-                il.frame(&[l], &band(&["status", "> x"], 20), Some((3, 1)), false, &mut out);
+                il.frame(
+                    &[l],
+                    &band(&["status", "> x"], 20),
+                    Some((3, 1)),
+                    false,
+                    &mut out,
+                );
             }
             // Idle: nothing.
             let mut none = Vec::new();
-            il.frame(&[], &band(&["status", "> x"], 20), Some((3, 1)), false, &mut none);
+            il.frame(
+                &[],
+                &band(&["status", "> x"], 20),
+                Some((3, 1)),
+                false,
+                &mut none,
+            );
             assert!(none.is_empty());
             p.process(&out);
             let rows = all_rows(&mut p);
             let text = rows.join("\n");
             for i in 0..12 {
-                let n = rows.iter().filter(|r| r.trim_end() == format!("row {i}")).count();
+                let n = rows
+                    .iter()
+                    .filter(|r| r.trim_end() == format!("row {i}"))
+                    .count();
                 assert_eq!(n, 1, "regions {regions}: row {i}\n{text}");
             }
-            assert_eq!(rows.iter().filter(|r| r.starts_with("status")).count(), 1, "{text}");
+            assert_eq!(
+                rows.iter().filter(|r| r.starts_with("status")).count(),
+                1,
+                "{text}"
+            );
             assert!(rows[0].starts_with("$ fen"), "{text}");
             assert_eq!(p.screen().contents().lines().last(), Some("> x"));
             let uses_region = out.windows(5).any(|w| w == b"\x1b[1;4");

@@ -53,7 +53,10 @@ pub fn colorfgbg(v: &str) -> Option<bool> {
 
 /// Whether an OSC 11 answer's colour (`rgb:RRRR/GGGG/BBBB`, 1-4 hex digits each) is dark.
 pub fn osc11_dark(reply: &str) -> Option<bool> {
-    let rgb = reply.split_once("rgb:").or_else(|| reply.split_once("rgba:"))?.1;
+    let rgb = reply
+        .split_once("rgb:")
+        .or_else(|| reply.split_once("rgba:"))?
+        .1;
     let mut parts = rgb.split('/').map(|p| {
         let p = p.trim();
         let v = u32::from_str_radix(p, 16).ok()?;
@@ -323,7 +326,10 @@ mod tests {
         assert_eq!(out[out.len() - 2], Filtered::Done(None));
         // Alt-] typed by a person long after: a key.
         let mut f = OscFilter::new(t0);
-        assert_eq!(f.feed(key("alt-]"), t0 + Duration::from_secs(2)), Filtered::Pass(key("alt-]")));
+        assert_eq!(
+            f.feed(key("alt-]"), t0 + Duration::from_secs(2)),
+            Filtered::Pass(key("alt-]"))
+        );
     }
 
     #[test]

@@ -195,14 +195,19 @@ impl Screen {
         } else {
             let mut frame = frame;
             if let Some(((c0, r0), (c1, r1))) = self.selection {
-                let (a, b) = if (r0, c0) <= (r1, c1) { ((r0, c0), (r1, c1)) } else { ((r1, c1), (r0, c0)) };
+                let (a, b) = if (r0, c0) <= (r1, c1) {
+                    ((r0, c0), (r1, c1))
+                } else {
+                    ((r1, c1), (r0, c0))
+                };
                 let w = self.size.0;
                 for y in a.0..=b.0.min(frame.transcript_used) {
                     let x0 = if y == a.0 { a.1 } else { 0 };
                     let x1 = if y == b.0 { b.1 + 1 } else { w };
                     for x in x0..x1.min(w) {
                         let cell = &mut frame.buf[(x, y)];
-                        cell.modifier.toggle(ratatui_core::style::Modifier::REVERSED);
+                        cell.modifier
+                            .toggle(ratatui_core::style::Modifier::REVERSED);
                     }
                 }
             }

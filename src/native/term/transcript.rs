@@ -238,7 +238,11 @@ impl Block {
             let inner = width.saturating_sub(pw).max(1);
             let mut first = true;
             let decor = |first: &mut bool| {
-                let d = if *first { self.prefix.width() } else { self.cont.width() };
+                let d = if *first {
+                    self.prefix.width()
+                } else {
+                    self.cont.width()
+                };
                 *first = false;
                 d
             };
@@ -261,7 +265,11 @@ impl Block {
                             .iter()
                             .enumerate()
                             .map(|(i, r)| {
-                                let m = if i == 0 { ml.first.width() } else { ml.cont.width() };
+                                let m = if i == 0 {
+                                    ml.first.width()
+                                } else {
+                                    ml.cont.width()
+                                };
                                 (decor(&mut first) + m, r.text())
                             })
                             .collect();
@@ -677,7 +685,12 @@ impl Transcript {
     /// Moves to the next (`forward`) or previous match, wrapping around, and shows it.
     /// Returns the match's (row-wise) position among the blocks with matches: (block
     /// number, blocks with matches), or None when nothing matches.
-    pub fn find_step(&mut self, forward: bool, width: usize, height: usize) -> Option<(usize, usize)> {
+    pub fn find_step(
+        &mut self,
+        forward: bool,
+        width: usize,
+        height: usize,
+    ) -> Option<(usize, usize)> {
         let s = self.search.as_ref()?;
         if s.hits.is_empty() {
             return None;
@@ -950,5 +963,57 @@ mod nav_tests {
         assert_eq!(t.find_step(true, 40, 10), Some((1, 2)));
         let rows: Vec<String> = t.visible(40, 10).iter().map(Line::text).collect();
         assert!(rows.contains(&"first question".to_string()), "{rows:?}");
+    }
+
+    #[test]
+    fn inline_commits_finished_paragraphs_once_and_live_blocks_at_the_end() {
+        let mut t = Transcript::default();
+        t.push(plain("question"));
+        let md = t.push(BlockSpec {
+            markdown: Some(true),
+            live: Some(true),
+            gap: Some(true),
+            ..Default::default()
+        });
+        let texts = |v: Vec<Line>| v.iter().map(Line::text).collect::<Vec<_>>();
+        assert_eq!(texts(t.take_commits(20, false)), ["question"]);
+        t.append(md, "first paragraph\n\nsecond").ok();
+        // The first paragraph is final (a boundary follows); "second" may still grow.
+        assert_eq!(texts(t.take_commits(20, false)), ["", "first paragraph"]);
+        assert!(t.take_commits(20, false).is_empty());
+        let shown: Vec<String> = t.visible(20, 10).iter().map(Line::text).collect();
+        assert_eq!(shown, ["", "second"]);
+        t.append(md, " grows and wraps here").ok();
+        // A narrower width re-wraps only what is not written yet.
+        assert!(t.take_commits(10, false).is_empty());
+        t.update(
+            md,
+            BlockSpec {
+                live: Some(false),
+                ..Default::default()
+            },
+        )
+        .ok();
+        let rest = texts(t.take_commits(10, false));
+        assert_eq!(rest.join("|"), "|second|grows and|wraps here");
+        assert!(t.visible(10, 5).is_empty());
+        // A live tool row holds back what follows it until it is final.
+        let tool = t.push(BlockSpec {
+            live: Some(true),
+            text: Some("run".into()),
+            ..Default::default()
+        });
+        t.push(plain("notice"));
+        assert!(t.take_commits(20, false).is_empty());
+        t.update(
+            tool,
+            BlockSpec {
+                live: Some(false),
+                text: Some("ok".into()),
+                ..Default::default()
+            },
+        )
+        .ok();
+        assert_eq!(texts(t.take_commits(20, false)), ["ok", "notice"]);
     }
 }
