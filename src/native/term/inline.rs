@@ -109,7 +109,10 @@ impl Inline {
         if !commits.is_empty() {
             let old_h = self.band.as_ref().map_or(0, |b| b.area.height);
             let top = self.row;
-            if self.regions && self.exact && self.band.is_some() && top > 0 {
+            // Only while the band ends on the last row: otherwise the free rows below it take
+            // the new rows (plain newlines move the band down).
+            let at_bottom = top + old_h >= self.height;
+            if self.regions && self.exact && self.band.is_some() && top > 0 && at_bottom {
                 // The band sits at the bottom: scroll the rows above it up and write each
                 // finished row into the freed last row of that region.
                 let _ = write!(out, "\x1b[1;{top}r\x1b[{top};1H");
@@ -118,7 +121,6 @@ impl Inline {
                     line_bytes(l, w, color, out);
                 }
                 let _ = write!(out, "\x1b[r\x1b[{};1H", top + 1);
-                debug_assert!(old_h > 0);
             } else {
                 for l in commits {
                     out.extend_from_slice(b"\x1b[K");
