@@ -714,3 +714,22 @@ fn a_running_bash_row_shows_its_output_live_then_folds() {
     assert!(screen.contains("tool> ok bash $ printf"), "{screen}");
     assert!(!screen.contains("outB"), "{screen}");
 }
+
+/// The todo companion's panel returns one span per row (`{text = ...}`); the TUI shows those
+/// rows, not a layout error.
+#[test]
+fn the_todo_panel_shows_the_model_s_list() {
+    let s = Sandbox::new();
+    let path = script(
+        &s,
+        r###"[{"tool_calls":[{"name":"todo_write","arguments":{"items":[{"text":"read the README","status":"completed"},{"text":"write the answer","status":"in_progress"}]}}]},{"text":"planned"}]"###,
+    );
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 80, 24, &[]);
+    t.wait_for("Ask anything");
+    t.send("plan it\r");
+    let screen = t.wait("the todo panel", |s| {
+        s.contains("Todos") && s.contains("write the answer") && s.contains("planned")
+    });
+    assert!(!screen.contains("panel-error"), "{screen}");
+    assert!(!screen.contains("layout"), "{screen}");
+}

@@ -164,7 +164,14 @@ return function(api)
       if lines[#lines] == "" then lines[#lines] = nil end
     elseif type(out) == "table" then
       for _, l in ipairs(out) do
-        if type(l) == "string" or type(l) == "table" then lines[#lines + 1] = l else lines[#lines + 1] = tostring(l) end
+        -- A row is a string, a list of spans, or one span ({text = ..., style = ...}).
+        if type(l) == "table" and l.text ~= nil then
+          lines[#lines + 1] = { l }
+        elseif type(l) == "string" or type(l) == "table" then
+          lines[#lines + 1] = l
+        else
+          lines[#lines + 1] = tostring(l)
+        end
       end
     end
     return lines
