@@ -19,6 +19,12 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
         ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
         ListWhat::Models => models_json(&boot(cli)?),
         ListWhat::Skills => skills_json(&boot(cli)?),
+        // MCP tools of the servers that connect within their start-up timeout count.
+        ListWhat::Tools => {
+            let kernel = boot(cli)?;
+            super::block_on(super::mcp::settle(&kernel, None))?;
+            kernel.list_json("tool")
+        }
         other => {
             let kind = other.register_kind().unwrap_or("tool");
             boot(cli)?.list_json(kind)

@@ -25,6 +25,10 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
                 watcher.cancel();
             }
         });
+        // An MCP tool: connect its server first (bounded by its start-up timeout).
+        if name.starts_with("mcp__") {
+            crate::cmd::mcp::settle(&kernel, Some(name)).await;
+        }
         let ctx = crate::kernel::tools::ToolCallContext {
             tool_call_id: None,
             cancel: cancel.clone(),
