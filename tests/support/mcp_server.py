@@ -7,6 +7,7 @@ Options:
   --sleep-before-init S  wait S seconds before answering `initialize`
   --long                 add a tool with an 81-character name (a.b.a.b...)
   --many N --pad B       add N tools whose descriptions are B bytes each
+  --pidfile PATH         write the process id there at start
 Tools: echo{text}, fail{}, pid{}, slow{seconds}, env{name}, peek{} (readOnlyHint).
 Every start writes noise to stderr and tries /dev/tty (neither may reach fen's terminal).
 """
@@ -170,6 +171,9 @@ def serve_http(portfile):
 
 
 if __name__ == "__main__":
+    if opt("--pidfile"):
+        with open(opt("--pidfile"), "w") as f:
+            f.write(str(os.getpid()))
     if opt("--http"):
         serve_http(opt("--http"))
     else:

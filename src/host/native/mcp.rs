@@ -174,7 +174,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             tokio::task::spawn_local(async move {
                 while rx.changed().await.is_ok() {
                     // The callback reports its own failures (it runs detached from any call).
-                    match f.call::<Value>(()) {
+                    // Async: the callback may wait (`api.ui.notify` goes to the presenter).
+                    match f.call_async::<Value>(()).await {
                         Ok(Value::Boolean(false)) => break,
                         _ => continue,
                     }
