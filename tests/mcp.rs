@@ -467,11 +467,19 @@ fn many_schemas_are_offered_through_mcp_search() {
 fn small_servers_are_offered_directly_and_stay_off_the_terminal() {
     let s = Sandbox::new();
     configure(&s, json!({"fake": stdio_server(&[])}));
-    let script = s.write("mock.lua", SCRIPT);
     let mut r = Repl::start(&s, &[]);
-    let _ = script;
-    r.send("/mcp reconnect fake");
-    r.wait_for(0, "fake connected");
+    // No barrier: the server connects in the background; `/mcp` shows when it is there.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let at = r.len();
+        r.send("/mcp");
+        let row = r.wait_for(at, "fake ");
+        if row.contains("connected") {
+            break;
+        }
+        assert!(Instant::now() < until, "never connected: {row}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let at = r.len();
     r.send("what tools");
     let line = r.wait_for(at, "TOOLS[");
@@ -489,4 +497,46 @@ fn small_servers_are_offered_directly_and_stay_off_the_terminal() {
     assert!(!out.contains("NOISE") && !stderr.contains("NOISE"), "{out}\n{stderr}");
     let log = std::fs::read_to_string(s.state().join("fen/mcp/fake.log")).unwrap();
     assert!(log.contains("STDERR-NOISE"), "{log}");
+}
+
+#[test]
+fn calls_honour_the_tool_timeout_and_cancellation() {
+    let s = Sandbox::new();
+    let pidfile = s.root().join("srv.pid");
+    let mut spec = stdio_server(&["--pidfile", pidfile.to_str().unwrap()]);
+    spec["tool_timeout_ms"] = json!(700);
+    configure(&s, json!({"fake": spec}));
+    let t = Instant::now();
+    let (v, err) = tool(&s, "mcp__fake__slow", r#"{"seconds": 30}"#);
+    assert_eq!(v["is_error"], true, "{v} {err}");
+    assert!(
+        text(&v).contains("did not answer slow within 700 ms"),
+        "{v}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert!(wait_dead(read_pid(&pidfile)));
+
+    // Ctrl-C on `fen tool`: the call ends cancelled, fen exits 130, the server goes with it.
+    std::fs::remove_file(&pidfile).unwrap();
+    configure(
+        &s,
+        json!({"fake": stdio_server(&["--pidfile", pidfile.to_str().unwrap()])}),
+    );
+    let child = s
+        .command(&["tool", "mcp__fake__slow", r#"{"seconds": 30}"#])
+        .spawn()
+        .unwrap();
+    let pid = read_pid(&pidfile);
+    // The server is up; give the call a moment to be sent.
+    std::thread::sleep(Duration::from_millis(500));
+    let t = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(wait_dead(pid), "the server outlived fen");
 }

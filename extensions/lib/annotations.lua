@@ -217,6 +217,7 @@ function kernel.run_options() end
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
 ---@field jobs fen.NativeJobs
+---@field mcp fen.NativeMcp
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
 ---@field policy fen.NativePolicy
@@ -294,6 +295,38 @@ function native.sleep(ms) end
 ---@field list fun(): fen.JobInfo[]
 ---@field running fun(): integer
 ---@field on_exit fun(id: string, fn: fun(info: fen.JobInfo))
+
+---@class fen.McpTool
+---@field name string `mcp__SERVER__TOOL`
+---@field mcp_name string the tool's name on its server
+---@field description string
+---@field parameters table the server's input schema
+---@field schema_json string the same schema as JSON text (its size counts toward the search threshold)
+---@field read_only boolean `annotations.readOnlyHint`
+
+---@class fen.McpServer
+---@field name string
+---@field status "disabled"|"idle"|"connecting"|"connected"|"failed"
+---@field error string?
+---@field transport "stdio"|"http"
+---@field log string `$XDG_STATE_HOME/fen/mcp/NAME.log`
+---@field source string the config file
+---@field project boolean
+---@field epoch integer bumped at every (re)start
+---@field tool_timeout_ms integer
+---@field startup_timeout_ms integer
+---@field tools fen.McpTool[]
+
+--- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
+---@class fen.NativeMcp
+---@field configure fun(opts: {trusted: boolean?}?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
+---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
+---@field reconnect fun(name: string): true?, string? stops and starts one
+---@field wait fun(names: string[]?) async: until none of them is connecting
+---@field servers fun(): fen.McpServer[]
+---@field server_for_tool fun(fen_name: string): string?
+---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
+---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
 
 ---@class fen.NativeMarkup
 ---@field front_matter fun(text: string): {fields: table, body: string}?, string?

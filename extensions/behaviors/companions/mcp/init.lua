@@ -180,13 +180,25 @@ return function(api)
   end
 
   -- Sessions: connect in the background once the agent exists (the folder's trust is known).
-  api.on("agent-started", function()
+  local function begin()
     local opts = api.kernel.run_options() or {}
     configure(opts.trusted == true)
     watch()
     native.mcp.start()
     sync()
+  end
+  api.on("agent-started", function()
+    state.started = true
+    begin()
   end)
+  -- A /reload inside a session: pick up the config again and keep registering.
+  if state.started then begin() end
+
+  -- Whatever connected by now is offered in this request (the watcher usually did it already).
+  api.register("hook", {
+    name = "mcp-sync",
+    before_request = function() sync() end,
+  })
 
   local function status_lines()
     local servers = native.mcp.servers()
