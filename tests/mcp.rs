@@ -540,3 +540,30 @@ fn calls_honour_the_tool_timeout_and_cancellation() {
     assert!(t.elapsed() < Duration::from_secs(5));
     assert!(wait_dead(pid), "the server outlived fen");
 }
+
+/// In the TUI on a real terminal: `/mcp` shows the server, and nothing it writes to stderr or
+/// straight to /dev/tty reaches the screen (it has no controlling terminal; stderr is logged).
+#[test]
+fn in_the_tui_a_server_never_writes_to_the_terminal() {
+    let s = Sandbox::new();
+    configure(&s, json!({"fake": stdio_server(&[])}));
+    let mut t = crate::tui::start(&s, r#"[{"text":"hi"}]"#);
+    t.wait("the first paint", |s| s.contains("› "));
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        t.send("/mcp\r");
+        std::thread::sleep(Duration::from_millis(200));
+        if t.screen().contains("connected") {
+            break;
+        }
+        assert!(Instant::now() < until, "{}", t.screen());
+    }
+    let screen = t.wait_for("fake.log");
+    assert!(screen.contains("fake"), "{screen}");
+    let log = std::fs::read_to_string(s.state().join("fen/mcp/fake.log")).unwrap();
+    assert!(log.contains("STDERR-NOISE"), "{log}");
+    let raw = String::from_utf8_lossy(&t.raw.lock().unwrap()).into_owned();
+    assert!(!raw.contains("NOISE"), "a server wrote to the terminal");
+    t.send("\x04");
+    t.wait_exit();
+}
