@@ -222,6 +222,12 @@ fn bad_config_and_untrusted_project_servers_are_reported_not_fatal() {
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["ok"], "{list}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("config/fen/mcp.json (server 'broken'): has both"),
+        "{err}"
+    );
+    assert!(err.contains("proj (") && err.contains("--trust"), "{err}");
     let logs = std::fs::read_to_string(s.state().join("fen/logs.jsonl")).unwrap_or_default();
     assert!(logs.contains("server 'broken'"), "{logs}");
     assert!(logs.contains("proj"), "{logs}");
@@ -250,18 +256,23 @@ fn a_server_that_never_starts_does_not_delay_the_first_request() {
     spec["startup_timeout_ms"] = json!(1500);
     configure(&s, json!({"slow": spec}));
     // The answer comes late, so fen is still running when the start-up timeout passes.
-    let llm = FakeLlm::start(
-        Scenario::new().then(Reply::stream_chunked(
-            Api::OpenAiChat,
-            Turn::text("fine"),
-            crate::support::fake_llm::Chunking::events().with_delay(1000),
-        )),
-    );
+    let llm = FakeLlm::start(Scenario::new().then(Reply::stream_chunked(
+        Api::OpenAiChat,
+        Turn::text("fine"),
+        crate::support::fake_llm::Chunking::events().with_delay(1000),
+    )));
     let url = llm.base_url();
     let started = Instant::now();
     let mut child = s
         .command(&[
-            "--provider", "openai", "--model", "m", "--base-url", &url, "-p", "hello",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+            "-p",
+            "hello",
         ])
         .env("OPENAI_API_KEY", "k")
         .spawn()
@@ -279,11 +290,21 @@ fn a_server_that_never_starts_does_not_delay_the_first_request() {
         "the first request took {first:?}"
     );
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "fine\n");
     let log = std::fs::read_to_string(s.state().join("fen/mcp/slow.log")).unwrap();
-    assert!(log.contains("failed: did not start within 1500 ms"), "{log}");
-    assert!(wait_dead(read_pid(&pidfile)), "the slow server outlived fen");
+    assert!(
+        log.contains("failed: did not start within 1500 ms"),
+        "{log}"
+    );
+    assert!(
+        wait_dead(read_pid(&pidfile)),
+        "the slow server outlived fen"
+    );
     // `fen mcp list` reports it failed, at its timeout.
     let t = Instant::now();
     let list = servers(&s);
@@ -326,7 +347,12 @@ end"#;
 impl Repl {
     fn start(s: &Sandbox, env: &[(&str, &str)]) -> Repl {
         let script = s.write("mock.lua", SCRIPT);
-        let mut cmd = s.command(&["--provider", "mock", "--mock-script", script.to_str().unwrap()]);
+        let mut cmd = s.command(&[
+            "--provider",
+            "mock",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ]);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -419,7 +445,10 @@ fn a_killed_server_fails_fast_and_reconnect_restores_it() {
     let took = t.elapsed();
     assert!(line.contains("fake"), "{line}");
     assert!(line.contains("/mcp reconnect fake"), "{line}");
-    assert!(took < Duration::from_secs(1), "the failed call took {took:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the failed call took {took:?}"
+    );
 
     std::fs::remove_file(&pidfile).unwrap();
     let at = r.len();
@@ -438,7 +467,10 @@ fn a_killed_server_fails_fast_and_reconnect_restores_it() {
 #[test]
 fn many_schemas_are_offered_through_mcp_search() {
     let s = Sandbox::new();
-    configure(&s, json!({"big": stdio_server(&["--many", "40", "--pad", "400"])}));
+    configure(
+        &s,
+        json!({"big": stdio_server(&["--many", "40", "--pad", "400"])}),
+    );
     // 20k tokens of context: 10% is 8 KB of schemas; the server has about 32 KB.
     let mut r = Repl::start(&s, &[("FEN_MOCK_CONTEXT_WINDOW", "20000")]);
     r.send("/mcp reconnect big");
@@ -454,7 +486,10 @@ fn many_schemas_are_offered_through_mcp_search() {
     let line = r.wait_for(at, "RESULT[");
     assert!(line.contains("## mcp__big__bulk_17"), "{line}");
     // Found tools are offered from then on, and callable.
-    assert!(line.contains("mcp__big__bulk_17,") || line.contains("mcp__big__bulk_17]"), "{line}");
+    assert!(
+        line.contains("mcp__big__bulk_17,") || line.contains("mcp__big__bulk_17]"),
+        "{line}"
+    );
     let at = r.len();
     r.send("call mcp__big__bulk_17");
     r.wait_for(at, "RESULT[ran bulk_17]");
@@ -494,7 +529,10 @@ fn small_servers_are_offered_directly_and_stay_off_the_terminal() {
     }
     child.wait().unwrap();
     let out = r.out.lock().unwrap().clone();
-    assert!(!out.contains("NOISE") && !stderr.contains("NOISE"), "{out}\n{stderr}");
+    assert!(
+        !out.contains("NOISE") && !stderr.contains("NOISE"),
+        "{out}\n{stderr}"
+    );
     let log = std::fs::read_to_string(s.state().join("fen/mcp/fake.log")).unwrap();
     assert!(log.contains("STDERR-NOISE"), "{log}");
 }
@@ -536,7 +574,12 @@ fn calls_honour_the_tool_timeout_and_cancellation() {
     )
     .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(t.elapsed() < Duration::from_secs(5));
     assert!(wait_dead(pid), "the server outlived fen");
 }

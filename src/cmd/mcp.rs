@@ -17,7 +17,12 @@ pub(crate) async fn settle(kernel: &Kernel, tool: Option<&str>) {
         .active("introspect")
         .iter()
         .find(|c| c.owner == "mcp" && c.name.as_deref() == Some("mcp"))
-        .and_then(|c| c.spec.get::<Option<mlua::Function>>("settle").ok().flatten());
+        .and_then(|c| {
+            c.spec
+                .get::<Option<mlua::Function>>("settle")
+                .ok()
+                .flatten()
+        });
     let Some(f) = f else {
         return;
     };

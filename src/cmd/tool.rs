@@ -43,7 +43,12 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
         // An MCP tool whose server did not connect: say why, and where its log is.
         if let Some(s) = crate::native::mcp::global()
             .server_for_tool(name)
-            .and_then(|n| crate::native::mcp::global().servers().into_iter().find(|s| s.name == n))
+            .and_then(|n| {
+                crate::native::mcp::global()
+                    .servers()
+                    .into_iter()
+                    .find(|s| s.name == n)
+            })
         {
             eprintln!(
                 "fen: MCP server '{}' is {}{} (log {})",

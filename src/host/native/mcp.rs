@@ -23,7 +23,10 @@ fn server_table(lua: &Lua, s: &ServerInfo) -> mlua::Result<Table> {
         x.set("name", tool.name.as_str())?;
         x.set("mcp_name", tool.mcp_name.as_str())?;
         x.set("description", tool.description.as_str())?;
-        x.set("parameters", crate::kernel::convert::json_to_lua(lua, &tool.input_schema)?)?;
+        x.set(
+            "parameters",
+            crate::kernel::convert::json_to_lua(lua, &tool.input_schema)?,
+        )?;
         x.set("schema_json", tool.input_schema.to_string())?;
         x.set("read_only", tool.read_only)?;
         tools.push(x)?;

@@ -108,7 +108,13 @@ pub fn tool_specs(lua: &Lua, inner: &Inner) -> mlua::Result<Table> {
         .map(|c| c.spec.clone())
         .collect();
     for spec in specs {
-        if spec.get::<Option<String>>("exposure").ok().flatten().as_deref() == Some("search") {
+        if spec
+            .get::<Option<String>>("exposure")
+            .ok()
+            .flatten()
+            .as_deref()
+            == Some("search")
+        {
             continue;
         }
         let t = lua.create_table()?;

@@ -119,7 +119,9 @@ pub fn load(
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
-                loaded.errors.push(err(file, None, format!("cannot read: {e}")));
+                loaded
+                    .errors
+                    .push(err(file, None, format!("cannot read: {e}")));
                 continue;
             }
         };
@@ -161,16 +163,28 @@ pub fn parse(
     let mut errors = Vec::new();
     let root: Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return (Vec::new(), vec![err(file, None, format!("not valid JSON: {e}"))]),
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![err(file, None, format!("not valid JSON: {e}"))],
+            )
+        }
     };
     let Some(servers) = root.get("mcpServers") else {
         if !root.is_object() {
-            errors.push(err(file, None, "expected a JSON object with \"mcpServers\""));
+            errors.push(err(
+                file,
+                None,
+                "expected a JSON object with \"mcpServers\"",
+            ));
         }
         return (Vec::new(), errors);
     };
     let Some(servers) = servers.as_object() else {
-        return (Vec::new(), vec![err(file, None, "\"mcpServers\" must be an object")]);
+        return (
+            Vec::new(),
+            vec![err(file, None, "\"mcpServers\" must be an object")],
+        );
     };
     let mut out = Vec::new();
     for (name, spec) in servers {
@@ -211,7 +225,10 @@ fn server(
         "description",
     ];
     if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return Err(format!("unknown field \"{k}\" (known: {})", KNOWN.join(", ")));
+        return Err(format!(
+            "unknown field \"{k}\" (known: {})",
+            KNOWN.join(", ")
+        ));
     }
     let expand = |s: &str| expand_vars(s, env);
     let ty = str_field(obj, "type")?;
@@ -367,7 +384,9 @@ pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Stri
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
             (None, None) => {
-                return Err(format!("environment variable {name} is not set (used as ${{{name}}})"))
+                return Err(format!(
+                    "environment variable {name} is not set (used as ${{{name}}})"
+                ))
             }
         }
         rest = &after[end + 1..];
@@ -391,7 +410,10 @@ mod tests {
     #[test]
     fn vars_expand_with_defaults_and_unset_ones_are_named() {
         assert_eq!(expand_vars("a ${TOKEN} b", &env).unwrap(), "a t0k b");
-        assert_eq!(expand_vars("${NOPE:-x}/${HOME}", &env).unwrap(), "x//home/u");
+        assert_eq!(
+            expand_vars("${NOPE:-x}/${HOME}", &env).unwrap(),
+            "x//home/u"
+        );
         assert_eq!(expand_vars("$PATH", &env).unwrap(), "$PATH");
         let e = expand_vars("${NOPE}", &env).unwrap_err();
         assert!(e.contains("NOPE is not set"), "{e}");
@@ -424,8 +446,14 @@ mod tests {
         let msgs: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(msgs.len(), 3, "{msgs:?}");
         assert!(msgs[0].contains("/p/.mcp.json (server 'bad')"), "{msgs:?}");
-        assert!(msgs[1].contains("server 'unset'") && msgs[1].contains("MISSING"), "{msgs:?}");
-        assert!(msgs[2].contains("server 'worse'") && msgs[2].contains("colour"), "{msgs:?}");
+        assert!(
+            msgs[1].contains("server 'unset'") && msgs[1].contains("MISSING"),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs[2].contains("server 'worse'") && msgs[2].contains("colour"),
+            "{msgs:?}"
+        );
     }
 
     #[test]
@@ -434,8 +462,11 @@ mod tests {
         let user = dir.path().join("mcp.json");
         let proj = dir.path().join(".mcp.json");
         std::fs::write(&user, r#"{"mcpServers": {"a": {"command": "u"}}}"#).unwrap();
-        std::fs::write(&proj, r#"{"mcpServers": {"a": {"command": "p"}, "b": {"command": "q"}}}"#)
-            .unwrap();
+        std::fs::write(
+            &proj,
+            r#"{"mcpServers": {"a": {"command": "p"}, "b": {"command": "q"}}}"#,
+        )
+        .unwrap();
         let files = vec![(user.clone(), false), (proj.clone(), true)];
         let l = load(&files, false, &env);
         assert_eq!(l.servers.len(), 1);
@@ -453,7 +484,9 @@ mod tests {
         std::fs::write(&proj, "{not json").unwrap();
         let l = load(&files, true, &env);
         assert_eq!(l.servers.len(), 1);
-        assert!(l.errors[0].to_string().contains(".mcp.json: not valid JSON"));
+        assert!(l.errors[0]
+            .to_string()
+            .contains(".mcp.json: not valid JSON"));
     }
 
     #[test]

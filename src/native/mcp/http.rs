@@ -142,7 +142,8 @@ impl StreamableHttpClient for FenHttpClient {
             {
                 return Ok(StreamableHttpPostResponse::Json(m, session));
             }
-            let text = String::from_utf8_lossy(&body[..body.len().min(MAX_ERROR_BODY)]).into_owned();
+            let text =
+                String::from_utf8_lossy(&body[..body.len().min(MAX_ERROR_BODY)]).into_owned();
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                 format!("HTTP {status}: {text}"),
             )));

@@ -422,7 +422,13 @@ impl Manager {
         &self,
         config: &ServerConfig,
         pgid: &mut Option<i32>,
-    ) -> Result<(rmcp::service::RunningService<RoleClient, ClientConfig>, Vec<ToolInfo>), String> {
+    ) -> Result<
+        (
+            rmcp::service::RunningService<RoleClient, ClientConfig>,
+            Vec<ToolInfo>,
+        ),
+        String,
+    > {
         let info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("fen", env!("CARGO_PKG_VERSION")),
@@ -453,8 +459,8 @@ impl Manager {
                         .map_err(|_| format!("bad value for header \"{k}\""))?;
                     custom.insert(name, value);
                 }
-                let cfg =
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
                 let transport = StreamableHttpClientTransport::with_client(
                     FenHttpClient(self.shared.http.clone()),
                     cfg,

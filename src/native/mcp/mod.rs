@@ -9,4 +9,6 @@ pub mod http;
 pub mod manager;
 pub mod names;
 
-pub use manager::{global, terminate_all, CallError, CallOutcome, Manager, Part, ServerInfo, Status, ToolInfo};
+pub use manager::{
+    global, terminate_all, CallError, CallOutcome, Manager, Part, ServerInfo, Status, ToolInfo,
+};

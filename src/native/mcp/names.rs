@@ -54,6 +54,8 @@ mod tests {
         let other = tool_name("fake", &format!("{long}x"));
         assert_ne!(n, other);
         assert_eq!(other.len(), MAX_LEN);
-        assert!(n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        assert!(n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
     }
 }

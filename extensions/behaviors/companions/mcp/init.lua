@@ -30,9 +30,26 @@ return function(api)
   local search_registered = false
   local configured, watching = false, false
 
+  local pending = {}   -- notices not shown yet
+
+  --- Shows what waits: on stderr when nobody watches a screen (one-shot commands, `-p`,
+  --- `--mode json`), else through the presenter (which may wait, so only from a coroutine).
+  local function flush()
+    if #pending == 0 then return end
+    local headless = (api.kernel.run_options() or {}).headless ~= false
+    if headless then
+      for _, text in ipairs(pending) do io.stderr:write("fen: " .. text .. "\n") end
+      pending = {}
+    elseif coroutine.isyieldable() then
+      local list = pending
+      pending = {}
+      for _, text in ipairs(list) do pcall(api.ui.notify, text) end
+    end
+  end
+
   local function notify(text)
     api.log("warn", text)
-    pcall(api.ui.notify, text)
+    pending[#pending + 1] = text
   end
 
   --- Reads the config files (once per load); reports problems and untrusted servers.
@@ -121,6 +138,7 @@ return function(api)
       end
     end
     if want and not search_registered then register_search() end
+    flush()
     return true
   end
 
