@@ -263,7 +263,7 @@ fn a_server_that_never_starts_does_not_delay_the_first_request() {
     )));
     let url = llm.base_url();
     let started = Instant::now();
-    let mut child = s
+    let child = s
         .command(&[
             "--provider",
             "openai",

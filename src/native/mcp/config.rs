@@ -263,7 +263,7 @@ fn server(
                     // A relative cwd is relative to the file's folder (the project's root).
                     if p.is_relative() {
                         let base = file.parent().unwrap_or(Path::new("."));
-                        let base = if base.ends_with(".fen") {
+                        let base = if base.file_name().is_some_and(|n| n == ".fen") {
                             base.parent().unwrap_or(base)
                         } else {
                             base
