@@ -610,3 +610,51 @@ fn in_the_tui_a_server_never_writes_to_the_terminal() {
     t.send("\x04");
     t.wait_exit();
 }
+
+/// An HTTP server that goes away: the call errors at once (naming the server and the fix), and
+/// `/mcp reconnect` brings it back once it is up again.
+#[test]
+fn a_vanished_http_server_errors_and_reconnects() {
+    let s = Sandbox::new();
+    let portfile = s.root().join("port");
+    let spawn = |port: u16| {
+        let _ = std::fs::remove_file(&portfile);
+        let child = std::process::Command::new("python3")
+            .args([SERVER, "--http", portfile.to_str().unwrap(), "--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        (child, read_pid(&portfile) as u16)
+    };
+    let (mut srv, port) = spawn(0);
+    configure(
+        &s,
+        json!({"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}),
+    );
+    let mut r = Repl::start(&s, &[]);
+    r.send("/mcp reconnect web");
+    r.wait_for(0, "web connected");
+    let at = r.len();
+    r.send(r#"call mcp__web__echo {"text": "one"}"#);
+    r.wait_for(at, "RESULT[echo: one]");
+    srv.kill().unwrap();
+    srv.wait().unwrap();
+    let at = r.len();
+    let t = Instant::now();
+    r.send(r#"call mcp__web__echo {"text": "two"}"#);
+    let line = r.wait_for(at, "RESULT[");
+    let took = t.elapsed();
+    assert!(line.contains("'web'") && line.contains("/mcp reconnect web"), "{line}");
+    assert!(took < Duration::from_secs(1), "the failed call took {took:?}");
+    let (mut again, _) = spawn(port);
+    let at = r.len();
+    r.send("/mcp reconnect web");
+    r.wait_for(at, "web connected");
+    let at = r.len();
+    r.send(r#"call mcp__web__echo {"text": "three"}"#);
+    r.wait_for(at, "RESULT[echo: three]");
+    r.quit();
+    let _ = again.kill();
+    let _ = again.wait();
+}

@@ -4,6 +4,7 @@ or over streamable HTTP (POST /mcp answered with application/json; no server-sen
 
 Options:
   --http PORTFILE        serve HTTP on 127.0.0.1 (a free port, written to PORTFILE)
+  --port N               that port instead of a free one
   --sleep-before-init S  wait S seconds before answering `initialize`
   --long                 add a tool with an 81-character name (a.b.a.b...)
   --many N --pad B       add N tools whose descriptions are B bytes each
@@ -161,7 +162,7 @@ def serve_http(portfile):
         def do_DELETE(self):
             self._send(200)
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    srv = ThreadingHTTPServer(("127.0.0.1", int(opt("--port", "0"))), H)
     tmp = portfile + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(srv.server_address[1]))
