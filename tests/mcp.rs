@@ -620,7 +620,13 @@ fn a_vanished_http_server_errors_and_reconnects() {
     let spawn = |port: u16| {
         let _ = std::fs::remove_file(&portfile);
         let child = std::process::Command::new("python3")
-            .args([SERVER, "--http", portfile.to_str().unwrap(), "--port", &port.to_string()])
+            .args([
+                SERVER,
+                "--http",
+                portfile.to_str().unwrap(),
+                "--port",
+                &port.to_string(),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -645,8 +651,14 @@ fn a_vanished_http_server_errors_and_reconnects() {
     r.send(r#"call mcp__web__echo {"text": "two"}"#);
     let line = r.wait_for(at, "RESULT[");
     let took = t.elapsed();
-    assert!(line.contains("'web'") && line.contains("/mcp reconnect web"), "{line}");
-    assert!(took < Duration::from_secs(1), "the failed call took {took:?}");
+    assert!(
+        line.contains("'web'") && line.contains("/mcp reconnect web"),
+        "{line}"
+    );
+    assert!(
+        took < Duration::from_secs(1),
+        "the failed call took {took:?}"
+    );
     let (mut again, _) = spawn(port);
     let at = r.len();
     r.send("/mcp reconnect web");
@@ -657,4 +669,52 @@ fn a_vanished_http_server_errors_and_reconnects() {
     r.quit();
     let _ = again.kill();
     let _ = again.wait();
+}
+
+/// MCP tools carry risk `shell` unless read-only, so the default mode asks for them (and a
+/// headless run, with no one to ask, refuses); a `readOnlyHint` tool runs.
+#[test]
+fn permissions_ask_for_mcp_tools_unless_read_only() {
+    let s = Sandbox::new();
+    s.write("config/fen/settings.json", "{}");
+    configure(&s, json!({"fake": stdio_server(&[])}));
+    // The first turn waits until the server has surely connected (it has a whole second).
+    let script = s.write(
+        "script.json",
+        &json!([
+            {"delay_ms": 1500, "tool_calls": [
+                {"name": "mcp__fake__echo", "arguments": {"text": "x"}},
+                {"name": "mcp__fake__peek", "arguments": {}}]},
+            {"text": "done"}
+        ])
+        .to_string(),
+    );
+    let out = s.fen(&[
+        "--provider",
+        "mock",
+        "--mock-script",
+        script.to_str().unwrap(),
+        "--mode",
+        "json",
+        "-p",
+        "go",
+    ]);
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool-result")
+        .map(|e| e["result"].clone())
+        .collect();
+    assert_eq!(results.len(), 2, "{}", String::from_utf8_lossy(&out.stdout));
+    let echo = results
+        .iter()
+        .find(|r| r["tool_name"] == "mcp__fake__echo")
+        .unwrap();
+    assert_eq!(echo["is_error"], true);
+    assert!(text(echo).contains("permission denied"), "{echo}");
+    let peek = results
+        .iter()
+        .find(|r| r["tool_name"] == "mcp__fake__peek")
+        .unwrap();
+    assert_eq!(text(peek), "peeked", "{peek}");
 }
