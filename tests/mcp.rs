@@ -127,6 +127,14 @@ fn stdio_tools_are_listed_and_called_and_is_error_maps() {
     let (v, _) = tool(&s, "mcp__fake__fail", "{}");
     assert_eq!(v["is_error"], true, "{v}");
     assert_eq!(text(&v), "it broke");
+    // Results pass through the sanitizer like every tool's: no raw escape sequences.
+    let (v, _) = tool(
+        &s,
+        "mcp__fake__echo",
+        r#"{"text": "\u001b[31mred\u001b[0m"}"#,
+    );
+    assert!(text(&v).contains("red"), "{v}");
+    assert!(!text(&v).contains('\u{1b}'), "{v}");
 
     // `fen list tools` holds them, with their schema and risk: shell unless read-only.
     let tools = s.fen_json(&["list", "tools", "--json"]);

@@ -338,7 +338,10 @@ impl Manager {
             e.status = Status::Failed;
             e.error = Some(message);
             e.peer = None;
-            e.stop = None;
+            // Ends this connection's task (and process group), not a later one's.
+            if let Some(s) = e.stop.take() {
+                s.cancel();
+            }
         });
     }
 
@@ -653,12 +656,6 @@ impl Manager {
                     )
                 {
                     self.fail(server, epoch, message.clone());
-                    if let Some(s) = lock(&self.shared.servers)
-                        .get_mut(server)
-                        .and_then(|e| e.stop.take())
-                    {
-                        s.cancel();
-                    }
                 }
                 return Err(CallError::Died {
                     server: server.to_string(),
