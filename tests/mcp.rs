@@ -510,6 +510,16 @@ fn many_schemas_are_offered_through_mcp_search() {
 fn small_servers_are_offered_directly_and_stay_off_the_terminal() {
     let s = Sandbox::new();
     configure(&s, json!({"fake": stdio_server(&[])}));
+    s.write(
+        "config/fen/extensions/probe.lua",
+        r#"return function(api)
+  api.register("command", { name = "probe", description = "registered tools", handler = function()
+    local n = {}
+    for _, t in ipairs(api.list("tool")) do n[#n + 1] = t.name end
+    return "PROBE[" .. table.concat(n, ",") .. "]"
+  end })
+end"#,
+    );
     let mut r = Repl::start(&s, &[]);
     // No barrier: the server connects in the background; `/mcp` shows when it is there.
     let until = Instant::now() + Duration::from_secs(10);
@@ -528,6 +538,16 @@ fn small_servers_are_offered_directly_and_stay_off_the_terminal() {
     let line = r.wait_for(at, "TOOLS[");
     assert!(line.contains("mcp__fake__echo"), "{line}");
     assert!(!line.contains("mcp_search"), "{line}");
+    // /reload re-runs the companion: the tools stay, and the server was not restarted.
+    let at = r.len();
+    r.send("/reload");
+    r.wait_for(at, "reloaded");
+    let at = r.len();
+    r.send("/probe");
+    let line = r.wait_for(at, "PROBE[");
+    assert!(line.contains("mcp__fake__echo"), "{line}");
+    let log = std::fs::read_to_string(s.state().join("fen/mcp/fake.log")).unwrap();
+    assert_eq!(log.matches("[fen] starting").count(), 1, "{log}");
     let mut child = r.child;
     drop(r.stdin);
     let mut stderr = String::new();
