@@ -315,7 +315,9 @@ function native.sleep(ms) end
 ---@field epoch integer bumped at every (re)start
 ---@field tool_timeout_ms integer
 ---@field startup_timeout_ms integer
----@field tools fen.McpTool[]
+---@field tool_count integer
+---@field schema_bytes integer names, descriptions and schema JSON of its tools
+---@field tools fen.McpTool[]? absent with `tools = false`
 
 --- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
 ---@class fen.NativeMcp
@@ -323,7 +325,7 @@ function native.sleep(ms) end
 ---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
 ---@field reconnect fun(name: string): true?, string? stops and starts one
 ---@field wait fun(names: string[]?) async: until none of them is connecting
----@field servers fun(): fen.McpServer[]
+---@field servers fun(opts: {tools: boolean?, name: string?}?): fen.McpServer[] `tools = false`: without the tool lists (cheap); `name`: that server only
 ---@field server_for_tool fun(fen_name: string): string?
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false

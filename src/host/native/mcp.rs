@@ -5,7 +5,7 @@
 use crate::native::mcp::{self, config, Part, ServerInfo};
 use mlua::{Function, Lua, LuaSerdeExt, Table, Value};
 
-fn server_table(lua: &Lua, s: &ServerInfo) -> mlua::Result<Table> {
+fn server_table(lua: &Lua, s: &ServerInfo, with_tools: bool) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("name", s.name.as_str())?;
     t.set("status", s.status.as_str())?;
@@ -17,6 +17,17 @@ fn server_table(lua: &Lua, s: &ServerInfo) -> mlua::Result<Table> {
     t.set("epoch", s.epoch)?;
     t.set("tool_timeout_ms", s.tool_timeout.as_millis() as u64)?;
     t.set("startup_timeout_ms", s.startup_timeout.as_millis() as u64)?;
+    t.set("tool_count", s.tools.len())?;
+    // What the schemas weigh (name + description + schema JSON), for the search threshold.
+    let bytes: usize = s
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+        .sum();
+    t.set("schema_bytes", bytes)?;
+    if !with_tools {
+        return Ok(t);
+    }
     let tools = lua.create_table()?;
     for tool in &s.tools {
         let x = lua.create_table()?;
@@ -39,9 +50,10 @@ fn server_table(lua: &Lua, s: &ServerInfo) -> mlua::Result<Table> {
 /// reads the config files (see [`config::files`]) and sets the servers (starting none);
 /// `start(name?)` starts one (or every enabled idle one) in the background -> bool;
 /// `reconnect(name)` -> true | nil, message; `wait(names?)` *async* until none of them is
-/// connecting; `servers()` -> [{name, status, error?, transport, log, source, project, epoch,
-/// tool_timeout_ms, startup_timeout_ms, tools = [{name, mcp_name, description, parameters,
-/// schema_json, read_only}]}]; `server_for_tool(fen_name)` -> name | nil;
+/// connecting; `servers{tools?, name?}` -> [{name, status, error?, transport, log, source,
+/// project, epoch, tool_timeout_ms, startup_timeout_ms, tool_count, schema_bytes, tools = [{name,
+/// mcp_name, description, parameters, schema_json, read_only}]}] (`tools = false` leaves the
+/// tool list out: the cheap poll; `name` only that server); `server_for_tool(fen_name)` -> name | nil;
 /// `call(server, tool, args)` *async* -> `{is_error, content}` | nil, message;
 /// `watch(fn)` calls `fn()` after every change of any server until `fn` returns false.
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
@@ -114,10 +126,20 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "servers",
-        lua.create_function(|lua, ()| {
+        lua.create_function(|lua, opts: Option<Table>| {
+            let (with_tools, only) = match &opts {
+                Some(o) => (
+                    o.get::<Option<bool>>("tools")?.unwrap_or(true),
+                    o.get::<Option<String>>("name")?,
+                ),
+                None => (true, None),
+            };
             let t = lua.create_table()?;
             for s in mcp::global().servers() {
-                t.push(server_table(lua, &s)?)?;
+                if only.as_ref().is_some_and(|n| *n != s.name) {
+                    continue;
+                }
+                t.push(server_table(lua, &s, with_tools)?)?;
             }
             Ok(t)
         })?,

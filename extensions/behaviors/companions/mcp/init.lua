@@ -26,6 +26,7 @@ return function(api)
   state.noticed = state.noticed or {}
 
   local registered = {}   -- fen tool name -> {spec, server, epoch, found}
+  local seen_epoch = {}   -- server name -> the epoch whose tools are registered
   local search_mode = false
   local search_registered = false
   local configured, watching = false, false
@@ -113,16 +114,16 @@ return function(api)
   --- mode switched when the schemas outgrow their share, failures announced once.
   local function sync()
     if state.gen ~= gen then return false end
-    local servers = native.mcp.servers()
+    -- The cheap poll (no schemas); a server's tools are read only when its epoch is new.
+    local servers = native.mcp.servers({ tools = false })
     local total = 0
     for _, s in ipairs(servers) do
-      if s.status == "connected" then
-        for _, t in ipairs(s.tools) do
-          local r = registered[t.name]
-          if not r or r.epoch ~= s.epoch then register_tool(s, t) end
-        end
+      if s.status == "connected" and seen_epoch[s.name] ~= s.epoch then
+        seen_epoch[s.name] = s.epoch
+        local full = native.mcp.servers({ name = s.name })[1]
+        for _, t in ipairs(full and full.tools or {}) do register_tool(full, t) end
       end
-      for _, t in ipairs(s.tools) do total = total + #t.name + #t.description + #t.schema_json end
+      total = total + s.schema_bytes
       local key = s.name .. "#" .. s.epoch
       if s.status == "failed" and not state.noticed[key] then
         state.noticed[key] = true
@@ -219,13 +220,13 @@ return function(api)
   })
 
   local function status_lines()
-    local servers = native.mcp.servers()
+    local servers = native.mcp.servers({ tools = false })
     if #servers == 0 then
       return "no MCP servers configured (~/.config/fen/mcp.json, .mcp.json, .fen/mcp.json; see docs/mcp.md)"
     end
     local lines = {}
     for _, s in ipairs(servers) do
-      lines[#lines + 1] = string.format("%-16s %-10s %3d tools  %-5s log %s%s", s.name, s.status, #s.tools,
+      lines[#lines + 1] = string.format("%-16s %-10s %3d tools  %-5s log %s%s", s.name, s.status, s.tool_count,
         s.transport, s.log, s.error and ("\n    " .. s.error) or "")
     end
     return table.concat(lines, "\n")
@@ -245,10 +246,10 @@ return function(api)
         if not ok then return "error: " .. err end
         native.mcp.wait({ rest })
         sync()
-        for _, s in ipairs(native.mcp.servers()) do
+        for _, s in ipairs(native.mcp.servers({ tools = false })) do
           if s.name == rest then
             if s.status == "connected" then
-              return string.format("mcp: %s connected (%d tools)", s.name, #s.tools)
+              return string.format("mcp: %s connected (%d tools)", s.name, s.tool_count)
             end
             return string.format("mcp: %s %s: %s (log %s)", s.name, s.status, s.error or "?", s.log)
           end
