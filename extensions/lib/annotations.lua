@@ -173,6 +173,13 @@ function ui.select(title, items) end
 ---@return string? text, string? why
 function ui.prompt(question, default) end
 
+--- Asks the presenter's approval prompt, as a `before_tool` hook's `ctx.ask(request)` does
+--- (async; the subagents companion forwards a child's permission ask with it); nil, "no user"
+--- when headless.
+---@param request table
+---@return any answer, string? why
+function ui.ask(request) end
+
 ---@class fen.ApiKernel
 local kernel = {}
 
@@ -200,7 +207,7 @@ function kernel.contributions(kind) end
 function kernel.prompt_fragments() end
 
 --- This run's flags for policy extensions (the permissions extension reads them).
----@return {permission_mode: string?, on_ask: "deny"|"allow", headless: boolean, trusted: boolean}
+---@return {permission_mode: string?, on_ask: "deny"|"allow"|"parent", headless: boolean, trusted: boolean, allowed_tools: string[], base_url: string?, mock_script: string?, extensions: string[]?, extension_root: string?, session_backend: string?}
 function kernel.run_options() end
 
 ---@class fen.Native
@@ -218,6 +225,7 @@ function kernel.run_options() end
 ---@field session fen.NativeSession
 ---@field jobs fen.NativeJobs
 ---@field mcp fen.NativeMcp
+---@field subagent fen.NativeSubagent
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
 ---@field policy fen.NativePolicy
@@ -329,10 +337,40 @@ function native.sleep(ms) end
 ---@field server_for_tool fun(fen_name: string): string?
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
+--- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
+--- `finished` once it exited and its output was read; `result` is its last `result` line.
+---@class fen.SubagentInfo
+---@field id string
+---@field pid integer
+---@field label string
+---@field background boolean
+---@field status string
+---@field running boolean
+---@field finished boolean
+---@field exit_code integer?
+---@field signal integer?
+---@field killed boolean
+---@field turns integer
+---@field result table?
+---@field bad_lines integer
+---@field tail string
+---@field transcript string?
+---@field elapsed_ms integer
+---@field cancelled boolean?
+
+---@class fen.NativeSubagent
+---@field max_running integer
+---@field start fun(opts: {args: string[], cwd: string?, label: string, background: boolean?, transcript: string?, keep_env: string[]?, env: table<string, string>?}, handlers: {on_ask: (fun(request: table): string?)?, on_exit: (fun(info: fen.SubagentInfo))?}?): fen.SubagentInfo?, string? async
+---@field wait fun(id: string, opts: {wait_ms: integer?}?): fen.SubagentInfo?, string? async
+---@field kill fun(id: string): fen.SubagentInfo?, string? async
+---@field list fun(): fen.SubagentInfo[]
+---@field info fun(id: string): fen.SubagentInfo?, string?
+---@field running fun(): integer
 
 ---@class fen.NativeMarkup
 ---@field front_matter fun(text: string): {fields: table, body: string}?, string?
 ---@field scan fun(roots: string[], file_name: string): table[]
+---@field scan_files fun(roots: string[], suffix: string): table[]
 ---@field html_to_markdown fun(html: string): string?, string? async
 ---@field html_to_text fun(html: string): string async
 

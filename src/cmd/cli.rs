@@ -105,8 +105,9 @@ pub struct Cli {
     #[arg(long, conflicts_with = "permission_mode")]
     pub yolo: bool,
 
-    /// What a headless run answers when a call needs approval: deny (default) or allow.
-    #[arg(long, value_name = "ANSWER", value_parser = ["deny", "allow"], default_value = "deny")]
+    /// What a headless run answers when a call needs approval: deny (default) or allow;
+    /// `parent` (for subagent children) asks the parent fen through stdout and stdin.
+    #[arg(long, value_name = "ANSWER", value_parser = ["deny", "allow", "parent"], default_value = "deny")]
     pub on_ask: String,
 
     /// Offer only these tools (comma-separated fnmatch patterns, e.g. `read,grep*`).
@@ -289,6 +290,8 @@ pub enum ListWhat {
     Kinds,
     /// Skills (SKILL.md) the skills companion found; shadowed and invalid ones marked.
     Skills,
+    /// Subagent definitions the subagents companion found; shadowed and invalid ones marked.
+    Agents,
 }
 
 impl ListWhat {
@@ -309,7 +312,8 @@ impl ListWhat {
             | ListWhat::Models
             | ListWhat::Events
             | ListWhat::Kinds
-            | ListWhat::Skills => return None,
+            | ListWhat::Skills
+            | ListWhat::Agents => return None,
         })
     }
 }

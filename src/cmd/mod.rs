@@ -47,6 +47,7 @@ pub fn end_children() {
     crate::native::process::terminate_all_groups();
     crate::native::jobs::terminate_all();
     crate::native::mcp::terminate_all();
+    crate::native::subagent::terminate_all();
 }
 
 /// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.

@@ -20,6 +20,7 @@ pub mod sandbox;
 pub mod sanitize;
 pub mod search;
 pub mod sse;
+pub mod subagent;
 pub mod term;
 pub mod truncate;
 pub mod webfetch;

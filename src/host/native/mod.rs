@@ -21,6 +21,7 @@
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
+//! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
 mod edit;
@@ -36,6 +37,7 @@ mod policy;
 mod process;
 mod search;
 pub mod session;
+mod subagent;
 mod term;
 mod text;
 
@@ -44,9 +46,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 14] = [
+const LAZY: [&str; 15] = [
     "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line", "policy", "mcp",
+    "markup", "line", "policy", "mcp", "subagent",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -65,6 +67,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "line" => line::module(lua)?,
         "policy" => policy::module(lua)?,
         "mcp" => mcp::module(lua)?,
+        "subagent" => subagent::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -218,7 +221,7 @@ mod tests {
             out,
             "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
              markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
-             session:table,sleep:function,term:table,truncate:table,version:string"
+             session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
     }
 }
