@@ -38,3 +38,4 @@ mod tools_bash;
 mod tools_fs;
 mod tools_search;
 pub mod tui;
+mod tui_inline;

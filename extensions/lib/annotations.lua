@@ -377,11 +377,17 @@ function native.sleep(ms) end
 ---@class fen.NativeTerm
 ---@field read_line fun(): string? async
 ---@field isatty fun(fd: integer): boolean
----@field open fun() full screen: raw mode, alternate screen, bracketed paste, alternate scroll; painting starts
+---@field open fun(opts: {inline: boolean?, mouse: boolean?}?) raw mode, the alternate screen (not with `inline`: the main screen and its scrollback), bracketed paste, alternate scroll, mouse reporting with `mouse`; painting starts
 ---@field close fun() stop painting and restore the terminal
----@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?}? async
+---@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus"|"background"|"copied", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?, dark: boolean?, chars: integer?}? async
 ---@field layout fun(desc: {status: table?, status_right: table?, busy: {label: string}?, panels: table?, notices: table?, menu: {items: table, selected: integer?}?, input: {text: string, cursor: integer, prompt: string?, placeholder: string?}?, overlay: table?})
----@field push fun(block: {kind: string?, head: any?, text: string?, markdown: boolean?, style: table?, folded: boolean?, prefix: any?, cont: any?, gap: boolean?}): integer
+---@field push fun(block: {kind: string?, head: any?, text: string?, markdown: boolean?, style: table?, folded: boolean?, prefix: any?, cont: any?, gap: boolean?, live: boolean?}): integer `live`: still changing (inline mode keeps it in the band until an update says `live = false`)
+---@field jump fun(id: integer): boolean anchor the view at a block
+---@field find fun(text: string): integer search every block's text (ASCII case-insensitive), highlight matches; the number of occurrences
+---@field find_step fun(forward: boolean): integer[]? show the next / previous match; {block with matches, blocks with matches}
+---@field find_clear fun() end the search
+---@field background fun(): string? "dark" or "light" from COLORFGBG, else nil
+---@field mouse fun(on: boolean) mouse reporting on / off (drag-select copies, the wheel scrolls)
 ---@field update fun(id: integer, block: table)
 ---@field append fun(id: integer, delta: string)
 ---@field fold fun(kind: string, folded: boolean)

@@ -39,6 +39,11 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", value_parser = ["tui", "stdio"])]
     pub presenter: Option<String>,
 
+    /// TUI in inline mode: no alternate screen; finished output goes to the terminal's own
+    /// scrollback and only a bottom band is redrawn (also settings.json `tui.mode`).
+    #[arg(long)]
+    pub inline: bool,
+
     /// Provider to use (see `fen list providers`).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,

@@ -294,6 +294,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         "extensions": cli.extensions.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>(),
         "extension_root": cli.extension_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "session_backend": cli.session_backend,
+        "inline": cli.inline,
     });
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner

@@ -2,6 +2,8 @@
 //!
 //! - [`setup`]: terminal modes (raw, alternate screen, bracketed paste, keyboard enhancement,
 //!   alternate scroll) and their restore on every exit path (drop, panic, signals, suspend).
+//! - [`inline`]: inline mode's writer (finished rows into the terminal's scrollback, a
+//!   redrawn bottom band).
 //! - [`input`]: decoding crossterm events into normalised key names and paste/resize events.
 //! - [`style`]: the serialisable styles and styled spans/lines the layout speaks.
 //! - [`width`]: display width and wrapping by grapheme clusters.
@@ -14,6 +16,7 @@
 //! - [`schedule`]: the frame scheduler (coalesced, ≤60 fps, no timer while idle) and spinner.
 //! - [`screen`]: ties them together: one object the binding drives.
 
+pub mod inline;
 pub mod input;
 pub mod layout;
 pub mod markdown;
