@@ -224,6 +224,7 @@ function kernel.run_options() end
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
 ---@field jobs fen.NativeJobs
+---@field mcp fen.NativeMcp
 ---@field subagent fen.NativeSubagent
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
@@ -303,6 +304,39 @@ function native.sleep(ms) end
 ---@field running fun(): integer
 ---@field on_exit fun(id: string, fn: fun(info: fen.JobInfo))
 
+---@class fen.McpTool
+---@field name string `mcp__SERVER__TOOL`
+---@field mcp_name string the tool's name on its server
+---@field description string
+---@field parameters table the server's input schema
+---@field schema_json string the same schema as JSON text (its size counts toward the search threshold)
+---@field read_only boolean `annotations.readOnlyHint`
+
+---@class fen.McpServer
+---@field name string
+---@field status "disabled"|"idle"|"connecting"|"connected"|"failed"
+---@field error string?
+---@field transport "stdio"|"http"
+---@field log string `$XDG_STATE_HOME/fen/mcp/NAME.log`
+---@field source string the config file
+---@field project boolean
+---@field epoch integer bumped at every (re)start
+---@field tool_timeout_ms integer
+---@field startup_timeout_ms integer
+---@field tool_count integer
+---@field schema_bytes integer names, descriptions and schema JSON of its tools
+---@field tools fen.McpTool[]? absent with `tools = false`
+
+--- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
+---@class fen.NativeMcp
+---@field configure fun(opts: {trusted: boolean?}?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
+---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
+---@field reconnect fun(name: string): true?, string? stops and starts one
+---@field wait fun(names: string[]?) async: until none of them is connecting
+---@field servers fun(opts: {tools: boolean?, name: string?}?): fen.McpServer[] `tools = false`: without the tool lists (cheap); `name`: that server only
+---@field server_for_tool fun(fen_name: string): string?
+---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
+---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
 --- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
 --- `finished` once it exited and its output was read; `result` is its last `result` line.
 ---@class fen.SubagentInfo

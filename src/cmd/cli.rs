@@ -194,6 +194,11 @@ pub enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+    /// MCP servers (see docs/mcp.md).
+    Mcp {
+        #[command(subcommand)]
+        what: McpCommand,
+    },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
         /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
@@ -202,6 +207,18 @@ pub enum Command {
         /// Page to write or check (default docs/contracts.md under the current directory).
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
+    },
+}
+
+/// `fen mcp ...`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect every configured server (each within its start-up timeout) and list each with
+    /// its status, transport and tools.
+    List {
+        /// One JSON document on stdout.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -20,6 +20,12 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
         ListWhat::Models => models_json(&boot(cli)?),
         ListWhat::Skills => snapshot_rows(&boot(cli)?, "skills", "skills"),
         ListWhat::Agents => snapshot_rows(&boot(cli)?, "subagents", "agents"),
+        // MCP tools of the servers that connect within their start-up timeout count.
+        ListWhat::Tools => {
+            let kernel = boot(cli)?;
+            super::block_on(super::mcp::settle(&kernel, None))?;
+            kernel.list_json("tool")
+        }
         other => {
             let kind = other.register_kind().unwrap_or("tool");
             boot(cli)?.list_json(kind)
