@@ -85,7 +85,13 @@ impl Drop for Fx {
     }
 }
 
+/// Bubblewrap commands go through the persistent sandbox: its launcher is the built `fen`.
+fn use_launcher() {
+    fen::native::sandbox::launcher::set_program(PathBuf::from(env!("CARGO_BIN_EXE_fen")));
+}
+
 fn fixture(name: &str, git: bool) -> Fx {
+    use_launcher();
     static N: AtomicUsize = AtomicUsize::new(0);
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "sandbox-{}-{name}-{}",
@@ -641,6 +647,72 @@ async fn no_child_outlives_a_cancelled_call() {
         }
     }
     e.done(2);
+}
+
+/// Background jobs run in the same sandbox as the shell tool's commands.
+#[tokio::test(flavor = "current_thread")]
+async fn background_jobs_cannot_write_outside_the_roots() {
+    use fen::native::jobs::{self, JobSpec, JobStatus};
+    let mut e = Escapes::default();
+    for tier in tiers() {
+        let fx = fixture("jobs", false);
+        let logs = fx.base.join("logs");
+        let s = spec(&fx, tier, false, "");
+        let start = |cmd: &str| {
+            jobs::start(JobSpec {
+                command: cmd.into(),
+                cwd: Some(fx.ws.clone()),
+                log_dir: logs.clone(),
+                log_cap: jobs::DEFAULT_LOG_CAP,
+                env: s.env.clone(),
+                env_remove: s.env_remove.clone(),
+                sandbox: s.sandbox.clone(),
+            })
+        };
+        let cases: &[(&str, &str)] = &[
+            ("job writes outside", "echo pwned > $OUT/victim"),
+            ("job creates outside", "touch $OUT/new"),
+            ("job writes home", "echo pwned >> $HOME/.bashrc"),
+            ("job reads ssh key", "cat $HOME/.ssh/id_ed25519"),
+        ];
+        for (name, cmd) in cases {
+            let job = start(&format!("{cmd}; echo inside > job-ok")).await.expect("start");
+            let until = Instant::now() + HANG;
+            let mut out = jobs::output(&job.id, Duration::from_secs(5), 64 * 1024)
+                .await
+                .expect("output");
+            while out.info.status == JobStatus::Running && Instant::now() < until {
+                out = jobs::output(&job.id, Duration::from_secs(5), 64 * 1024)
+                    .await
+                    .expect("output");
+            }
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            let blocked = read(&fx.out.join("victim")) == "original\n"
+                && !fx.out.join("new").exists()
+                && read(&fx.home.join(".bashrc")) == "# rc\n"
+                && !text.contains(SSH_KEY);
+            // The job did run, inside the workspace.
+            assert_eq!(read(&fx.ws.join("job-ok")), "inside\n", "[{}] {name}: {text}", tier.name());
+            let _ = std::fs::remove_file(fx.ws.join("job-ok"));
+            let r = ProcessResult {
+                exit_code: None,
+                signal: None,
+                timed_out: false,
+                cancelled: false,
+                duration: Duration::ZERO,
+                total_bytes: 0,
+                text,
+                truncated: false,
+                escaped_bytes: 0,
+                spill_path: None,
+                spill_error: None,
+                background_pids: Vec::new(),
+                pgid: 0,
+            };
+            e.check(tier, name, blocked, &r);
+        }
+    }
+    e.done(4);
 }
 
 #[tokio::test(flavor = "current_thread")]
