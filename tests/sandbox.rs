@@ -649,6 +649,40 @@ async fn no_child_outlives_a_cancelled_call() {
     e.done(2);
 }
 
+/// Under bubblewrap, commands run in the persistent sandbox: its launcher is there, and
+/// neither its environment nor anything of an earlier command is visible to a later one.
+#[tokio::test(flavor = "current_thread")]
+async fn the_persistent_bubblewrap_sandbox_is_used_and_leaks_nothing() {
+    if detect().tier != Tier::Bubblewrap {
+        eprintln!("NOTICE: bubblewrap tier unavailable; skipped");
+        return;
+    }
+    key_in_env();
+    let fx = fixture("persistent", false);
+    let r = sbx(
+        &fx,
+        Tier::Bubblewrap,
+        "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c __fen-sandbox-launcher",
+    )
+    .await;
+    assert_ne!(r.text.trim(), "0", "no launcher in the sandbox: {}", r.text);
+    // The launcher runs with an empty environment and is not dumpable.
+    let r = sbx(
+        &fx,
+        Tier::Bubblewrap,
+        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c API_KEY; true",
+    )
+    .await;
+    assert!(!r.text.contains(KEY_VALUE), "{}", r.text);
+    assert_eq!(r.text.trim(), "0", "{}", r.text);
+    // A process left behind by one command is gone before the next one starts.
+    let marker = format!("fenmark{}xpersist", std::process::id());
+    sbx(&fx, Tier::Bubblewrap, &format!("(exec -a {marker} sleep 300) &")).await;
+    let r = sbx(&fx, Tier::Bubblewrap, &format!("grep -l {marker} /proc/[0-9]*/cmdline | wc -l")).await;
+    assert_eq!(r.text.trim(), "0", "{}", r.text);
+    assert!(gone(&marker).await);
+}
+
 /// Background jobs run in the same sandbox as the shell tool's commands.
 #[tokio::test(flavor = "current_thread")]
 async fn background_jobs_cannot_write_outside_the_roots() {

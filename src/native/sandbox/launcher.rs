@@ -611,7 +611,9 @@ pub fn remote(chan: OwnedFd, pid: i32, launcher: Arc<Launcher>) -> io::Result<Re
     )
     .map_err(io::Error::from)?;
     Ok(Remote {
-        chan: AsyncFd::with_interest(chan, tokio::io::Interest::READABLE)?,
+        // SAFETY: `chan` is an OwnedFd, open and unchanged for as long as the AsyncFd owns it.
+        chan: unsafe { AsyncFd::register_with_interest(chan, tokio::io::Interest::READABLE) }
+            .map_err(|e| e.into_parts().1)?,
         pid,
         _launcher: launcher,
     })
