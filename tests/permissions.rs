@@ -478,7 +478,10 @@ fn an_escalation_answered_always_runs_the_commands_rule_outside_the_sandbox_from
     let text = repl(&s, &sc, "go\ny\n2\n", &[]);
     assert!(text.contains("Run it again outside the sandbox?"), "{text}");
     assert!(text.contains("2. always for Bash(make out *)"), "{text}");
-    assert!(out.join("made.txt").exists(), "the approved rerun did not run: {text}");
+    assert!(
+        out.join("made.txt").exists(),
+        "the approved rerun did not run: {text}"
+    );
     let local = std::fs::read_to_string(s.cwd().join(".fen/settings.local.json")).unwrap();
     let v: Value = serde_json::from_str(&local).unwrap();
     assert_eq!(

@@ -679,7 +679,12 @@ async fn the_persistent_bubblewrap_sandbox_is_used_and_leaks_nothing() {
     assert!(r.text.contains("GIT_EDITOR=true"), "{}", r.text);
     // A process left behind by one command is gone before the next one starts.
     let marker = format!("fenmark{}xpersist", std::process::id());
-    sbx(&fx, Tier::Bubblewrap, &format!("(exec -a {marker} sleep 300) &")).await;
+    sbx(
+        &fx,
+        Tier::Bubblewrap,
+        &format!("(exec -a {marker} sleep 300) &"),
+    )
+    .await;
     let r = sbx(
         &fx,
         Tier::Bubblewrap,
@@ -717,7 +722,9 @@ async fn background_jobs_cannot_write_outside_the_roots() {
             ("job reads ssh key", "cat $HOME/.ssh/id_ed25519"),
         ];
         for (name, cmd) in cases {
-            let job = start(&format!("{cmd}; echo inside > job-ok")).await.expect("start");
+            let job = start(&format!("{cmd}; echo inside > job-ok"))
+                .await
+                .expect("start");
             let until = Instant::now() + HANG;
             let mut out = jobs::output(&job.id, Duration::from_secs(5), 64 * 1024)
                 .await
@@ -733,7 +740,12 @@ async fn background_jobs_cannot_write_outside_the_roots() {
                 && read(&fx.home.join(".bashrc")) == "# rc\n"
                 && !text.contains(SSH_KEY);
             // The job did run, inside the workspace.
-            assert_eq!(read(&fx.ws.join("job-ok")), "inside\n", "[{}] {name}: {text}", tier.name());
+            assert_eq!(
+                read(&fx.ws.join("job-ok")),
+                "inside\n",
+                "[{}] {name}: {text}",
+                tier.name()
+            );
             let _ = std::fs::remove_file(fx.ws.join("job-ok"));
             let r = ProcessResult {
                 exit_code: None,

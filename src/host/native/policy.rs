@@ -60,7 +60,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             let rules = Arc::new(Mutex::new(RuleSet::default()));
             let d = blocking(move || shell_decision(&command, &rules, &ws)).await?;
             // Only a command that would ask in default mode has a prefix worth remembering.
-            let scope = if d.verdict == Verdict::Ask { d.scope } else { Vec::new() };
+            let scope = if d.verdict == Verdict::Ask {
+                d.scope
+            } else {
+                Vec::new()
+            };
             super::array(&lua, &scope)
         })?,
     )?;

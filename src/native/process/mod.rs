@@ -241,7 +241,9 @@ pub async fn run(
                 Ok::<_, SandboxError>((launch, started, write_fd))
             })
             .await
-            .map_err(|e| SandboxError::Unavailable(format!("sandbox preparation panicked: {e}")))??;
+            .map_err(|e| {
+                SandboxError::Unavailable(format!("sandbox preparation panicked: {e}"))
+            })??;
             match started {
                 Some((chan, pid, l)) => {
                     drop(write_fd);
@@ -412,7 +414,11 @@ fn start_remote(
     bwrap: &Path,
     prepared: &sandbox::BwrapPrepared,
     out: &std::os::fd::OwnedFd,
-) -> io::Result<(std::os::fd::OwnedFd, i32, std::sync::Arc<launcher::Launcher>)> {
+) -> io::Result<(
+    std::os::fd::OwnedFd,
+    i32,
+    std::sync::Arc<launcher::Launcher>,
+)> {
     let cwd = match &spec.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir()?,
@@ -423,7 +429,14 @@ fn start_remote(
         command: spec.command.clone().into(),
         env: command_env(spec),
     };
-    launcher::start(&sb.policy, bwrap, &prepared.args, &prepared.binds, &req, out)
+    launcher::start(
+        &sb.policy,
+        bwrap,
+        &prepared.args,
+        &prepared.binds,
+        &req,
+        out,
+    )
 }
 
 /// The command's complete environment, as `spawn` would give it: fen's own minus

@@ -134,9 +134,18 @@ fn protect_gitdir(gitdir: &Path, out: &mut GitProtections) {
 fn protect_one(gitdir: &Path, out: &mut GitProtections, depth: usize) {
     // Symlinked metadata would let a bind land outside; bind only real entries.
     out.watch.extend(
-        ["config", "config.worktree", "commondir", "gitdir", "hooks", "HEAD", "worktrees", "modules"]
-            .iter()
-            .map(|f| gitdir.join(f)),
+        [
+            "config",
+            "config.worktree",
+            "commondir",
+            "gitdir",
+            "hooks",
+            "HEAD",
+            "worktrees",
+            "modules",
+        ]
+        .iter()
+        .map(|f| gitdir.join(f)),
     );
     for f in ["config", "config.worktree", "commondir", "gitdir"] {
         let p = gitdir.join(f);

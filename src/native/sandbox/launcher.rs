@@ -180,7 +180,9 @@ fn serve(ctl: RawFd) -> i32 {
                         for c in cm {
                             if let ControlMessageOwned::ScmRights(v) = c {
                                 // SAFETY: the kernel just installed these descriptors for us.
-                                fds.extend(v.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+                                fds.extend(
+                                    v.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                                );
                             }
                         }
                     }

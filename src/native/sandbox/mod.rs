@@ -167,7 +167,10 @@ fn unavailable_reason() -> String {
 impl Launch {
     /// The full `bwrap` argument list for one command started on its own (no launcher):
     /// the sandbox arguments, `--chdir cwd`, `--`.
-    pub fn bwrap_command_args(prepared: &bwrap::Prepared, cwd: Option<&Path>) -> Vec<std::ffi::OsString> {
+    pub fn bwrap_command_args(
+        prepared: &bwrap::Prepared,
+        cwd: Option<&Path>,
+    ) -> Vec<std::ffi::OsString> {
         let mut a = prepared.args.clone();
         if let Some(c) = cwd {
             a.push("--chdir".into());
