@@ -389,6 +389,17 @@ pub struct Launcher {
     child: Mutex<Option<std::process::Child>>,
 }
 
+impl Launcher {
+    /// Kills the launcher's bwrap (its pid namespace, and everything in it, goes with it).
+    fn kill(&self) {
+        if let Ok(mut c) = self.child.lock() {
+            if let Some(c) = c.as_mut() {
+                let _ = c.kill();
+            }
+        }
+    }
+}
+
 impl Drop for Launcher {
     fn drop(&mut self) {
         // Closing the control socket (after this) ends the launcher; bwrap is reaped on a
@@ -413,6 +424,8 @@ struct Key {
 }
 
 static LAUNCHERS: Mutex<Vec<Arc<Launcher>>> = Mutex::new(Vec::new());
+/// How long a request waits for the keeper's first answer (a new launcher included).
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 const MAX_LAUNCHERS: usize = 4;
 
 /// A command started by a launcher, seen from fen.
@@ -487,6 +500,12 @@ pub fn start(
         let l = get_or_start(&key, program, attempt > 0)?;
         match send_request(&l, &body, out) {
             Ok((chan, pid)) => return Ok((chan, pid, l)),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                // Stuck: end its sandbox (and whatever runs there) before anything else runs.
+                l.kill();
+                forget(&l);
+                return Err(e);
+            }
             Err(e) if attempt == 0 && e.kind() != io::ErrorKind::NotFound => {
                 forget(&l);
                 continue;
@@ -587,8 +606,33 @@ fn send_request(l: &Launcher, body: &[u8], out: &OwnedFd) -> io::Result<(OwnedFd
     }
     drop(theirs);
     // The first answer: started (pid) or failed (errno). A closed channel means the launcher
-    // is gone (it closes what it received when it cannot serve it).
+    // is gone (it closes what it received when it cannot serve it). A launcher that does not
+    // answer in time (stopped by a command of its sandbox, say) is given up: dropping the
+    // channel makes its keeper kill the command if it ever starts it.
     let mut b = [0u8; 16];
+    let mut pfd = libc::pollfd {
+        fd: mine.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let deadline = std::time::Instant::now() + ANSWER_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the sandbox launcher did not answer",
+            ));
+        }
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+        if r > 0 {
+            break;
+        }
+        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err(io::Error::last_os_error());
+        }
+    }
     let n = loop {
         match nix::sys::socket::recv(mine.as_fd().as_raw_fd(), &mut b, MsgFlags::empty()) {
             Err(nix::errno::Errno::EINTR) => continue,
