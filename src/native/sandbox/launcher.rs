@@ -424,6 +424,8 @@ struct Key {
 }
 
 static LAUNCHERS: Mutex<Vec<Arc<Launcher>>> = Mutex::new(Vec::new());
+/// Configurations whose launcher failed twice in a row.
+static FAILED: Mutex<Vec<Key>> = Mutex::new(Vec::new());
 /// How long a request waits for the keeper's first answer (a new launcher included).
 const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 const MAX_LAUNCHERS: usize = 4;
@@ -495,7 +497,15 @@ pub fn start(
         args: args.to_vec(),
         binds: binds.to_vec(),
     };
-    // A dead launcher (killed, or its sandbox failed) is replaced once.
+    if FAILED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&key)
+    {
+        return Err(io::Error::other("the sandbox launcher cannot start here"));
+    }
+    // A dead launcher (killed, or its sandbox failed) is replaced once; a configuration whose
+    // launcher never answers is not tried again (its commands start a bwrap each).
     for attempt in 0..2 {
         let l = get_or_start(&key, program, attempt > 0)?;
         match send_request(&l, &body, out) {
@@ -510,7 +520,17 @@ pub fn start(
                 forget(&l);
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                if e.kind() != io::ErrorKind::NotFound {
+                    forget(&l);
+                    let mut f = FAILED.lock().unwrap_or_else(|e| e.into_inner());
+                    if f.len() >= MAX_LAUNCHERS {
+                        f.remove(0);
+                    }
+                    f.push(key);
+                }
+                return Err(e);
+            }
         }
     }
     Err(io::Error::other("the sandbox launcher did not start"))
@@ -573,13 +593,47 @@ fn launch(key: &Key, program: &Path) -> io::Result<Launcher> {
             nix::unistd::setsid().map(|_| ()).map_err(io::Error::from)
         });
     }
-    let child = cmd.spawn()?;
+    let child = spawn_from_a_lasting_thread(cmd)?;
     drop(theirs);
     Ok(Launcher {
         key: key.clone(),
         ctl: Mutex::new(mine),
         child: Mutex::new(Some(child)),
     })
+}
+
+/// Spawns `cmd` from a thread that lives as long as the process. bwrap's `--die-with-parent`
+/// ties the sandbox to the *thread* that started it (`PR_SET_PDEATHSIG`): started from a
+/// blocking-pool thread, it would be killed when that thread retires after idling.
+fn spawn_from_a_lasting_thread(cmd: std::process::Command) -> io::Result<std::process::Child> {
+    type Job = (
+        std::process::Command,
+        std::sync::mpsc::Sender<io::Result<std::process::Child>>,
+    );
+    static TX: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> = OnceLock::new();
+    let tx = TX.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("fen-sandbox-spawner".into())
+            .spawn(move || {
+                for (mut cmd, back) in rx {
+                    let _ = back.send(cmd.spawn());
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let Some(tx) = tx else {
+        return Err(io::Error::other("cannot start the sandbox spawner thread"));
+    };
+    let (back, answer) = std::sync::mpsc::channel();
+    tx.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((cmd, back))
+        .map_err(|_| io::Error::other("the sandbox spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| io::Error::other("the sandbox spawner thread is gone"))?
 }
 
 /// Sends one request and waits for the keeper's answer (started, or why not).
