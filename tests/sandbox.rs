@@ -695,6 +695,20 @@ async fn the_persistent_bubblewrap_sandbox_is_used_and_leaks_nothing() {
     assert!(gone(&marker).await);
 }
 
+/// The persistent sandbox outlives the thread that started it: bwrap's `--die-with-parent`
+/// follows the spawning thread, and the runtime's blocking threads retire after 10 s idle.
+#[tokio::test(flavor = "current_thread")]
+async fn a_long_command_in_the_persistent_sandbox_outlives_idle_pool_threads() {
+    if detect().tier != Tier::Bubblewrap {
+        eprintln!("NOTICE: bubblewrap tier unavailable; skipped");
+        return;
+    }
+    let fx = fixture("long", false);
+    let r = sbx(&fx, Tier::Bubblewrap, "sleep 12; echo done").await;
+    assert_eq!(r.exit_code, Some(0), "{}", r.text);
+    assert!(r.text.contains("done"), "{}", r.text);
+}
+
 /// Background jobs run in the same sandbox as the shell tool's commands.
 #[tokio::test(flavor = "current_thread")]
 async fn background_jobs_cannot_write_outside_the_roots() {
