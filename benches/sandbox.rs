@@ -16,7 +16,7 @@ use fen::native::sandbox::{
 };
 use tokio_util::sync::CancellationToken;
 
-const ROUNDS: usize = 60;
+const ROUNDS: usize = 200;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -43,13 +43,21 @@ async fn time_one(ws: &Path, sb: Option<Sandbox>) -> Duration {
 
 /// Median of `ROUNDS` runs, interleaved with as many unsandboxed runs whose median is
 /// returned too: on a busy machine both see the same load.
-async fn time_runs(ws: &Path, sb: Option<Sandbox>) -> (Duration, Duration) {
+/// Medians of `ROUNDS` sandboxed runs and of as many unsandboxed runs interleaved with them
+/// (on a busy machine both see the same load), and the median of the paired differences.
+async fn time_runs(ws: &Path, sb: Option<Sandbox>) -> (Duration, Duration, f64) {
     let (mut base, mut v) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+    let mut diffs = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
-        base.push(time_one(ws, None).await);
-        v.push(time_one(ws, sb.clone()).await);
+        let b = time_one(ws, None).await;
+        let t = time_one(ws, sb.clone()).await;
+        diffs.push(ms(t) - ms(b));
+        base.push(b);
+        v.push(t);
     }
-    (median(base), median(v))
+    diffs.sort_by(f64::total_cmp);
+    let paired = diffs.get(diffs.len() / 2).copied().unwrap_or_default();
+    (median(base), median(v), paired)
 }
 
 fn workspace() -> PathBuf {
@@ -90,7 +98,7 @@ fn main() {
     rt.block_on(async {
         // Warm up page cache and the tier probe.
         time_runs(&ws, None).await;
-        let (base, _) = time_runs(&ws, None).await;
+        let (base, _, _) = time_runs(&ws, None).await;
         println!("unsandboxed `true`: {:.2} ms median", ms(base));
         let mut tiers = Vec::new();
         if detect().tier == Tier::Bubblewrap {
@@ -117,7 +125,7 @@ fn main() {
                 let _ = time_one(&ws, Some(sb(tier))).await;
                 println!("{label}: first command (starts the launcher) {:.2} ms", ms(t.elapsed()));
             }
-            let (base, t) = time_runs(&ws, Some(sb(tier))).await;
+            let (base, t, paired) = time_runs(&ws, Some(sb(tier))).await;
             let added = ms(t) - ms(base);
             let prep = {
                 let mut v = Vec::new();
@@ -129,10 +137,11 @@ fn main() {
                 median(v)
             };
             println!(
-                "{label:<22} `true`: {:.2} ms median, added {:.2} ms per command (target <= {target} ms, {}), of which preparation {:.2} ms; ratio {:.2}x",
+                "{label:<22} `true`: {:.2} ms median, added {:.2} ms per command (median of paired differences {:.2} ms; target <= {target} ms, {}), of which preparation {:.2} ms; ratio {:.2}x",
                 ms(t),
                 added,
-                if added <= target { "met" } else { "MISSED" },
+                paired,
+                if added.max(paired) <= target { "met" } else { "MISSED" },
                 ms(prep),
                 t.as_secs_f64() / base.as_secs_f64().max(1e-9),
             );
