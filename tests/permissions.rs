@@ -444,3 +444,77 @@ fn a_directory_grep_skips_secret_files_and_says_how_many() {
         .unwrap()
         .contains("sk-hidden"));
 }
+
+/// A directory outside every writable root of the sandbox (the workspace and HOME are under
+/// /tmp, a root; the target directory is not).
+fn outside_dir(name: &str) -> std::path::PathBuf {
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("perm-outside-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn an_escalation_answered_always_runs_the_commands_rule_outside_the_sandbox_from_then_on() {
+    if fen::native::sandbox::detect().tier == fen::native::sandbox::Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; escalation test skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    let out = outside_dir("always");
+    // `make` hides the write from the analyser: only the sandbox sees it.
+    s.write(
+        "work/Makefile",
+        &format!(
+            "out:\n\techo made > {o}/made.txt\nother:\n\techo other > {o}/other.txt\n",
+            o = out.display()
+        ),
+    );
+    // Session 1, line REPL: approve the call (y), then the sandbox stops it and the escalation
+    // offers once / always for Bash(make out *) / no: choose always (2).
+    let sc = script(&s, &[("bash", serde_json::json!({"command": "make out"}))]);
+    let text = repl(&s, &sc, "go\ny\n2\n", &[]);
+    assert!(text.contains("Run it again outside the sandbox?"), "{text}");
+    assert!(text.contains("2. always for Bash(make out *)"), "{text}");
+    assert!(
+        out.join("made.txt").exists(),
+        "the approved rerun did not run: {text}"
+    );
+    let local = std::fs::read_to_string(s.cwd().join(".fen/settings.local.json")).unwrap();
+    let v: Value = serde_json::from_str(&local).unwrap();
+    assert_eq!(
+        v["sandbox"]["unsandboxed"],
+        serde_json::json!(["Bash(make out *)"]),
+        "{local}"
+    );
+    // Session 2, headless: the rule is honoured without asking (a variant of the command too).
+    std::fs::remove_file(out.join("made.txt")).unwrap();
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "FOO=1 make out"}))],
+    );
+    let (results, _, o) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "auto"]);
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("made.txt").exists(), "{}", results[0]);
+    assert!(
+        results[0].contains("ran outside the sandbox: sandbox.unsandboxed rule Bash(make out *)"),
+        "{}",
+        results[0]
+    );
+    // Another command is still sandboxed, and headless names the boundary and how to allow it.
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "make other"}))],
+    );
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "auto"]);
+    assert!(!out.join("other.txt").exists(), "{}", results[0]);
+    assert!(results[0].contains("sandbox: writing"), "{}", results[0]);
+    assert!(
+        results[0].contains("add Bash(make other *) to sandbox.unsandboxed"),
+        "{}",
+        results[0]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

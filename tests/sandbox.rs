@@ -85,7 +85,13 @@ impl Drop for Fx {
     }
 }
 
+/// Bubblewrap commands go through the persistent sandbox: its launcher is the built `fen`.
+fn use_launcher() {
+    fen::native::sandbox::launcher::set_program(PathBuf::from(env!("CARGO_BIN_EXE_fen")));
+}
+
 fn fixture(name: &str, git: bool) -> Fx {
+    use_launcher();
     static N: AtomicUsize = AtomicUsize::new(0);
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "sandbox-{}-{name}-{}",
@@ -641,6 +647,139 @@ async fn no_child_outlives_a_cancelled_call() {
         }
     }
     e.done(2);
+}
+
+/// Under bubblewrap, commands run in the persistent sandbox: its launcher is there, and
+/// neither its environment nor anything of an earlier command is visible to a later one.
+#[tokio::test(flavor = "current_thread")]
+async fn the_persistent_bubblewrap_sandbox_is_used_and_leaks_nothing() {
+    if detect().tier != Tier::Bubblewrap {
+        eprintln!("NOTICE: bubblewrap tier unavailable; skipped");
+        return;
+    }
+    key_in_env();
+    let fx = fixture("persistent", false);
+    let r = sbx(
+        &fx,
+        Tier::Bubblewrap,
+        "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c __fen-sandbox-launcher",
+    )
+    .await;
+    assert_ne!(r.text.trim(), "0", "no launcher in the sandbox: {}", r.text);
+    // No process of the sandbox shows the key in its environment, and the launcher's (and
+    // its keepers') cannot even be read: they are not dumpable.
+    let r = sbx(
+        &fx,
+        Tier::Bubblewrap,
+        "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>&1",
+    )
+    .await;
+    assert!(!r.text.contains(KEY_VALUE), "{}", r.text);
+    assert!(r.text.contains("environ: Permission denied"), "{}", r.text);
+    assert!(r.text.contains("GIT_EDITOR=true"), "{}", r.text);
+    // A process left behind by one command is gone before the next one starts.
+    let marker = format!("fenmark{}xpersist", std::process::id());
+    sbx(
+        &fx,
+        Tier::Bubblewrap,
+        &format!("(exec -a {marker} sleep 300) &"),
+    )
+    .await;
+    let r = sbx(
+        &fx,
+        Tier::Bubblewrap,
+        &format!("for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done | grep -c '^{marker} '"),
+    )
+    .await;
+    assert_eq!(r.text.trim(), "0", "{}", r.text);
+    assert!(gone(&marker).await);
+}
+
+/// The persistent sandbox outlives the thread that started it: bwrap's `--die-with-parent`
+/// follows the spawning thread, and the runtime's blocking threads retire after 10 s idle.
+#[tokio::test(flavor = "current_thread")]
+async fn a_long_command_in_the_persistent_sandbox_outlives_idle_pool_threads() {
+    if detect().tier != Tier::Bubblewrap {
+        eprintln!("NOTICE: bubblewrap tier unavailable; skipped");
+        return;
+    }
+    let fx = fixture("long", false);
+    let r = sbx(&fx, Tier::Bubblewrap, "sleep 12; echo done").await;
+    assert_eq!(r.exit_code, Some(0), "{}", r.text);
+    assert!(r.text.contains("done"), "{}", r.text);
+}
+
+/// Background jobs run in the same sandbox as the shell tool's commands.
+#[tokio::test(flavor = "current_thread")]
+async fn background_jobs_cannot_write_outside_the_roots() {
+    use fen::native::jobs::{self, JobSpec, JobStatus};
+    let mut e = Escapes::default();
+    for tier in tiers() {
+        let fx = fixture("jobs", false);
+        let logs = fx.base.join("logs");
+        let s = spec(&fx, tier, false, "");
+        let start = |cmd: &str| {
+            jobs::start(JobSpec {
+                command: cmd.into(),
+                cwd: Some(fx.ws.clone()),
+                log_dir: logs.clone(),
+                log_cap: jobs::DEFAULT_LOG_CAP,
+                env: s.env.clone(),
+                env_remove: s.env_remove.clone(),
+                sandbox: s.sandbox.clone(),
+            })
+        };
+        let cases: &[(&str, &str)] = &[
+            ("job writes outside", "echo pwned > $OUT/victim"),
+            ("job creates outside", "touch $OUT/new"),
+            ("job writes home", "echo pwned >> $HOME/.bashrc"),
+            ("job reads ssh key", "cat $HOME/.ssh/id_ed25519"),
+        ];
+        for (name, cmd) in cases {
+            let job = start(&format!("{cmd}; echo inside > job-ok"))
+                .await
+                .expect("start");
+            let until = Instant::now() + HANG;
+            let mut out = jobs::output(&job.id, Duration::from_secs(5), 64 * 1024)
+                .await
+                .expect("output");
+            while out.info.status == JobStatus::Running && Instant::now() < until {
+                out = jobs::output(&job.id, Duration::from_secs(5), 64 * 1024)
+                    .await
+                    .expect("output");
+            }
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            let blocked = read(&fx.out.join("victim")) == "original\n"
+                && !fx.out.join("new").exists()
+                && read(&fx.home.join(".bashrc")) == "# rc\n"
+                && !text.contains(SSH_KEY);
+            // The job did run, inside the workspace.
+            assert_eq!(
+                read(&fx.ws.join("job-ok")),
+                "inside\n",
+                "[{}] {name}: {text}",
+                tier.name()
+            );
+            let _ = std::fs::remove_file(fx.ws.join("job-ok"));
+            let r = ProcessResult {
+                exit_code: None,
+                signal: None,
+                timed_out: false,
+                cancelled: false,
+                duration: Duration::ZERO,
+                total_bytes: 0,
+                text,
+                truncated: false,
+                escaped_bytes: 0,
+                spill_path: None,
+                spill_error: None,
+                background_pids: Vec::new(),
+                pgid: 0,
+            };
+            e.check(tier, name, blocked, &r);
+        }
+    }
+    e.done(4);
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -26,7 +26,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
-use crate::native::process::{default_shell, group_members, NON_INTERACTIVE_ENV};
+use crate::native::process::{
+    default_shell, group_members, restrict, sandboxed_shell, NON_INTERACTIVE_ENV,
+};
+use crate::native::sandbox::{self, Launch, Sandbox, SandboxError};
 
 /// Jobs that may run at once.
 pub const MAX_RUNNING: usize = 16;
@@ -51,6 +54,10 @@ pub struct JobSpec {
     pub env: Vec<(String, String)>,
     /// Inherited variables the job must not see (provider keys and other secrets).
     pub env_remove: Vec<String>,
+    /// OS sandbox to run the job in (the one shell tool commands use); `None`: unsandboxed.
+    /// A job gets a sandbox of its own (one bwrap per job, or the Landlock ruleset applied
+    /// in its spawn), so ending its process group ends everything it started.
+    pub sandbox: Option<Sandbox>,
 }
 
 /// A job's state.
@@ -113,6 +120,8 @@ pub enum JobError {
     Spawn(std::io::Error),
     #[error("cannot read the job log {0}: {1}")]
     Read(PathBuf, std::io::Error),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
 #[derive(Debug)]
@@ -203,6 +212,17 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
             return Err(JobError::BadCwd(cwd.clone()));
         }
     }
+    let launch = match &spec.sandbox {
+        None => Launch::Unsandboxed,
+        Some(sb) => {
+            let (sb, cwd) = (sb.clone(), spec.cwd.clone());
+            tokio::task::spawn_blocking(move || sandbox::prepare(&sb, cwd.as_deref()))
+                .await
+                .map_err(|e| {
+                    SandboxError::Unavailable(format!("sandbox preparation panicked: {e}"))
+                })??
+        }
+    };
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let id = format!("bg{n}");
     let log = spec
@@ -221,7 +241,7 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
     let (read_fd, write_fd) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| JobError::Spawn(e.into()))?;
     let stderr_fd = write_fd.try_clone().map_err(JobError::Spawn)?;
-    let mut cmd = tokio::process::Command::new(default_shell());
+    let mut cmd = sandboxed_shell(&launch, default_shell(), spec.cwd.as_deref());
     cmd.arg("-c")
         .arg(&spec.command)
         .stdin(Stdio::null())
@@ -244,6 +264,7 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
                 .map_err(std::io::Error::from)
         });
     }
+    restrict(&mut cmd, &launch);
     let mut child = cmd.spawn().map_err(JobError::Spawn)?;
     drop(cmd);
     let pid = child.id().map_or(0, |p| p as i32);
@@ -484,6 +505,7 @@ mod tests {
             log_cap: DEFAULT_LOG_CAP,
             env: Vec::new(),
             env_remove: Vec::new(),
+            sandbox: None,
         }
     }
 

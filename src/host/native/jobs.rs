@@ -23,7 +23,8 @@ fn info_table(lua: &Lua, info: &JobInfo) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// `start{command, cwd?, log_cap?}` *async* -> info | nil, message; `output(id, {wait_ms,
+/// `start{command, cwd?, log_cap?}` *async* -> info | nil, message (the job runs in the
+/// sandbox `policy.use_sandbox` chose for tool commands); `output(id, {wait_ms,
 /// max_bytes})` *async* -> `{text, skipped, capped, ...info}` | nil, message; `kill(id)`
 /// *async* -> info | nil, message; `list()` -> [info]; `running()` -> n;
 /// `on_exit(id, fn)` calls `fn(info)` once the job's shell has exited.
@@ -51,6 +52,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     .app_data_ref::<crate::host::boot::HiddenEnv>()
                     .map(|h| h.0.clone())
                     .unwrap_or_default(),
+                // Jobs run in the same OS sandbox as the shell tool's commands
+                // (`policy.use_sandbox`).
+                sandbox: lua
+                    .app_data_ref::<super::policy::ToolSandbox>()
+                    .and_then(|s| s.0.clone()),
             };
             match jobs::start(spec).await {
                 Ok(info) => super::success(info_table(&lua, &info)?),

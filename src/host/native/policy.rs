@@ -9,13 +9,21 @@
 //! - `policy.settings_rules(path)` -> `{mode, allow, ask, deny, additional_dirs, sandbox}` of a
 //!   settings.json with each rule's line, or `nil, message`.
 //! - `policy.sandbox()` (async) -> `{tier, status, description}` of this machine.
-//! - `policy.use_sandbox{enabled, required, network, writable_roots, workspace}`: how shell
-//!   commands of tools run from now on (`process.run` reads it).
+//! - `policy.use_sandbox{enabled, required, network, writable_roots, workspace, unsandboxed}`:
+//!   how shell commands of tools run from now on (`process.run` and `jobs.start` read it);
+//!   `unsandboxed` lists rules (`Bash(cargo test *)`) whose commands run outside the sandbox.
+//!   Returns the rules that could not be parsed, each with why.
+//! - `policy.sandbox_scope(command)` -> the rules an "always run it outside the sandbox"
+//!   answer adds for `command` (its stable prefix, as for "always" approvals); empty when none
+//!   is safe to offer.
+//! - `policy.allow_unsandboxed(rule)`: adds one such rule for the rest of the process; `nil,
+//!   message` when it does not parse.
 //! - `policy.audit(record)`: one line of `$XDG_STATE_HOME/fen/permissions.jsonl`.
 
 use super::blocking;
 use crate::native::policy::{
-    decide, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, RuleSource, Workspace,
+    decide, Decision, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, RuleSource, Source,
+    Verdict, Workspace,
 };
 use crate::native::sandbox;
 use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataMethods, Value};
@@ -45,6 +53,37 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     m.set("use_sandbox", lua.create_function(use_sandbox_fn)?)?;
+    m.set(
+        "sandbox_scope",
+        lua.create_async_function(|lua, command: String| async move {
+            let ws = Arc::new(session_workspace());
+            let rules = Arc::new(Mutex::new(RuleSet::default()));
+            let d = blocking(move || shell_decision(&command, &rules, &ws)).await?;
+            // Only a command that would ask in default mode has a prefix worth remembering.
+            let scope = if d.verdict == Verdict::Ask {
+                d.scope
+            } else {
+                Vec::new()
+            };
+            super::array(&lua, &scope)
+        })?,
+    )?;
+    m.set(
+        "allow_unsandboxed",
+        lua.create_function(|lua, rule: String| {
+            let (ws, rules) = unsandboxed(lua);
+            let mut rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+            let input = RuleInput {
+                text: rule,
+                kind: RuleKind::Allow,
+                source: None,
+            };
+            match rules.add(&input, &ws) {
+                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
+            }
+        })?,
+    )?;
     m.set(
         "audit",
         lua.create_function(|lua, record: Value| {
@@ -338,17 +377,121 @@ struct SandboxOpts {
     #[serde(default)]
     writable_roots: Vec<String>,
     workspace: String,
+    #[serde(default)]
+    unsandboxed: Vec<String>,
 }
 
 /// The sandbox tool commands run in (app data of the state; `process.run` reads it).
 #[derive(Clone)]
 pub struct ToolSandbox(pub Option<sandbox::Sandbox>);
 
-fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<()> {
+/// Rules whose commands run outside the sandbox ("always" answers to an escalation and
+/// `sandbox.unsandboxed` in settings), with the workspace they are resolved against.
+pub struct Unsandboxed {
+    workspace: Arc<Workspace>,
+    rules: Arc<Mutex<RuleSet>>,
+}
+
+/// The session's workspace as the permission analyser sees it (fen's working directory).
+fn session_workspace() -> Workspace {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config_dir = crate::kernel::settings::Paths::from_env().config_dir;
+    Workspace::new(&cwd, &[], &home, &config_dir)
+}
+
+/// The unsandboxed rules of this state (created empty on first use).
+fn unsandboxed(lua: &Lua) -> (Arc<Workspace>, Arc<Mutex<RuleSet>>) {
+    if let Some(u) = lua.app_data_ref::<Unsandboxed>() {
+        return (u.workspace.clone(), u.rules.clone());
+    }
+    let (ws, rules) = (
+        Arc::new(session_workspace()),
+        Arc::new(Mutex::new(RuleSet::default())),
+    );
+    lua.set_app_data(Unsandboxed {
+        workspace: ws.clone(),
+        rules: rules.clone(),
+    });
+    (ws, rules)
+}
+
+/// How the analyser judges `command` as a bash call in default mode with `rules` only.
+fn shell_decision(command: &str, rules: &Mutex<RuleSet>, ws: &Workspace) -> Decision {
+    let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+    decide(&Request {
+        tool: "bash",
+        risk: Risk::Shell,
+        args: &serde_json::json!({ "command": command }),
+        mode: Mode::Default,
+        rules: &rules,
+        workspace: ws,
+        sandbox_available: false,
+    })
+}
+
+/// The `sandbox.unsandboxed` rule that lets `command` run outside the sandbox, if one does:
+/// every segment that is not read-only must be allowed by such a rule (so `cargo test; rm -rf
+/// x` is not covered by `Bash(cargo test *)`), and at least one rule must have matched (a
+/// read-only command alone never leaves the sandbox). Long commands are analysed off the Lua
+/// thread.
+pub async fn unsandboxed_rule(lua: &Lua, command: &str) -> mlua::Result<Option<String>> {
+    let (ws, rules) = {
+        let Some(u) = lua.app_data_ref::<Unsandboxed>() else {
+            return Ok(None);
+        };
+        let rules = u.rules.lock().unwrap_or_else(|e| e.into_inner());
+        if rules.of_kind(RuleKind::Allow).next().is_none() {
+            return Ok(None);
+        }
+        drop(rules);
+        (u.workspace.clone(), u.rules.clone())
+    };
+    let long = command.len() > 1024;
+    let command = command.to_string();
+    let judge = move || {
+        let d = shell_decision(&command, &rules, &ws);
+        if d.verdict != Verdict::Allow {
+            return None;
+        }
+        d.items.iter().find_map(|i| match &i.source {
+            Source::Rule { rule, .. } => Some(rule.clone()),
+            _ => None,
+        })
+    };
+    if long {
+        blocking(judge).await
+    } else {
+        Ok(judge())
+    }
+}
+
+fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
     let o: SandboxOpts = super::options(lua, "policy.use_sandbox", t)?;
+    // The rules that send commands outside the sandbox (replaced as a whole: settings reload).
+    let ws = Arc::new(session_workspace());
+    let mut set = RuleSet::default();
+    let mut problems = Vec::new();
+    for r in &o.unsandboxed {
+        let input = RuleInput {
+            text: r.clone(),
+            kind: RuleKind::Allow,
+            source: None,
+        };
+        if let Err(e) = set.add(&input, &ws) {
+            problems.push(format!("sandbox.unsandboxed: {e}"));
+        }
+    }
+    lua.set_app_data(Unsandboxed {
+        workspace: ws,
+        rules: Arc::new(Mutex::new(set)),
+    });
+    let problems = lua.to_value(&problems)?;
     if !o.enabled {
         lua.set_app_data(ToolSandbox(None));
-        return Ok(());
+        return Ok(problems);
     }
     let mut inputs = sandbox::inputs_from_env(PathBuf::from(&o.workspace));
     inputs.network = o.network;
@@ -357,5 +500,5 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<()> {
     lua.set_app_data(ToolSandbox(Some(sandbox::Sandbox::detected(
         policy, o.required,
     ))));
-    Ok(())
+    Ok(problems)
 }

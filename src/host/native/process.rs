@@ -11,9 +11,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
-/// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes}, on_output?)`
-/// -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text, truncated,
-/// escaped_bytes, spill_path, background_pids}` or `nil, message` (bad cwd, spawn failure). Head and tail
+/// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes, sandbox},
+/// on_output?)` -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text,
+/// truncated, escaped_bytes, spill_path, background_pids, sandboxed, sandbox_blocked,
+/// unsandboxed_rule}` or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
+/// the `sandbox.unsandboxed` rule that ran the command outside the sandbox. Head and tail
 /// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
 /// The turn's cancellation (Ctrl-C) kills the process group.
 async fn run_fn(
@@ -50,11 +52,19 @@ async fn run_fn(
         .map(|h| h.0.clone())
         .unwrap_or_default();
     // Tool commands run in the sandbox the permissions extension chose (`policy.use_sandbox`),
-    // unless the call says `sandbox = false` (a rerun the user approved outside it).
+    // unless the call says `sandbox = false` (a rerun the user approved outside it) or a
+    // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation).
+    let mut unsandboxed_rule = None;
     if opts.get::<Option<bool>>("sandbox")?.unwrap_or(true) {
         spec.sandbox = lua
             .app_data_ref::<super::policy::ToolSandbox>()
             .and_then(|s| s.0.clone());
+        if spec.sandbox.is_some() {
+            unsandboxed_rule = super::policy::unsandboxed_rule(&lua, &spec.command).await?;
+            if unsandboxed_rule.is_some() {
+                spec.sandbox = None;
+            }
+        }
     }
     let sandbox_policy = spec.sandbox.as_ref().map(|s| s.policy.clone());
     let cancel = super::cancel_token(&lua);
@@ -87,6 +97,7 @@ async fn run_fn(
         }
     }
     t.set("sandboxed", sandbox_policy.is_some())?;
+    t.set("unsandboxed_rule", unsandboxed_rule)?;
     t.set("exit_code", r.exit_code)?;
     t.set("signal", r.signal)?;
     t.set("timed_out", r.timed_out)?;

@@ -139,6 +139,23 @@ impl Workspace {
         contents: bool,
         cache: &mut ResolveCache,
     ) -> PathInfo {
+        // The same path often appears several times in one command (`cd x && ... x`): one
+        // decision sees one file system, so its classification is computed once.
+        let key = (lexical.to_path_buf(), contents);
+        if let Some(hit) = cache.infos.get(&key) {
+            return hit.clone();
+        }
+        let info = self.classify_uncached(lexical, contents, cache);
+        cache.infos.insert(key, info.clone());
+        info
+    }
+
+    fn classify_uncached(
+        &self,
+        lexical: &Path,
+        contents: bool,
+        cache: &mut ResolveCache,
+    ) -> PathInfo {
         let lex = normalize_lexically(lexical);
         if is_stream(&lex) {
             return PathInfo {
@@ -153,7 +170,8 @@ impl Workspace {
         let meta = std::fs::metadata(&path).ok();
         let exists = meta.is_some();
         let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
-        let block_device = is_block_device(&path, meta.as_ref()) || is_block_device(&lex, None);
+        let block_device =
+            is_block_device(&path, meta.as_ref()) || (lex != path && is_block_device(&lex, None));
         let device = block_device
             || ((path.starts_with("/dev") || lex.starts_with("/dev")) && !is_stream(&path));
         let in_workspace = self.roots.iter().any(|r| path.starts_with(r));
@@ -205,9 +223,15 @@ impl Workspace {
                 }
             }
         }
-        let fen = self.config_dir.join("fen");
-        if path == fen.join("models.json") || path == fen.join("auth.json") {
-            return true;
+        // fen's credential files, compared without building their paths.
+        if let Some(f) = path
+            .strip_prefix(&self.config_dir)
+            .ok()
+            .and_then(|r| r.strip_prefix("fen").ok())
+        {
+            if f == Path::new("models.json") || f == Path::new("auth.json") {
+                return true;
+            }
         }
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return false;
@@ -354,6 +378,8 @@ pub fn resolve(p: &Path) -> PathBuf {
 #[derive(Debug, Default)]
 pub struct ResolveCache {
     dirs: std::collections::HashMap<PathBuf, (PathBuf, bool)>,
+    /// Classifications by (path as written, contents).
+    infos: std::collections::HashMap<(PathBuf, bool), PathInfo>,
 }
 
 impl ResolveCache {

@@ -445,8 +445,8 @@ impl Walker {
             return;
         }
         let mut cur = node.walk();
-        let kids: Vec<Node> = node.named_children(&mut cur).collect();
-        for child in kids {
+        // Iterated in place: one allocation less per statement list.
+        for child in node.named_children(&mut cur) {
             if child.kind() == "ERROR" || child.is_missing() {
                 self.parse_error = true;
             }
@@ -458,8 +458,7 @@ impl Walker {
     /// not otherwise evaluated, such as `[[ ]]`, arithmetic and heredoc bodies).
     fn substitutions_in(&mut self, node: Node, src: &[u8], state: &mut State, frame: &Frame) {
         let mut cur = node.walk();
-        let kids: Vec<Node> = node.named_children(&mut cur).collect();
-        for child in kids {
+        for child in node.named_children(&mut cur) {
             match child.kind() {
                 "command_substitution" | "process_substitution" => {
                     self.eval_word(child, src, state, frame);
@@ -1179,8 +1178,8 @@ fn inner_has_expansion(node: Node) -> bool {
         return true;
     }
     let mut cur = node.walk();
-    let kids: Vec<Node> = node.named_children(&mut cur).collect();
-    kids.into_iter().any(inner_has_expansion)
+    let found = node.named_children(&mut cur).any(inner_has_expansion);
+    found
 }
 
 /// `$X` / `${X}` → `X`; `None` for anything fancier (`${X:-y}`, `$@`, `$1`).
@@ -1211,10 +1210,11 @@ fn first_error(node: Node) -> Option<Node> {
         return Some(node);
     }
     let mut cur = node.walk();
-    let kids: Vec<Node> = node.children(&mut cur).collect();
-    kids.into_iter()
+    let found = node
+        .children(&mut cur)
         .filter(|c| c.has_error() || c.is_missing())
-        .find_map(first_error)
+        .find_map(first_error);
+    found
 }
 
 fn snippet(src: &[u8], node: Node) -> String {

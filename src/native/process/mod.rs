@@ -41,7 +41,7 @@ use tokio::process::{Child, Command};
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
-use crate::native::sandbox::{self, Launch, Sandbox, SandboxError};
+use crate::native::sandbox::{self, launcher, Launch, Sandbox, SandboxError};
 use live::LiveBuf;
 use spill::Spill;
 
@@ -221,28 +221,40 @@ pub async fn run(
         .shell
         .clone()
         .unwrap_or_else(|| default_shell().to_path_buf());
-    let launch = match &spec.sandbox {
-        None => Launch::Unsandboxed,
-        Some(sb) => {
-            let (sb, cwd) = (sb.clone(), spec.cwd.clone());
-            tokio::task::spawn_blocking(move || sandbox::prepare(&sb, cwd.as_deref()))
-                .await
-                .map_err(|e| {
-                    SandboxError::Unavailable(format!("sandbox preparation panicked: {e}"))
-                })??
-        }
-    };
     let (read_fd, write_fd) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| ProcessError::Pipe(e.into()))?;
     let _ = fcntl(&read_fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
-    let mut child = spawn(&spec, &shell, &launch, write_fd)?;
-    let Some(pgid) = child.id().map(|p| p as i32) else {
-        return Err(ProcessError::Wait(io::Error::other(
-            "the shell exited before it could be tracked",
-        )));
+    let (mut proc, pgid) = match &spec.sandbox {
+        None => local(&spec, &shell, &Launch::Unsandboxed, write_fd)?,
+        Some(sb) => {
+            let (sb, spec2, shell2) = (sb.clone(), spec.clone(), shell.clone());
+            // Preparation (cached) and, under bubblewrap, the request to the persistent
+            // sandbox are blocking: off the async thread.
+            let (launch, started, write_fd) = tokio::task::spawn_blocking(move || {
+                let launch = sandbox::prepare(&sb, spec2.cwd.as_deref())?;
+                let started = match &launch {
+                    Launch::Bubblewrap { bwrap, prepared } => {
+                        start_remote(&spec2, &shell2, &sb, bwrap, prepared, &write_fd).ok()
+                    }
+                    _ => None,
+                };
+                Ok::<_, SandboxError>((launch, started, write_fd))
+            })
+            .await
+            .map_err(|e| {
+                SandboxError::Unavailable(format!("sandbox preparation panicked: {e}"))
+            })??;
+            match started {
+                Some((chan, pid, l)) => {
+                    drop(write_fd);
+                    let r = launcher::remote(chan, pid, l).map_err(ProcessError::Wait)?;
+                    (Proc::Remote(r), 0)
+                }
+                None => local(&spec, &shell, &launch, write_fd)?,
+            }
+        }
     };
-    groups::register(pgid);
-    let mut guard = KillOnDrop(Some(pgid));
+    let mut guard = KillOnDrop(matches!(proc, Proc::Local(_)).then_some(pgid));
     let mut reader = pipe::Receiver::from_owned_fd(read_fd).map_err(ProcessError::Pipe)?;
 
     let mut out = Collector::new(&spec, on_output.is_some());
@@ -269,17 +281,17 @@ pub async fn run(
             biased;
             _ = cancel.cancelled(), if running && stop.is_none() => {
                 stop = Some(Stop::Cancelled);
-                kill_at = Some(start_kill(pgid, spec.kill_grace));
+                kill_at = Some(proc.start_kill(pgid, spec.kill_grace));
             }
             _ = &mut timeout_sleep, if running && stop.is_none() && spec.timeout.is_some() => {
                 stop = Some(Stop::TimedOut);
-                kill_at = Some(start_kill(pgid, spec.kill_grace));
+                kill_at = Some(proc.start_kill(pgid, spec.kill_grace));
             }
             _ = sleep_until(kill_at.unwrap_or(far).into()), if kill_at.is_some() => {
-                groups::signal_group(pgid, Signal::SIGKILL);
+                proc.signal(pgid, Signal::SIGKILL);
                 kill_at = None;
             }
-            st = child.wait(), if running => {
+            st = proc.wait(), if running => {
                 status = Some(st.map_err(ProcessError::Wait)?);
                 drain_deadline = Instant::now() + spec.drain_window;
             }
@@ -288,7 +300,7 @@ pub async fn run(
                 // A read error on our own pipe is treated like the end of the output.
                 _ => {
                     eof = true;
-                    if kill_at.is_some() && status.is_some() && group_empty(pgid).await {
+                    if kill_at.is_some() && status.is_some() && group_empty(pgid, &proc).await {
                         kill_at = None;
                     }
                 }
@@ -296,7 +308,7 @@ pub async fn run(
             // Pipe closed while SIGKILL is still pending: poll until the dying members are
             // gone instead of always waiting out the whole grace period.
             _ = tokio::time::sleep(KILL_POLL), if kill_at.is_some() && !running && eof => {
-                if group_empty(pgid).await {
+                if group_empty(pgid, &proc).await {
                     kill_at = None;
                 }
             }
@@ -314,8 +326,13 @@ pub async fn run(
     if !eof {
         spawn_drainer(reader, pgid);
     }
-    let background_pids = members(pgid).await;
-    if background_pids.is_empty() && eof {
+    // A command of the persistent sandbox has no processes left when its keeper reports the
+    // exit (they end with the command, as with one bwrap per command).
+    let background_pids = match proc {
+        Proc::Local(_) => members(pgid).await,
+        Proc::Remote(_) => Vec::new(),
+    };
+    if background_pids.is_empty() && eof && pgid > 0 {
         groups::unregister(pgid);
     }
     guard.0 = None;
@@ -340,10 +357,111 @@ struct Outcome {
     pgid: i32,
 }
 
-/// Sends SIGTERM to the group; returns when SIGKILL is due.
-fn start_kill(pgid: i32, grace: Duration) -> Instant {
-    groups::signal_group(pgid, Signal::SIGTERM);
-    Instant::now() + grace
+/// The running command: a child of fen, or a command of the persistent sandbox.
+enum Proc {
+    Local(Child),
+    Remote(launcher::Remote),
+}
+
+impl Proc {
+    async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Proc::Local(c) => c.wait().await,
+            Proc::Remote(r) => r.wait().await,
+        }
+    }
+
+    /// Signals the command's process group (the keeper does it inside the sandbox, processes
+    /// that left the group included).
+    fn signal(&self, pgid: i32, sig: Signal) {
+        match self {
+            Proc::Local(_) => groups::signal_group(pgid, sig),
+            Proc::Remote(r) => r.signal(sig as i32),
+        }
+    }
+
+    /// Sends SIGTERM; returns when SIGKILL is due.
+    fn start_kill(&self, pgid: i32, grace: Duration) -> Instant {
+        self.signal(pgid, Signal::SIGTERM);
+        Instant::now() + grace
+    }
+}
+
+/// Spawns the shell as fen's child; registers its group.
+fn local(
+    spec: &ProcessSpec,
+    shell: &Path,
+    launch: &Launch,
+    write_fd: std::os::fd::OwnedFd,
+) -> Result<(Proc, i32), ProcessError> {
+    let child = spawn(spec, shell, launch, write_fd)?;
+    let Some(pgid) = child.id().map(|p| p as i32) else {
+        return Err(ProcessError::Wait(io::Error::other(
+            "the shell exited before it could be tracked",
+        )));
+    };
+    groups::register(pgid);
+    Ok((Proc::Local(child), pgid))
+}
+
+/// Starts the command in the persistent sandbox of `prepared` (blocking). `None`-worthy
+/// errors (no launcher program, a launcher that cannot start, an oversized request) make the
+/// caller start a bwrap of its own instead, which reports real failures itself.
+fn start_remote(
+    spec: &ProcessSpec,
+    shell: &Path,
+    sb: &Sandbox,
+    bwrap: &Path,
+    prepared: &sandbox::BwrapPrepared,
+    out: &std::os::fd::OwnedFd,
+) -> io::Result<(
+    std::os::fd::OwnedFd,
+    i32,
+    std::sync::Arc<launcher::Launcher>,
+)> {
+    let cwd = match &spec.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir()?,
+    };
+    let req = launcher::Request {
+        shell: shell.as_os_str().to_os_string(),
+        cwd: cwd.into_os_string(),
+        command: spec.command.clone().into(),
+        env: command_env(spec),
+    };
+    launcher::start(
+        &sb.policy,
+        bwrap,
+        &prepared.args,
+        &prepared.binds,
+        &req,
+        out,
+    )
+}
+
+/// The command's complete environment, as `spawn` would give it: fen's own minus
+/// `env_remove`, then `NON_INTERACTIVE_ENV`, then `spec.env`.
+fn command_env(spec: &ProcessSpec) -> Vec<std::ffi::OsString> {
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !spec.env_remove.iter().any(|r| k == r.as_str()))
+        .collect();
+    let mut set = |k: &str, v: &str| {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.into(), v.into()));
+    };
+    for (k, v) in NON_INTERACTIVE_ENV {
+        set(k, v);
+    }
+    for (k, v) in &spec.env {
+        set(k, v);
+    }
+    env.into_iter()
+        .map(|(mut k, v)| {
+            k.push("=");
+            k.push(v);
+            k
+        })
+        .collect()
 }
 
 async fn members(pgid: i32) -> Vec<i32> {
@@ -352,8 +470,11 @@ async fn members(pgid: i32) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-async fn group_empty(pgid: i32) -> bool {
-    members(pgid).await.is_empty()
+async fn group_empty(pgid: i32, proc: &Proc) -> bool {
+    match proc {
+        Proc::Local(_) => members(pgid).await.is_empty(),
+        Proc::Remote(_) => true,
+    }
 }
 
 /// Keeps reading (and discarding) the pipe so background processes that still write to it
@@ -425,14 +546,7 @@ fn spawn(
     write_fd: std::os::fd::OwnedFd,
 ) -> Result<Child, ProcessError> {
     let stderr_fd = write_fd.try_clone().map_err(ProcessError::Pipe)?;
-    let mut cmd = match launch {
-        Launch::Bubblewrap { bwrap, args } => {
-            let mut c = Command::new(bwrap);
-            c.args(args).arg(shell);
-            c
-        }
-        _ => Command::new(shell),
-    };
+    let mut cmd = sandboxed_shell(launch, shell, spec.cwd.as_deref());
     cmd.arg("-c")
         .arg(&spec.command)
         .stdin(Stdio::null())
@@ -451,16 +565,7 @@ fn spawn(
     unsafe {
         cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
     }
-    #[cfg(target_os = "linux")]
-    if let Launch::Landlock(prepared) = launch {
-        let prepared = prepared.clone();
-        // SAFETY: `apply` makes only raw syscalls (prctl, landlock_restrict_self, seccomp) on
-        // a ruleset fd and a filter built before the fork; it allocates nothing. A failure
-        // aborts the spawn, so the command never runs unsandboxed.
-        unsafe {
-            cmd.pre_exec(move || prepared.apply());
-        }
-    }
+    restrict(&mut cmd, launch);
     let shell = match launch {
         Launch::Bubblewrap { bwrap, .. } => bwrap.as_path(),
         _ => shell,
@@ -472,6 +577,37 @@ fn spawn(
     // `cmd` (holding our copies of the pipe's write end) drops here, so the pipe reaches
     // EOF once the command's processes close it.
     child
+}
+
+/// The command that starts `shell` inside the sandbox `launch` describes, as its own process:
+/// `bwrap <args> --chdir cwd -- shell` under bubblewrap, else `shell`. The caller adds `-c`,
+/// the command, stdio, environment and `setsid`, then calls [`restrict`].
+pub fn sandboxed_shell(launch: &Launch, shell: &Path, cwd: Option<&Path>) -> Command {
+    match launch {
+        Launch::Bubblewrap { bwrap, prepared } => {
+            let mut c = Command::new(bwrap);
+            c.args(Launch::bwrap_command_args(prepared, cwd)).arg(shell);
+            c
+        }
+        _ => Command::new(shell),
+    }
+}
+
+/// Applies the Landlock tier in the child (after the caller's own `pre_exec` steps); nothing
+/// for the other launches.
+pub fn restrict(cmd: &mut Command, launch: &Launch) {
+    #[cfg(target_os = "linux")]
+    if let Launch::Landlock(prepared) = launch {
+        let prepared = prepared.clone();
+        // SAFETY: `apply` makes only raw syscalls (prctl, landlock_restrict_self, seccomp) on
+        // a ruleset fd and a filter built before the fork; it allocates nothing. A failure
+        // aborts the spawn, so the command never runs unsandboxed.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (cmd, launch);
 }
 
 /// Everything done with the bytes read: spill, cleanup, kept text, live output.

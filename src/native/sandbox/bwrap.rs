@@ -15,8 +15,11 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::sync::{Arc, Mutex};
+
 use super::git::{self, GitProtections, WalkLimits};
 use super::policy::SandboxPolicy;
+use super::stamp::{self, Watch};
 
 /// The prepared argument list and what was done to build it.
 #[derive(Debug, Clone)]
@@ -29,17 +32,79 @@ pub struct BwrapArgs {
     pub git: GitProtections,
 }
 
+/// The arguments for one policy without `--chdir` and the final `--`, with what is needed to
+/// tell whether they are still exact: the stamps of everything the build looked at, and the
+/// identity (device, inode) of every bind source.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The sandbox arguments (mounts, namespaces, capabilities).
+    pub args: Vec<OsString>,
+    /// Roots that exist and were bound writable (canonical paths).
+    pub writable: Vec<PathBuf>,
+    /// The git walk result.
+    pub git: GitProtections,
+    /// Identities of the bind sources, in argument order: a sandbox started with `args` still
+    /// shows the right files while these are the same (a file replaced by a rename would
+    /// otherwise stay bound at its old inode).
+    pub binds: Vec<Option<(u64, u64)>>,
+    watch: Watch,
+}
+
 /// Builds the arguments for `policy`, with `cwd` as the command's working directory.
 /// Always `--cap-drop ALL`: run by root, bwrap otherwise keeps root's capabilities inside and
 /// a command could simply remount `/` read-write.
 pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
+    let p = build(policy);
+    let mut a = p.args;
+    if let Some(c) = cwd {
+        a.push("--chdir".into());
+        a.push(c.as_os_str().to_os_string());
+    }
+    a.push("--".into());
+    BwrapArgs {
+        args: a,
+        writable: p.writable,
+        git: p.git,
+    }
+}
+
+/// Preparations of recent policies; rebuilt when a watched path changes.
+static CACHE: Mutex<Vec<(SandboxPolicy, Arc<Prepared>)>> = Mutex::new(Vec::new());
+const CACHE_SIZE: usize = 8;
+
+/// The preparation for `policy`, reused while every path the last build looked at has the
+/// same stamp (one `lstat` per watched path instead of a walk), else built again.
+pub fn cached(policy: &SandboxPolicy) -> Arc<Prepared> {
+    let hit = {
+        let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        c.iter().find(|(p, _)| p == policy).map(|(_, a)| a.clone())
+    };
+    if let Some(a) = hit {
+        if a.watch.unchanged() {
+            return a;
+        }
+    }
+    let fresh = Arc::new(build(policy));
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    c.retain(|(p, _)| p != policy);
+    if c.len() >= CACHE_SIZE {
+        c.remove(0);
+    }
+    c.push((policy.clone(), fresh.clone()));
+    fresh
+}
+
+fn build(policy: &SandboxPolicy) -> Prepared {
+    let started = std::time::SystemTime::now();
     let mut a: Vec<OsString> = Vec::with_capacity(64);
+    let mut watched: Vec<PathBuf> = Vec::new();
     let mut push = |parts: &[&std::ffi::OsStr]| a.extend(parts.iter().map(|s| s.to_os_string()));
     push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
     push(&["--dev".as_ref(), "/dev".as_ref()]);
     push(&["--proc".as_ref(), "/proc".as_ref()]);
 
     // Canonical, existing roots, parents before children so nested binds stack correctly.
+    watched.extend(policy.writable_roots.iter().map(|r| r.path.clone()));
     let mut writable: Vec<PathBuf> = policy
         .writable_roots
         .iter()
@@ -48,6 +113,7 @@ pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
         .collect();
     writable.sort_by_key(|p| p.components().count());
     writable.dedup();
+    watched.extend(writable.iter().cloned());
     for w in &writable {
         push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
     }
@@ -63,12 +129,15 @@ pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
         Vec::new()
     };
     let git = git::find(&git_roots, WalkLimits::default());
+    watched.extend(git.watch.iter().cloned());
 
     // Read-only re-binds only matter inside writable roots; elsewhere `/` is read-only already.
     let inside = |p: &Path| writable.iter().any(|w| p.starts_with(w));
     let mut ro: Vec<PathBuf> = git.paths.iter().filter(|p| inside(p)).cloned().collect();
     for p in &policy.read_only {
+        watched.push(p.clone());
         if let Ok(c) = fs::canonicalize(p) {
+            watched.push(c.clone());
             if inside(&c) && !ro.contains(&c) {
                 ro.push(c);
             }
@@ -81,6 +150,7 @@ pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
     for h in &policy.hidden {
         // Mask the path as named (a symlinked secret is masked at its target too).
         for p in std::iter::once(h.clone()).chain(fs::canonicalize(h).ok()) {
+            watched.push(p.clone());
             match fs::symlink_metadata(&p) {
                 Ok(m) if m.is_dir() => push(&["--tmpfs".as_ref(), p.as_os_str()]),
                 Ok(m) if m.is_file() => {
@@ -96,15 +166,23 @@ pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
         push(&["--unshare-net".as_ref()]);
     }
     push(&["--cap-drop".as_ref(), "ALL".as_ref()]);
-    if let Some(c) = cwd {
-        push(&["--chdir".as_ref(), c.as_os_str()]);
-    }
-    push(&["--".as_ref()]);
-    BwrapArgs {
+    let binds = bind_sources(&a)
+        .map(|p| stamp::identity(Path::new(p)))
+        .collect();
+    Prepared {
+        watch: Watch::of(watched, started),
         args: a,
         writable,
         git,
+        binds,
     }
+}
+
+/// The source operand of every `--bind` / `--ro-bind` in `args`.
+fn bind_sources(args: &[OsString]) -> impl Iterator<Item = &OsString> {
+    args.windows(2)
+        .filter(|w| w[0] == "--bind" || w[0] == "--ro-bind")
+        .map(|w| &w[1])
 }
 
 #[cfg(test)]

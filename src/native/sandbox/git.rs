@@ -52,6 +52,9 @@ pub struct GitProtections {
     pub created_hooks: Vec<PathBuf>,
     /// The walk hit `max_dirs` and stopped early.
     pub truncated: bool,
+    /// Every path whose state decided the result (directories read, candidate files looked
+    /// at): while none of their stamps changes, a new walk would find the same thing.
+    pub watch: Vec<PathBuf>,
 }
 
 impl GitProtections {
@@ -75,6 +78,7 @@ pub fn find(roots: &[PathBuf], limits: WalkLimits) -> GitProtections {
                 return out;
             }
             budget -= 1;
+            out.watch.push(dir.clone());
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
             };
@@ -87,6 +91,7 @@ pub fn find(roots: &[PathBuf], limits: WalkLimits) -> GitProtections {
                         protect_gitdir(&path, &mut out);
                     } else if ft.is_file() {
                         // Worktree or submodule: the pointer file itself, then its gitdir.
+                        out.watch.push(path.clone());
                         out.add(path.clone());
                         if let Some(gd) = read_pointer(&path) {
                             protect_gitdir(&gd, &mut out);
@@ -128,6 +133,20 @@ fn protect_gitdir(gitdir: &Path, out: &mut GitProtections) {
 
 fn protect_one(gitdir: &Path, out: &mut GitProtections, depth: usize) {
     // Symlinked metadata would let a bind land outside; bind only real entries.
+    out.watch.extend(
+        [
+            "config",
+            "config.worktree",
+            "commondir",
+            "gitdir",
+            "hooks",
+            "HEAD",
+            "worktrees",
+            "modules",
+        ]
+        .iter()
+        .map(|f| gitdir.join(f)),
+    );
     for f in ["config", "config.worktree", "commondir", "gitdir"] {
         let p = gitdir.join(f);
         if fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
@@ -172,6 +191,7 @@ fn protect_nested_modules(dir: &Path, out: &mut GitProtections, depth: usize) {
     if depth >= 6 {
         return;
     }
+    out.watch.push(dir.to_path_buf());
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };

@@ -18,6 +18,7 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -29,6 +30,7 @@ use seccompiler::{
 };
 
 use super::policy::SandboxPolicy;
+use super::stamp::Watch;
 use super::SandboxError;
 
 /// Device nodes a command may write (output sinks, terminals, shared memory).
@@ -47,11 +49,40 @@ const WRITABLE_DEVICES: &[&str] = &[
 /// The newest ABI this code was written and tested against; best effort below it.
 const TARGET_ABI: ABI = ABI::V6;
 
+/// Rulesets of recent policies; rebuilt when a watched path changes.
+static CACHE: Mutex<Vec<(SandboxPolicy, Arc<Prepared>)>> = Mutex::new(Vec::new());
+const CACHE_SIZE: usize = 8;
+
+/// The prepared ruleset and filter for `policy`, built once and reused while every path the
+/// build looked at (the directories split around secrets, the secrets, the roots) keeps its
+/// stamp: a spawn then only applies them (`landlock_restrict_self` on the same ruleset
+/// descriptor and one seccomp load of the same program).
+pub fn cached(policy: &SandboxPolicy) -> Result<Arc<Prepared>, SandboxError> {
+    let hit = {
+        let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        c.iter().find(|(p, _)| p == policy).map(|(_, a)| a.clone())
+    };
+    if let Some(a) = hit {
+        if a.watch.unchanged() {
+            return Ok(a);
+        }
+    }
+    let fresh = Arc::new(Prepared::build(policy)?);
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    c.retain(|(p, _)| p != policy);
+    if c.len() >= CACHE_SIZE {
+        c.remove(0);
+    }
+    c.push((policy.clone(), fresh.clone()));
+    Ok(fresh)
+}
+
 /// A ruleset and filter ready to be applied in a child.
 #[derive(Debug)]
 pub struct Prepared {
     ruleset: Option<OwnedFd>,
     filter: Option<BpfProgram>,
+    watch: Watch,
     /// Roots that exist and were made writable.
     pub writable: Vec<PathBuf>,
     /// Directories and files granted read access (everything but the secrets).
@@ -62,6 +93,7 @@ impl Prepared {
     /// Builds the ruleset for `policy` (fails if the kernel has no Landlock) and, when the
     /// network is off, the seccomp filter.
     pub fn build(policy: &SandboxPolicy) -> Result<Self, SandboxError> {
+        let started = std::time::SystemTime::now();
         let ll = |e: &dyn std::fmt::Display| SandboxError::Landlock(e.to_string());
         let fs_all = AccessFs::from_all(TARGET_ABI);
         let fs_read = AccessFs::from_read(TARGET_ABI);
@@ -91,7 +123,9 @@ impl Prepared {
             created = created.add_rule(rule).map_err(|e| ll(&e))?;
         }
         let mut readable = Vec::new();
-        read_rules(Path::new("/"), &hidden, &mut readable, 0);
+        let mut watched: Vec<PathBuf> = hidden.clone();
+        watched.extend(policy.hidden.iter().cloned());
+        read_rules(Path::new("/"), &hidden, &mut readable, &mut watched, 0);
         for p in &readable {
             if let Some(rule) = rule(p, fs_read) {
                 created = created.add_rule(rule).map_err(|e| ll(&e))?;
@@ -104,6 +138,8 @@ impl Prepared {
             .filter_map(|r| fs::canonicalize(&r.path).ok())
             .collect();
         writable.dedup();
+        watched.extend(policy.writable_roots.iter().map(|r| r.path.clone()));
+        watched.extend(writable.iter().cloned());
         for p in writable
             .iter()
             .map(PathBuf::as_path)
@@ -127,6 +163,7 @@ impl Prepared {
         Ok(Self {
             ruleset: Some(fd),
             filter,
+            watch: Watch::of(watched, started),
             writable,
             readable,
         })
@@ -233,7 +270,13 @@ fn rule(p: &Path, access: landlock::BitFlags<AccessFs>) -> Option<PathBeneath<Pa
 /// Collects the largest subtrees of `dir` containing no hidden path: the whole of `dir` when
 /// no secret is inside it, else each child that is not a secret, recursively. Secrets deeper
 /// than a few levels below `/` are rare; past the depth bound the whole subtree stays readable.
-fn read_rules(dir: &Path, hidden: &[PathBuf], out: &mut Vec<PathBuf>, depth: usize) {
+fn read_rules(
+    dir: &Path,
+    hidden: &[PathBuf],
+    out: &mut Vec<PathBuf>,
+    watched: &mut Vec<PathBuf>,
+    depth: usize,
+) {
     if hidden.iter().any(|h| h == dir) {
         return;
     }
@@ -241,6 +284,9 @@ fn read_rules(dir: &Path, hidden: &[PathBuf], out: &mut Vec<PathBuf>, depth: usi
         out.push(dir.to_path_buf());
         return;
     }
+    // Split around a secret: a new entry here needs a rule of its own (else it would stay
+    // unreadable), so the cached ruleset is rebuilt when this directory changes.
+    watched.push(dir.to_path_buf());
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -254,7 +300,10 @@ fn read_rules(dir: &Path, hidden: &[PathBuf], out: &mut Vec<PathBuf>, depth: usi
                 Err(_) => continue,
             }
         }
-        read_rules(&p, hidden, out, depth + 1);
+        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            watched.push(p.clone());
+        }
+        read_rules(&p, hidden, out, watched, depth + 1);
     }
 }
 
@@ -297,7 +346,7 @@ mod tests {
         fs::write(root.join("a/f"), "").unwrap();
         std::os::unix::fs::symlink(root.join("a/.ssh"), root.join("c/link")).unwrap();
         let mut out = Vec::new();
-        read_rules(&root, &[root.join("a/.ssh")], &mut out, 0);
+        read_rules(&root, &[root.join("a/.ssh")], &mut out, &mut Vec::new(), 0);
         out.sort();
         assert_eq!(
             out,

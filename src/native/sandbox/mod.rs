@@ -11,16 +11,17 @@
 mod bwrap;
 pub mod classify;
 pub mod git;
+pub mod launcher;
 #[cfg(target_os = "linux")]
 mod lsm;
 pub mod policy;
+pub mod stamp;
 mod tier;
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use bwrap::{args as bwrap_args, BwrapArgs};
+pub use bwrap::{args as bwrap_args, BwrapArgs, Prepared as BwrapPrepared};
 pub use classify::{classify, Blocked, Boundary};
 pub use policy::{PolicyInputs, RootKind, SandboxPolicy, WritableRoot};
 pub use tier::{detect, find_on_path, landlock_abi, probe, Tier, TierInfo};
@@ -86,12 +87,13 @@ pub fn inputs_from_env(workspace: PathBuf) -> PolicyInputs {
 /// How `process::run` must start the shell.
 #[derive(Debug, Clone)]
 pub enum Launch {
-    /// Run `bwrap <args> <shell> -c <command>`.
+    /// Run the command in the persistent sandbox of these arguments (a launcher, see
+    /// [`launcher`]), else as `bwrap <args> --chdir <cwd> -- <shell> -c <command>`.
     Bubblewrap {
         /// The `bwrap` executable.
         bwrap: PathBuf,
-        /// Its arguments, ending with `--`.
-        args: Vec<OsString>,
+        /// The sandbox arguments (no `--chdir`, no `--`), cached per policy.
+        prepared: Arc<bwrap::Prepared>,
     },
     /// Apply the prepared ruleset and filter in the child (`pre_exec`).
     #[cfg(target_os = "linux")]
@@ -100,8 +102,9 @@ pub enum Launch {
     Unsandboxed,
 }
 
-/// Prepares one launch: walks the roots (bubblewrap) or builds the ruleset (Landlock). Blocking
-/// file system work; run it off the async thread.
+/// Prepares one launch: the bwrap arguments (bubblewrap) or the ruleset and filter (Landlock),
+/// each built once per policy and reused while the paths it looked at keep their stamps.
+/// Blocking file system work (a few `lstat`s when cached); run it off the async thread.
 pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxError> {
     if sandbox.tier != Tier::None {
         create_cache_roots(&sandbox.policy);
@@ -113,10 +116,10 @@ pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxE
             let Some(bwrap) = detect().bwrap.clone().or_else(|| find_on_path("bwrap")) else {
                 return Err(SandboxError::Unavailable("bwrap not found on PATH".into()));
             };
-            let a = bwrap::args(&sandbox.policy, cwd);
+            let _ = cwd;
             Ok(Launch::Bubblewrap {
                 bwrap,
-                args: a.args,
+                prepared: bwrap::cached(&sandbox.policy),
             })
         }
         #[cfg(target_os = "linux")]
@@ -126,9 +129,7 @@ pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxE
                     "the kernel has no Landlock".into(),
                 ));
             }
-            Ok(Launch::Landlock(Arc::new(lsm::Prepared::build(
-                &sandbox.policy,
-            )?)))
+            Ok(Launch::Landlock(lsm::cached(&sandbox.policy)?))
         }
         #[cfg(not(target_os = "linux"))]
         Tier::Landlock => Err(SandboxError::Unavailable(
@@ -161,4 +162,21 @@ fn unavailable_reason() -> String {
         .clone()
         .unwrap_or_else(|| "bubblewrap unusable".into());
     format!("{bwrap}, and the kernel has no Landlock")
+}
+
+impl Launch {
+    /// The full `bwrap` argument list for one command started on its own (no launcher):
+    /// the sandbox arguments, `--chdir cwd`, `--`.
+    pub fn bwrap_command_args(
+        prepared: &bwrap::Prepared,
+        cwd: Option<&Path>,
+    ) -> Vec<std::ffi::OsString> {
+        let mut a = prepared.args.clone();
+        if let Some(c) = cwd {
+            a.push("--chdir".into());
+            a.push(c.as_os_str().to_os_string());
+        }
+        a.push("--".into());
+        a
+    }
 }

@@ -61,6 +61,13 @@ return function(api)
     return all[root] or {}
   end
 
+  --- `sandbox.unsandboxed` rules "always" answers to an escalation wrote for this project
+  --- (same file, keyed apart from the permission rules).
+  local function approved_unsandboxed(root)
+    local all = read_json(approved_path()) or {}
+    return all["sandbox.unsandboxed:" .. root] or {}
+  end
+
   --- Everything the settings files say, merged with the trust rules; `problems` lists what
   --- was refused and why.
   local function load_settings()
@@ -71,7 +78,7 @@ return function(api)
     local cwd = native.fs.cwd()
     local root = project_root(cwd)
     local trusted = opts.trusted
-    local merged = { rules = {}, dirs = {}, sandbox = {}, problems = {}, files = {}, root = root }
+    local merged = { rules = {}, dirs = {}, sandbox = {}, unsandboxed = {}, problems = {}, files = {}, root = root }
     local user_mode, project_mode
     local function take(path, scope)
       local s, err = native.policy.settings_rules(path)
@@ -90,6 +97,21 @@ return function(api)
           else
             merged.problems[#merged.problems + 1] = string.format(
               "%s:%d: allow rule %s ignored: this folder is not trusted", path, r.line, r.text)
+          end
+        end
+      end
+      -- Rules whose commands run outside the OS sandbox loosen too: a project's count once the
+      -- folder is trusted, or when an "always" answer recorded them outside the folder.
+      local unsandboxed = type(s.sandbox) == "table" and s.sandbox.unsandboxed or nil
+      if type(unsandboxed) == "table" then
+        local approved_u = {}
+        if scope == "local" then for _, r in ipairs(approved_unsandboxed(root)) do approved_u[r] = true end end
+        for _, r in ipairs(unsandboxed) do
+          if type(r) == "string" and (scope == "user" or trusted or approved_u[r]) then
+            merged.unsandboxed[#merged.unsandboxed + 1] = r
+          elseif type(r) == "string" then
+            merged.problems[#merged.problems + 1] = string.format(
+              "%s: sandbox.unsandboxed rule %s ignored: this folder is not trusted", path, r)
           end
         end
       end
@@ -129,13 +151,18 @@ return function(api)
     -- The OS sandbox: on in every mode but yolo unless settings turn it off.
     local sandbox_on = s.mode ~= "yolo" and s.sandbox.enabled ~= false and sb.tier ~= "none"
     if s.sandbox.required and sb.tier == "none" and s.mode ~= "yolo" then sandbox_on = false end
-    native.policy.use_sandbox({
+    local unsandboxed = {}
+    for _, r in ipairs(s.unsandboxed) do unsandboxed[#unsandboxed + 1] = r end
+    for _, r in ipairs(state.unsandboxed_session or {}) do unsandboxed[#unsandboxed + 1] = r end
+    local bad = native.policy.use_sandbox({
       enabled = s.mode ~= "yolo" and s.sandbox.enabled ~= false,
       required = s.sandbox.required == true,
       network = s.sandbox.network == true,
       writable_roots = s.sandbox.writable_roots or {},
       workspace = s.root,
+      unsandboxed = unsandboxed,
     })
+    for _, msg in ipairs(bad or {}) do s.problems[#s.problems + 1] = msg end
     local rules = {}
     for _, r in ipairs(s.rules) do rules[#rules + 1] = r end
     local tools = {}
@@ -191,6 +218,39 @@ return function(api)
     write_json(path, current)
     write_json(approved_path(), all)
   end
+
+  --- "Always run outside the sandbox" for these rules: `sandbox.unsandboxed` of
+  --- .fen/settings.local.json, and recorded in approved.json so it counts before the folder is
+  --- trusted (as "always" approvals do).
+  local function persist_unsandboxed(rules)
+    local s = state.settings
+    local path = s.root .. "/.fen/settings.local.json"
+    local current = read_json(path) or {}
+    current.sandbox = current.sandbox or {}
+    current.sandbox.unsandboxed = current.sandbox.unsandboxed or {}
+    local all = read_json(approved_path()) or {}
+    local key = "sandbox.unsandboxed:" .. s.root
+    all[key] = all[key] or {}
+    for _, r in ipairs(rules) do
+      table.insert(current.sandbox.unsandboxed, r)
+      table.insert(all[key], r)
+    end
+    write_json(path, current)
+    write_json(approved_path(), all)
+  end
+
+  -- The bash tool's escalation prompt answered "always for this command's rule": keep the
+  -- rules for this session (also across a policy rebuild) and persist them.
+  api.on("sandbox-always", function(ev)
+    if type(ev.rules) ~= "table" then return end
+    state.unsandboxed_session = state.unsandboxed_session or {}
+    for _, r in ipairs(ev.rules) do table.insert(state.unsandboxed_session, r) end
+    if not state.settings then pcall(policy) end
+    if state.settings then
+      local ok, err = pcall(persist_unsandboxed, ev.rules)
+      if not ok then api.log("warn", "cannot save sandbox.unsandboxed: " .. tostring(err)) end
+    end
+  end)
 
   --- One person answers at a time; a later ask of the same turn re-decides after the answer
   --- before it (a "session" rule may now cover it).
@@ -326,6 +386,12 @@ return function(api)
       end
       for _, r in ipairs(state.session_rules) do
         lines[#lines + 1] = string.format("  allow %s  (this session)", r)
+      end
+      local outside = {}
+      for _, r in ipairs(s.unsandboxed) do outside[#outside + 1] = r end
+      for _, r in ipairs(state.unsandboxed_session or {}) do outside[#outside + 1] = r end
+      if #outside > 0 then
+        lines[#lines + 1] = "run outside the sandbox (sandbox.unsandboxed): " .. table.concat(outside, ", ")
       end
       for _, msg in ipairs(s.problems) do lines[#lines + 1] = "note: " .. msg end
       return table.concat(lines, "\n")

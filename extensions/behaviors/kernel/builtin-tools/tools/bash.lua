@@ -42,12 +42,26 @@ return function(api)
       local r, err = native.process.run(run_opts, on_output)
       if not r then return util.fail("error: " .. err) end
       -- Escalation: a command the sandbox stopped may run again outside it if the person says
-      -- so (headless runs get the line naming the boundary and how to allow it).
+      -- so, once or always for the command's rule (its stable prefix, `Bash(cargo test *)`,
+      -- kept in sandbox.unsandboxed); headless runs get the line naming the boundary and how
+      -- to allow it.
+      local scope = {}
       if r.sandbox_blocked then
+        scope = native.policy.sandbox_scope(args.command) or {}
+        local options, ALWAYS = { "once" }, nil
+        if #scope > 0 then
+          options[#options + 1] = "always for " .. table.concat(scope, ", ")
+          ALWAYS = #options
+        end
+        options[#options + 1] = "no"
         local choice = api.ui.select(
           string.format("The sandbox stopped `%s`: %s\nRun it again outside the sandbox?", args.command, r.sandbox_blocked),
-          { "once", "no" })
-        if choice == 1 then
+          options)
+        if ALWAYS and choice == ALWAYS then
+          for _, rule in ipairs(scope) do native.policy.allow_unsandboxed(rule) end
+          api.emit({ type = "sandbox-always", rules = scope })
+        end
+        if choice == 1 or (ALWAYS and choice == ALWAYS) then
           run_opts.sandbox = false
           local again, aerr = native.process.run(run_opts, on_output)
           if not again then return util.fail("error: " .. aerr) end
@@ -80,13 +94,24 @@ return function(api)
         status, failed = string.format("[exit %d]", r.exit_code or -1), (r.exit_code or -1) ~= 0
       end
       parts[#parts + 1] = status
-      if r.sandbox_blocked then parts[#parts + 1] = "[fen: " .. r.sandbox_blocked .. "]" end
+      if r.sandbox_blocked then
+        parts[#parts + 1] = "[fen: " .. r.sandbox_blocked .. "]"
+        if #scope > 0 then
+          parts[#parts + 1] = string.format(
+            "[fen: to run such commands outside the sandbox every time, add %s to sandbox.unsandboxed in .fen/settings.local.json]",
+            table.concat(scope, ", "))
+        end
+      end
       if r.escalated then parts[#parts + 1] = "[fen: ran outside the sandbox, as the user approved]" end
+      if r.unsandboxed_rule then
+        parts[#parts + 1] = "[fen: ran outside the sandbox: sandbox.unsandboxed rule " .. r.unsandboxed_rule .. "]"
+      end
       local details = {
         command = args.command, exit_code = r.exit_code, signal = r.signal, timed_out = r.timed_out,
         cancelled = r.cancelled, duration_ms = r.duration_ms, bytes = r.total_bytes,
         truncated = r.truncated, escaped_bytes = r.escaped_bytes, spill_path = r.spill_path, background_pids = r.background_pids,
         sandboxed = r.sandboxed, sandbox_blocked = r.sandbox_blocked, escalated = r.escalated,
+        unsandboxed_rule = r.unsandboxed_rule,
       }
       local text = table.concat(parts, "\n")
       if failed then return util.fail(text, details) end
