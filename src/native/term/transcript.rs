@@ -5,6 +5,7 @@
 //! keystroke costs the same with 10 blocks or 100,000. Appending below an anchored view does
 //! not move it; the count of blocks added below is kept for the `↓ N new` marker.
 
+use super::diff::{self, Diff, DiffSpec, DiffStyles};
 use super::markdown::MdDoc;
 use super::style::{Line, Style};
 use super::width::{wrap_line, wrap_text};
@@ -25,6 +26,8 @@ pub struct BlockSpec {
     pub text: Option<String>,
     /// Render the body as markdown.
     pub markdown: Option<bool>,
+    /// The body is this unified diff (`edit`/`write` results), drawn by [`super::diff`].
+    pub diff: Option<DiffSpec>,
     /// Style patched over the body (and head).
     pub style: Option<Style>,
     /// Hide the body, show only the head.
@@ -40,6 +43,19 @@ pub struct BlockSpec {
 enum Body {
     Plain(String),
     Md(MdDoc),
+    Diff {
+        text: String,
+        diff: Diff,
+        styles: DiffStyles,
+    },
+}
+
+fn diff_body(spec: DiffSpec) -> Body {
+    Body::Diff {
+        diff: diff::parse(&spec.text),
+        styles: DiffStyles::from_names(&spec.styles),
+        text: spec.text,
+    }
 }
 
 #[derive(Debug)]
@@ -63,7 +79,9 @@ pub struct Block {
 impl Block {
     fn new(id: u64, spec: BlockSpec) -> Block {
         let text = spec.text.unwrap_or_default();
-        let body = if spec.markdown.unwrap_or(false) {
+        let body = if let Some(d) = spec.diff {
+            diff_body(d)
+        } else if spec.markdown.unwrap_or(false) {
             Body::Md(MdDoc::new(&text))
         } else {
             Body::Plain(text)
@@ -104,7 +122,11 @@ impl Block {
             match &mut self.body {
                 Body::Plain(s) => *s = t,
                 Body::Md(d) => d.set(&t),
+                Body::Diff { .. } => self.body = Body::Plain(t),
             }
+        }
+        if let Some(d) = spec.diff {
+            self.body = diff_body(d);
         }
         if let Some(s) = spec.style {
             self.style = s;
@@ -128,6 +150,10 @@ impl Block {
         match &mut self.body {
             Body::Plain(s) => s.push_str(delta),
             Body::Md(d) => d.push(delta),
+            Body::Diff { text, diff, .. } => {
+                text.push_str(delta);
+                *diff = diff::parse(text);
+            }
         }
         self.version += 1;
     }
@@ -136,6 +162,7 @@ impl Block {
         match &self.body {
             Body::Plain(s) => s,
             Body::Md(d) => d.text(),
+            Body::Diff { text, .. } => text,
         }
     }
 
@@ -164,6 +191,9 @@ impl Block {
                     l.spans.extend(r.spans);
                     rows.push(l);
                 }
+            }
+            if let (true, Body::Diff { diff, styles, .. }) = (self.body_shown(), &self.body) {
+                rows.extend(diff::render(diff, width, styles));
             }
             self.rows = rows;
             self.key = Some((width, self.version));
