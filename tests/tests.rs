@@ -36,3 +36,4 @@ mod tools_bash;
 mod tools_fs;
 mod tools_search;
 mod tui;
+mod tui_code;

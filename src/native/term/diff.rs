@@ -462,8 +462,8 @@ mod tests {
             ]
         );
         let word = |row: &Line, w: &str| row.spans.iter().find(|s| s.text == w).map(|s| s.style);
-        assert_eq!(word(&rows[2], "1"), Some(st.del_word));
-        assert_eq!(word(&rows[3], "2"), Some(st.add_word));
+        assert_eq!(word(&rows[2], "1;"), Some(st.del_word));
+        assert_eq!(word(&rows[3], "2;"), Some(st.add_word));
         assert!(rows[3].spans.iter().any(|s| s.style == st.add && s.text.contains("let count")));
         assert_eq!(rows[0].spans[0].style, st.hunk);
     }

@@ -2,7 +2,8 @@
 //! syntax set (two-face, pure-Rust regexes) is loaded by a worker thread on the first code
 //! block asked for, never at start-up. [`lookup`] never blocks: it answers the lines highlighted
 //! so far (a block that only grew since, as while an answer streams, keeps its highlighted
-//! prefix) and queues the rest; the worker publishes its progress every few milliseconds,
+//! prefix) and queues the rest; the worker publishes its progress as it goes (each time the
+//! highlighted lines doubled),
 //! bumps [`generation`] and calls the waker, so the screen repaints. Blocks over
 //! [`MAX_BYTES`] or [`MAX_LINES`] stay plain, as does everything while [`set_enabled`] is off
 //! (`NO_COLOR`).
@@ -29,7 +30,7 @@ pub const MAX_BYTES: usize = 512 * 1024;
 pub const MAX_LINES: usize = 10_000;
 /// Highlighted text kept for lookups (oldest dropped first).
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
-/// The worker publishes its progress at least this often on a long block.
+/// The worker publishes its progress at most this often on a long block.
 const PUBLISH_EVERY: Duration = Duration::from_millis(15);
 
 /// What [`lookup`] knows about a block.
@@ -384,13 +385,19 @@ fn highlight_request(lang: &str, text: &str) {
         .take()
         .unwrap_or_else(|| (ParseState::new(syntax), HighlightState::new(&h, ScopeStack::new())));
     let mut last = Instant::now();
+    // Each batch makes the UI thread parse its document again: publish when the highlighted
+    // lines at least doubled (O(log n) re-parses for a long block), the first screenful soon.
+    let mut published = lines.len().max(32);
     let rest = &text[done.len()..];
     let mut it = rest.split_inclusive('\n').peekable();
     while let Some(line) = it.next() {
         lines.push(line_spans(&mut ps, &mut hs, line, a, &h));
         done.push_str(line);
-        if it.peek().is_none() || last.elapsed() >= PUBLISH_EVERY {
+        if it.peek().is_none()
+            || (last.elapsed() >= PUBLISH_EVERY && lines.len() >= 2 * published)
+        {
             publish(lang, &done, &lines, &ps, &hs);
+            published = lines.len();
             last = Instant::now();
         }
     }

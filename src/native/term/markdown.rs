@@ -745,4 +745,29 @@ mod tests {
         assert_eq!(texts(&whole)[0], "# H");
         assert!(texts(&whole).contains(&"  more code".to_string()));
     }
+
+    #[test]
+    fn code_blocks_take_their_highlighting_when_it_lands() {
+        let md = "intro\n\n```rust\nfn lands() { let q = 1; }\n```\n\nafter\n\nmore";
+        let mut d = MdDoc::new(md);
+        let n = d.layout(60);
+        let code_row = (0..n)
+            .find(|&i| d.row(i).is_some_and(|r| r.text().contains("fn lands")))
+            .unwrap();
+        let fn_style = |d: &MdDoc| {
+            d.row(code_row)
+                .and_then(|r| r.spans.iter().find(|s| s.text == "fn").map(|s| s.style))
+        };
+        // The block sits in the stable part; it re-renders once its lines land.
+        highlight::wait_done(
+            "rust",
+            "fn lands() { let q = 1; }",
+            std::time::Duration::from_secs(20),
+        );
+        assert_eq!(d.layout(60), n);
+        assert_eq!(fn_style(&d), Some(Style::fg(Color::Magenta)));
+        // Unnamed fences stay plain, in the code colour.
+        let plain = render("```\nfn x() {}\n```", 40);
+        assert_eq!(plain[0].spans[1].style, theme::code_block());
+    }
 }

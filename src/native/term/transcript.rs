@@ -583,4 +583,26 @@ mod tests {
         let laid_out = t.blocks.iter().filter(|b| b.key.is_some()).count();
         assert_eq!(laid_out, 10);
     }
+
+    #[test]
+    fn a_diff_body_folds_and_renders_at_the_width() {
+        let mut t = Transcript::default();
+        t.push(BlockSpec {
+            kind: Some("tool".into()),
+            head: Some(Line::plain("tool> ok edit a.txt")),
+            diff: Some(DiffSpec {
+                text: "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n".into(),
+                ..Default::default()
+            }),
+            folded: Some(true),
+            ..Default::default()
+        });
+        assert_eq!(texts(&t.visible(80, 10)), ["tool> ok edit a.txt"]);
+        t.fold_kind("tool", false);
+        assert_eq!(
+            texts(&t.visible(80, 10)),
+            ["tool> ok edit a.txt", "@@ -1 +1 @@", "1 - old", "1 + new"]
+        );
+        assert_eq!(t.visible(170, 10).len(), 3);
+    }
 }
