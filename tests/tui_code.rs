@@ -40,7 +40,10 @@ fn wait_fg(t: &Tui, needle: &str, row_ok: impl Fn(&str) -> bool + Copy, want: Co
 }
 
 fn answer(json_text: &str) -> String {
-    format!(r#"[{{"text":{}}}]"#, serde_json::to_string(json_text).unwrap())
+    format!(
+        r#"[{{"text":{}}}]"#,
+        serde_json::to_string(json_text).unwrap()
+    )
 }
 
 #[test]
@@ -135,7 +138,10 @@ fn an_edit_diff_folds_and_expands_with_ctrl_o() {
     t.send("\x0f");
     let screen = t.wait_for("@@ -9,7 +9,7 @@");
     assert!(screen.contains("12 - line 12: the value is 12"), "{screen}");
-    assert!(screen.contains("12 + line 12: the value is twelve"), "{screen}");
+    assert!(
+        screen.contains("12 + line 12: the value is twelve"),
+        "{screen}"
+    );
     assert!(screen.contains("11   line 11: the value is 11"), "{screen}");
     // The new file's diff: every line added.
     assert!(screen.contains("1 + first new line"), "{screen}");
@@ -174,7 +180,10 @@ fn a_diff_is_side_by_side_over_160_columns() {
         .find(|r| r.contains("12 - line 12"))
         .unwrap_or_else(|| panic!("{}", t.screen()));
     let bar = row.find('│').expect("a separator");
-    assert!(row[bar..].contains("12 + line 12: the value is twelve"), "{row}");
+    assert!(
+        row[bar..].contains("12 + line 12: the value is twelve"),
+        "{row}"
+    );
     assert!(row.starts_with("12 - line 12: the value is 12 "), "{row}");
     let ctx = rows.iter().find(|r| r.starts_with("11   line 11")).unwrap();
     assert!(ctx.contains("│11   line 11"), "{ctx}");

@@ -184,7 +184,12 @@ fn write_diff(label: &str, before: Option<&[u8]>, after: &[u8]) -> Option<(Strin
     if old.len() + new.len() > 4 * 1024 * 1024 {
         return None;
     }
-    Some(crate::native::edit::unified_whole(label, old, new, WRITE_DIFF_BYTES))
+    Some(crate::native::edit::unified_whole(
+        label,
+        old,
+        new,
+        WRITE_DIFF_BYTES,
+    ))
 }
 
 /// `fs.write(path, content)` -> `{path, bytes, lines_before, lines_after, created, diff,

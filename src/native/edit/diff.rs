@@ -172,7 +172,10 @@ mod tests {
     fn whole_file_diffs_and_their_cap() {
         let (d, cut) = unified_whole("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 1 << 20);
         assert!(!cut);
-        assert_eq!(d, "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
+        assert_eq!(
+            d,
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
+        );
         let (d, _) = unified_whole("n", "", "x\ny\n", 1 << 20);
         assert!(d.contains("@@ -0,0 +1,2 @@\n+x\n+y\n"), "{d}");
         let big: String = (0..1000).map(|i| format!("line {i}\n")).collect();

@@ -326,7 +326,11 @@ pub fn render(d: &Diff, width: usize, st: &DiffStyles) -> Vec<Line> {
     let side = width > SIDE_BY_SIDE_OVER;
     let mut out = Vec::new();
     let mut shown = 0;
-    let total = d.items.iter().filter(|i| matches!(i, Item::Line(_))).count();
+    let total = d
+        .items
+        .iter()
+        .filter(|i| matches!(i, Item::Line(_)))
+        .count();
     let mut i = 0;
     while i < d.items.len() {
         if shown >= MAX_LINES {
@@ -464,7 +468,10 @@ mod tests {
         let word = |row: &Line, w: &str| row.spans.iter().find(|s| s.text == w).map(|s| s.style);
         assert_eq!(word(&rows[2], "1;"), Some(st.del_word));
         assert_eq!(word(&rows[3], "2;"), Some(st.add_word));
-        assert!(rows[3].spans.iter().any(|s| s.style == st.add && s.text.contains("let count")));
+        assert!(rows[3]
+            .spans
+            .iter()
+            .any(|s| s.style == st.add && s.text.contains("let count")));
         assert_eq!(rows[0].spans[0].style, st.hunk);
     }
 
@@ -484,7 +491,9 @@ mod tests {
     #[test]
     fn new_files_several_files_and_the_cap() {
         let new: String = (1..=3).map(|i| format!("+line {i}\n")).collect();
-        let text = format!("--- a/a\n+++ b/a\n@@ -0,0 +1,3 @@\n{new}--- a/b\n+++ b/b\n@@ -1 +1 @@\n-x\n+y\n");
+        let text = format!(
+            "--- a/a\n+++ b/a\n@@ -0,0 +1,3 @@\n{new}--- a/b\n+++ b/b\n@@ -1 +1 @@\n-x\n+y\n"
+        );
         let d = parse(&text);
         let t = texts(&render(&d, 80, &DiffStyles::default()));
         assert_eq!(t[0], "a");
@@ -494,6 +503,9 @@ mod tests {
         let many: String = (0..MAX_LINES + 5).map(|i| format!("+{i}\n")).collect();
         let big = parse(&format!("@@ -0,0 +1,{} @@\n{many}", MAX_LINES + 5));
         let rows = render(&big, 80, &DiffStyles::default());
-        assert_eq!(rows.last().map(Line::text).as_deref(), Some("… 5 more diff lines"));
+        assert_eq!(
+            rows.last().map(Line::text).as_deref(),
+            Some("… 5 more diff lines")
+        );
     }
 }

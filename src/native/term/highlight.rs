@@ -3,8 +3,8 @@
 //! block asked for, never at start-up. [`lookup`] never blocks: it answers the lines highlighted
 //! so far (a block that only grew since, as while an answer streams, keeps its highlighted
 //! prefix) and queues the rest; the worker publishes its progress as it goes (each time the
-//! highlighted lines doubled),
-//! bumps [`generation`] and calls the waker, so the screen repaints. Blocks over
+//! highlighted lines doubled), bumps [`generation`] and calls the waker, so the screen
+//! repaints. Blocks over
 //! [`MAX_BYTES`] or [`MAX_LINES`] stay plain, as does everything while [`set_enabled`] is off
 //! (`NO_COLOR`).
 //!
@@ -39,9 +39,9 @@ pub enum Lookup {
     /// Shown plain for good: too large, disabled, no or an unknown language.
     Plain,
     /// The first lines are highlighted (maybe none); the rest is queued.
-    Pending(Vec<Vec<Span>>),
+    Pending(Arc<Vec<Vec<Span>>>),
     /// Every line highlighted.
-    Done(Vec<Vec<Span>>),
+    Done(Arc<Vec<Vec<Span>>>),
 }
 
 impl Lookup {
@@ -64,7 +64,7 @@ type Waker = Arc<dyn Fn() + Send + Sync>;
 struct Entry {
     lang: String,
     text: String,
-    lines: Vec<Vec<Span>>,
+    lines: Arc<Vec<Vec<Span>>>,
     state: Option<(ParseState, HighlightState)>,
 }
 
@@ -152,14 +152,14 @@ pub fn lookup(lang: &str, code: &str) -> Lookup {
     if let Some(i) = best(&st, &lang, &text) {
         let e = &st.entries[i];
         if e.lines.len() >= total {
-            return Lookup::Done(e.lines[..total].to_vec());
+            return Lookup::Done(e.lines.clone());
         }
         let prefix = e.lines.clone();
         enqueue(&mut st, lang, text);
         return Lookup::Pending(prefix);
     }
     enqueue(&mut st, lang, text);
-    Lookup::Pending(Vec::new())
+    Lookup::Pending(Arc::new(Vec::new()))
 }
 
 /// The entry with the longest highlighted prefix of `text`.
@@ -342,6 +342,15 @@ fn line_spans(
 }
 
 fn worker() {
+    // The lowest CPU priority for this thread only (Linux threads have their own nice value):
+    // on a busy machine the UI thread's frames go first.
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority have no memory preconditions; a failure only leaves the
+    // priority as it was.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+    }
     loop {
         let (lang, text) = {
             let mut st = lock();
@@ -376,14 +385,17 @@ fn highlight_request(lang: &str, text: &str) {
                 if e.text.len() == text.len() {
                     return;
                 }
-                (e.text.clone(), e.lines.clone(), e.state.clone())
+                (e.text.clone(), e.lines.to_vec(), e.state.clone())
             }
             None => (String::new(), Vec::new(), None),
         }
     };
-    let (mut ps, mut hs) = state
-        .take()
-        .unwrap_or_else(|| (ParseState::new(syntax), HighlightState::new(&h, ScopeStack::new())));
+    let (mut ps, mut hs) = state.take().unwrap_or_else(|| {
+        (
+            ParseState::new(syntax),
+            HighlightState::new(&h, ScopeStack::new()),
+        )
+    });
     let mut last = Instant::now();
     // Each batch makes the UI thread parse its document again: publish when the highlighted
     // lines at least doubled (O(log n) re-parses for a long block), the first screenful soon.
@@ -393,8 +405,7 @@ fn highlight_request(lang: &str, text: &str) {
     while let Some(line) = it.next() {
         lines.push(line_spans(&mut ps, &mut hs, line, a, &h));
         done.push_str(line);
-        if it.peek().is_none()
-            || (last.elapsed() >= PUBLISH_EVERY && lines.len() >= 2 * published)
+        if it.peek().is_none() || (last.elapsed() >= PUBLISH_EVERY && lines.len() >= 2 * published)
         {
             publish(lang, &done, &lines, &ps, &hs);
             published = lines.len();
@@ -406,6 +417,13 @@ fn highlight_request(lang: &str, text: &str) {
 /// Stores the highlighted prefix `text` (replacing the shorter entry it extends) and wakes
 /// the screen.
 fn publish(lang: &str, text: &str, lines: &[Vec<Span>], ps: &ParseState, hs: &HighlightState) {
+    // Built before taking the lock: the UI thread's lookups never wait for a copy.
+    let entry = Entry {
+        lang: lang.to_string(),
+        text: text.to_string(),
+        lines: Arc::new(lines.to_vec()),
+        state: Some((ps.clone(), hs.clone())),
+    };
     let waker = {
         let mut st = lock();
         if let Some(i) = best(&st, lang, text) {
@@ -414,12 +432,7 @@ fn publish(lang: &str, text: &str, lines: &[Vec<Span>], ps: &ParseState, hs: &Hi
             }
         }
         st.bytes += text.len();
-        st.entries.push_back(Entry {
-            lang: lang.to_string(),
-            text: text.to_string(),
-            lines: lines.to_vec(),
-            state: Some((ps.clone(), hs.clone())),
-        });
+        st.entries.push_back(entry);
         while st.bytes > CACHE_BYTES && st.entries.len() > 1 {
             if let Some(e) = st.entries.pop_front() {
                 st.bytes -= e.text.len();
@@ -488,6 +501,9 @@ mod tests {
         let python = highlight_now("py", "def f(x):\n    return 1").unwrap();
         assert_eq!(fg_of(&python, "def"), Some(Some(Color::Magenta)));
         assert!(highlight_now("no-such-language", "x").is_none());
+        let n = assets().syntaxes.syntaxes().len();
+        println!("syntaxes: {n}");
+        assert!(n > 150, "{n}");
     }
 
     #[test]

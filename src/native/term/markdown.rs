@@ -629,11 +629,9 @@ impl MdDoc {
         }
         self.wrapped_lines = self.stable.len();
         // The generation is part of the key only while the tail waits for highlighting.
-        let stale = self
-            .tail_key
-            .is_none_or(|(len, w, g)| {
-                len != self.text.len() || w != width || g.is_some_and(|g| g != gen)
-            });
+        let stale = self.tail_key.is_none_or(|(len, w, g)| {
+            len != self.text.len() || w != width || g.is_some_and(|g| g != gen)
+        });
         if stale {
             let (lines, pending) = self.tail_lines();
             self.tail = lines.iter().flat_map(|l| l.wrap(width)).collect();

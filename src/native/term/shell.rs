@@ -57,7 +57,10 @@ fn push(out: &mut Vec<Span>, text: &str, style: Style) {
     if text.is_empty() {
         return;
     }
-    let text = text.replace("\r\n", "↵").replace('\n', "↵").replace('\t', " ");
+    let text = text
+        .replace("\r\n", "↵")
+        .replace('\n', "↵")
+        .replace('\t', " ");
     match out.last_mut() {
         Some(last) if last.style == style => last.text.push_str(&text),
         _ => out.push(Span::new(text, style)),
@@ -118,7 +121,10 @@ mod tests {
     fn names_operators_strings_and_flags() {
         let s = highlight("grep -n \"fn main\" src/*.rs && echo $HOME | wc -l # count");
         let text: String = s.iter().map(|s| s.text.as_str()).collect();
-        assert_eq!(text, "grep -n \"fn main\" src/*.rs && echo $HOME | wc -l # count");
+        assert_eq!(
+            text,
+            "grep -n \"fn main\" src/*.rs && echo $HOME | wc -l # count"
+        );
         assert_eq!(style(&s, "grep"), Some(Style::fg(Color::Blue).bold()));
         assert_eq!(style(&s, "-n"), Some(Style::fg(Color::Yellow)));
         assert_eq!(style(&s, "\"fn main\""), Some(Style::fg(Color::Green)));
