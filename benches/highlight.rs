@@ -107,7 +107,14 @@ impl Pty {
     fn wait_text(&self, needle: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if self.screen.lock().unwrap().screen().contents().contains(needle) {
+            if self
+                .screen
+                .lock()
+                .unwrap()
+                .screen()
+                .contents()
+                .contains(needle)
+            {
                 return;
             }
             assert!(Instant::now() < deadline, "no {needle:?} on the screen");

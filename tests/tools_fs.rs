@@ -649,7 +649,7 @@ fn write_creates_parents_and_reports_bytes_lines_and_newness() {
     // The diff presenters show (the TUI's diff view): the whole rewrite, bounded.
     assert_eq!(
         d["diff"],
-        "--- a/deep/er/new.txt\n+++ b/deep/er/new.txt\n@@ -1,2 +1 @@\n-one\n-two\n+x\n"
+        "--- a/deep/er/new.txt\n+++ b/deep/er/new.txt\n@@ -1,2 +1,1 @@\n-one\n-two\n+x\n"
     );
     assert_eq!(d["diff_truncated"], false);
 

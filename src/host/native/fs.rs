@@ -173,6 +173,10 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
     success(t)
 }
 
+/// What a write reports: lines before, created, the new stamp, the diff (and whether it was
+/// cut).
+type Written = (usize, bool, FileStamp, Option<(String, bool)>);
+
 /// Bytes of a `write` diff kept in the result (the TUI shows it; sessions store it).
 const WRITE_DIFF_BYTES: usize = 64 * 1024;
 
@@ -205,7 +209,7 @@ async fn write_fn(
     let bytes = content.as_bytes().to_vec();
     let target = full.clone();
     let label = path.clone();
-    let result = blocking(move || -> Result<(usize, bool, FileStamp, Option<(String, bool)>), String> {
+    let result = blocking(move || -> Result<Written, String> {
         if target.is_dir() {
             return Err(format!("{} is a directory; write needs a file path", target.display()));
         }

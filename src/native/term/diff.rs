@@ -192,8 +192,11 @@ pub fn parse(text: &str) -> Diff {
     d
 }
 
+/// Byte ranges of a line.
+pub type Ranges = Vec<Range<usize>>;
+
 /// The changed byte ranges of `old` and `new` by words; None when they share too little.
-pub fn word_ranges(old: &str, new: &str) -> Option<(Vec<Range<usize>>, Vec<Range<usize>>)> {
+pub fn word_ranges(old: &str, new: &str) -> Option<(Ranges, Ranges)> {
     let diff = TextDiff::configure()
         .timeout(Duration::from_millis(5))
         .diff_words(old, new);
@@ -201,7 +204,7 @@ pub fn word_ranges(old: &str, new: &str) -> Option<(Vec<Range<usize>>, Vec<Range
         return None;
     }
     let (mut o, mut n) = (0usize, 0usize);
-    let (mut ro, mut rn): (Vec<Range<usize>>, Vec<Range<usize>>) = (Vec::new(), Vec::new());
+    let (mut ro, mut rn): (Ranges, Ranges) = (Vec::new(), Vec::new());
     let push = |v: &mut Vec<Range<usize>>, r: Range<usize>| match v.last_mut() {
         Some(last) if last.end == r.start => last.end = r.end,
         _ => v.push(r),

@@ -31,7 +31,7 @@ pub const MAX_LINES: usize = 10_000;
 /// Highlighted text kept for lookups (oldest dropped first).
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// The worker publishes its progress at most this often on a long block.
-const PUBLISH_EVERY: Duration = Duration::from_millis(15);
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// What [`lookup`] knows about a block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -398,7 +398,7 @@ fn highlight_request(lang: &str, text: &str) {
     });
     let mut last = Instant::now();
     // Each batch makes the UI thread parse its document again: publish when the highlighted
-    // lines at least doubled (O(log n) re-parses for a long block), the first screenful soon.
+    // lines at least doubled (O(log n) re-parses for a long block) and PUBLISH_EVERY passed.
     let mut published = lines.len().max(32);
     let rest = &text[done.len()..];
     let mut it = rest.split_inclusive('\n').peekable();
