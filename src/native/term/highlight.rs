@@ -38,8 +38,8 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 pub enum Lookup {
     /// Shown plain for good: too large, disabled, no or an unknown language.
     Plain,
-    /// The first lines are highlighted (maybe none); the rest is queued.
-    Pending(Arc<Vec<Vec<Span>>>),
+    /// The first `.1` lines are highlighted (maybe none); the rest is queued.
+    Pending(Arc<Vec<Vec<Span>>>, usize),
     /// Every line highlighted.
     Done(Arc<Vec<Vec<Span>>>),
 }
@@ -49,23 +49,43 @@ impl Lookup {
     pub fn line(&self, i: usize) -> Option<&Vec<Span>> {
         match self {
             Lookup::Plain => None,
-            Lookup::Pending(l) | Lookup::Done(l) => l.get(i),
+            Lookup::Pending(l, n) => l.get(i).filter(|_| i < *n),
+            Lookup::Done(l) => l.get(i),
         }
     }
     pub fn pending(&self) -> bool {
-        matches!(self, Lookup::Pending(_))
+        matches!(self, Lookup::Pending(..))
     }
 }
 
 type Waker = Arc<dyn Fn() + Send + Sync>;
 
+type States = (ParseState, HighlightState);
+
 /// A highlighted prefix of some block: its text (whole lines, each ending in `\n`), one span
-/// list per line, and the parser state at its end to go on from.
+/// list per line, and the parser state at its end to go on from. While an answer streams,
+/// the last line of a block is often unfinished: a block that grew past it still uses every
+/// line but that one, going on from the state before it.
 struct Entry {
     lang: String,
     text: String,
     lines: Arc<Vec<Vec<Span>>>,
-    state: Option<(ParseState, HighlightState)>,
+    state: Option<States>,
+    /// Where the last line starts, and the state there.
+    last_start: usize,
+    before_last: Option<States>,
+}
+
+impl Entry {
+    /// (bytes, lines) of `text` this entry covers, if it covers a prefix of it.
+    fn covers(&self, text: &str) -> Option<(usize, usize)> {
+        if text.starts_with(self.text.as_str()) {
+            return Some((self.text.len(), self.lines.len()));
+        }
+        let head = self.text.get(..self.last_start)?;
+        (!self.lines.is_empty() && text.starts_with(head))
+            .then(|| (self.last_start, self.lines.len() - 1))
+    }
 }
 
 #[derive(Default)]
@@ -149,27 +169,31 @@ pub fn lookup(lang: &str, code: &str) -> Lookup {
     if st.unknown.contains(&lang) {
         return Lookup::Plain;
     }
-    if let Some(i) = best(&st, &lang, &text) {
+    if let Some((i, _, n)) = best(&st, &lang, &text) {
         let e = &st.entries[i];
-        if e.lines.len() >= total {
-            return Lookup::Done(e.lines.clone());
+        if n >= total {
+            return Lookup::Done(if e.lines.len() == total {
+                e.lines.clone()
+            } else {
+                Arc::new(e.lines[..total].to_vec())
+            });
         }
         let prefix = e.lines.clone();
         enqueue(&mut st, lang, text);
-        return Lookup::Pending(prefix);
+        return Lookup::Pending(prefix, n);
     }
     enqueue(&mut st, lang, text);
-    Lookup::Pending(Arc::new(Vec::new()))
+    Lookup::Pending(Arc::new(Vec::new()), 0)
 }
 
-/// The entry with the longest highlighted prefix of `text`.
-fn best(st: &State, lang: &str, text: &str) -> Option<usize> {
+/// The entry covering the longest prefix of `text`: (index, bytes, lines).
+fn best(st: &State, lang: &str, text: &str) -> Option<(usize, usize, usize)> {
     st.entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.lang == lang && text.starts_with(e.text.as_str()))
-        .max_by_key(|(_, e)| e.text.len())
-        .map(|(i, _)| i)
+        .filter(|(_, e)| e.lang == lang)
+        .filter_map(|(i, e)| e.covers(text).map(|(b, n)| (i, b, n)))
+        .max_by_key(|&(_, b, _)| b)
 }
 
 fn enqueue(st: &mut State, lang: String, text: String) {
@@ -380,12 +404,17 @@ fn highlight_request(lang: &str, text: &str) {
     let (mut done, mut lines, mut state) = {
         let st = lock();
         match best(&st, lang, text) {
-            Some(i) => {
+            Some((i, bytes, n)) => {
                 let e = &st.entries[i];
-                if e.text.len() == text.len() {
+                if bytes == text.len() {
                     return;
                 }
-                (e.text.clone(), e.lines.to_vec(), e.state.clone())
+                let from = if n == e.lines.len() {
+                    e.state.clone()
+                } else {
+                    e.before_last.clone()
+                };
+                (text[..bytes].to_string(), e.lines[..n].to_vec(), from)
             }
             None => (String::new(), Vec::new(), None),
         }
@@ -403,11 +432,19 @@ fn highlight_request(lang: &str, text: &str) {
     let rest = &text[done.len()..];
     let mut it = rest.split_inclusive('\n').peekable();
     while let Some(line) = it.next() {
+        let before = (ps.clone(), hs.clone());
         lines.push(line_spans(&mut ps, &mut hs, line, a, &h));
         done.push_str(line);
         if it.peek().is_none() || (last.elapsed() >= PUBLISH_EVERY && lines.len() >= 2 * published)
         {
-            publish(lang, &done, &lines, &ps, &hs);
+            publish(
+                lang,
+                &done,
+                &lines,
+                (&ps, &hs),
+                before,
+                done.len() - line.len(),
+            );
             published = lines.len();
             last = Instant::now();
         }
@@ -416,17 +453,26 @@ fn highlight_request(lang: &str, text: &str) {
 
 /// Stores the highlighted prefix `text` (replacing the shorter entry it extends) and wakes
 /// the screen.
-fn publish(lang: &str, text: &str, lines: &[Vec<Span>], ps: &ParseState, hs: &HighlightState) {
+fn publish(
+    lang: &str,
+    text: &str,
+    lines: &[Vec<Span>],
+    (ps, hs): (&ParseState, &HighlightState),
+    before_last: States,
+    last_start: usize,
+) {
     // Built before taking the lock: the UI thread's lookups never wait for a copy.
     let entry = Entry {
         lang: lang.to_string(),
         text: text.to_string(),
         lines: Arc::new(lines.to_vec()),
         state: Some((ps.clone(), hs.clone())),
+        last_start,
+        before_last: Some(before_last),
     };
     let waker = {
         let mut st = lock();
-        if let Some(i) = best(&st, lang, text) {
+        if let Some((i, _, _)) = best(&st, lang, text) {
             if let Some(e) = st.entries.remove(i) {
                 st.bytes -= e.text.len();
             }
@@ -510,13 +556,13 @@ mod tests {
     fn lookup_is_asynchronous_and_keeps_a_grown_prefix() {
         let code = "let a = 1;\nlet b = 2;";
         let first = lookup("rust", code);
-        assert!(matches!(first, Lookup::Pending(_) | Lookup::Done(_)));
+        assert!(matches!(first, Lookup::Pending(..) | Lookup::Done(_)));
         let done = wait_done("rust", code, Duration::from_secs(20));
         assert!(matches!(&done, Lookup::Done(l) if l.len() == 2), "{done:?}");
         // Streaming: the block grew by a line; the first two stay highlighted meanwhile.
         let grown = format!("{code}\nlet c = 3;");
         match lookup("rust", &grown) {
-            Lookup::Pending(p) => assert!(p.len() >= 2),
+            Lookup::Pending(_, n) => assert!(n >= 2),
             Lookup::Done(l) => assert_eq!(l.len(), 3),
             Lookup::Plain => panic!("plain"),
         }
@@ -538,5 +584,29 @@ mod tests {
         assert_eq!(lookup("zzz-unknown", "a"), Lookup::Plain);
         assert_eq!(lang_token("rust,ignore"), "rust");
         assert_eq!(lang_token("python title=x"), "python");
+    }
+
+    #[test]
+    fn an_unfinished_last_line_does_not_lose_the_lines_before_it() {
+        let start = "fn streamed() {\n    let v = vec![1, 2];\n    let w = ";
+        assert!(matches!(
+            wait_done("rust", start, Duration::from_secs(20)),
+            Lookup::Done(l) if l.len() == 3
+        ));
+        // The last line went on: the first two lines stay highlighted meanwhile.
+        let more = format!("{start}v.len();\n}}");
+        match lookup("rust", &more) {
+            Lookup::Pending(l, n) => {
+                assert!(n >= 2, "{n}");
+                let fn_kw = l[0].iter().find(|s| s.text == "fn").map(|s| s.style.fg);
+                assert_eq!(fn_kw, Some(Some(Color::Magenta)));
+            }
+            Lookup::Done(l) => assert_eq!(l.len(), 4),
+            Lookup::Plain => panic!("plain"),
+        }
+        assert!(matches!(
+            wait_done("rust", &more, Duration::from_secs(20)),
+            Lookup::Done(l) if l.len() == 4
+        ));
     }
 }
