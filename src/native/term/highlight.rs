@@ -429,14 +429,17 @@ fn highlight_request(lang: &str, text: &str) {
     // Each batch makes the UI thread parse its document again: publish when the highlighted
     // lines at least doubled (O(log n) re-parses for a long block) and PUBLISH_EVERY passed.
     let mut published = lines.len().max(32);
+    // The first batch (a screenful) goes out at once.
+    let mut first = true;
     let rest = &text[done.len()..];
     let mut it = rest.split_inclusive('\n').peekable();
     while let Some(line) = it.next() {
         let before = (ps.clone(), hs.clone());
         lines.push(line_spans(&mut ps, &mut hs, line, a, &h));
         done.push_str(line);
-        if it.peek().is_none() || (last.elapsed() >= PUBLISH_EVERY && lines.len() >= 2 * published)
-        {
+        let due = lines.len() >= 2 * published && (first || last.elapsed() >= PUBLISH_EVERY);
+        if it.peek().is_none() || due {
+            first = false;
             publish(
                 lang,
                 &done,
