@@ -6,7 +6,10 @@
 //! - RSS with the 10,000-message transcript against its text size (target ≤ 3x + 40 MB);
 //! - start to first paint against `fen --version` (target ≤ 15 ms);
 //! - streaming a 50 KB markdown answer through the native core: time per delta in the last
-//!   tenth against the first tenth (target ≤ 1.5).
+//!   tenth against the first tenth (target ≤ 1.5);
+//! - inline mode (`--inline`) next to the full screen: idle bytes and CPU, keystroke p95 with
+//!   10 and 10,000 resumed messages, each as a ratio inline / full screen (target: the same
+//!   figures, ratio ≈ 1).
 //!
 //! Run: `cargo bench --bench tui`
 
@@ -232,6 +235,27 @@ fn keystrokes(p: &mut Pty, n: usize) -> Duration {
     p95(samples)
 }
 
+/// Bytes written and CPU (% of a core) of `fen ARGS` over 10 idle seconds, and of `cat` in
+/// a pty over the same time.
+fn idle(fen: &str, args: &[&str], home: &Path) -> (usize, f64, f64) {
+    let p = Pty::spawn(fen, args, home);
+    p.wait_text("Ask anything");
+    std::thread::sleep(Duration::from_millis(300));
+    let (b0, c0) = (p.bytes(), cpu_ticks(p.pid()));
+    let cat = Pty::spawn("cat", &[], home);
+    std::thread::sleep(Duration::from_millis(100));
+    let cat0 = cpu_ticks(cat.pid());
+    std::thread::sleep(Duration::from_secs(10));
+    let (b1, c1) = (p.bytes(), cpu_ticks(p.pid()));
+    let cat1 = cpu_ticks(cat.pid());
+    let tps = ticks_per_sec();
+    (
+        b1 - b0,
+        (c1 - c0) as f64 / tps / 10.0 * 100.0,
+        (cat1 - cat0) as f64 / tps / 10.0 * 100.0,
+    )
+}
+
 fn main() {
     let fen = env!("CARGO_BIN_EXE_fen");
 
@@ -267,51 +291,72 @@ fn main() {
         first.as_secs_f64() / version.as_secs_f64()
     );
 
-    // Idle: 10 s with nothing happening.
-    let p = Pty::spawn(fen, &["--mock-script", script, "--no-session"], h.path());
-    p.wait_text("Ask anything");
-    std::thread::sleep(Duration::from_millis(300));
-    let (b0, c0) = (p.bytes(), cpu_ticks(p.pid()));
-    let cat = Pty::spawn("cat", &[], h.path());
-    std::thread::sleep(Duration::from_millis(100));
-    let cat0 = cpu_ticks(cat.pid());
-    std::thread::sleep(Duration::from_secs(10));
-    let (b1, c1) = (p.bytes(), cpu_ticks(p.pid()));
-    let cat1 = cpu_ticks(cat.pid());
-    let tps = ticks_per_sec();
+    // Idle: 10 s with nothing happening, full screen and inline.
+    let mut idles = Vec::new();
+    for (label, inline) in [("full screen", false), ("inline", true)] {
+        let mut args = vec!["--mock-script", script, "--no-session"];
+        if inline {
+            args.push("--inline");
+        }
+        let (bytes, cpu, cat) = idle(fen, &args, h.path());
+        println!(
+            "idle 10 s, {label}: {bytes} bytes written; CPU {cpu:.3}% of a core (cat in a pty: {cat:.3}%) (target 0 bytes, < 0.1%)"
+        );
+        idles.push((bytes, cpu));
+    }
     println!(
-        "idle 10 s: {} bytes written; CPU {:.3}% of a core (cat in a pty: {:.3}%) (target 0 bytes, < 0.1%)",
-        b1 - b0,
-        (c1 - c0) as f64 / tps / 10.0 * 100.0,
-        (cat1 - cat0) as f64 / tps / 10.0 * 100.0
+        "idle, inline vs full screen: {} vs {} bytes; CPU ratio {:.2}",
+        idles[1].0,
+        idles[0].0,
+        if idles[0].1 > 0.0 {
+            idles[1].1 / idles[0].1
+        } else {
+            1.0
+        }
     );
-    drop(p);
-    drop(cat);
 
     // Keystroke to paint: 10 vs 10,000 resumed messages.
     let (small, _) = session(h.path(), 10);
     let (large, large_text) = session(h.path(), 10_000);
     let mut results = Vec::new();
-    for (label, path) in [("10 messages", &small), ("10,000 messages", &large)] {
-        let t0 = Instant::now();
-        let mut p = Pty::spawn(fen, &["--mock-script", script, "--resume", path], h.path());
-        p.wait_text("Ask anything");
-        let open = t0.elapsed();
-        std::thread::sleep(Duration::from_millis(300));
-        keystrokes(&mut p, 20);
-        let k = keystrokes(&mut p, 200);
-        let rss = rss_kb(p.pid());
-        println!(
-            "keystroke to paint, {label}: p95 {:.2} ms; open {:.0} ms; RSS {:.1} MB",
-            ms(k),
-            ms(open),
-            rss as f64 / 1024.0
-        );
-        results.push((k, rss));
+    let mut inline_results = Vec::new();
+    for inline in [false, true] {
+        for (label, path) in [("10 messages", &small), ("10,000 messages", &large)] {
+            let mut args = vec!["--mock-script", script, "--resume", path];
+            if inline {
+                args.push("--inline");
+            }
+            let t0 = Instant::now();
+            let mut p = Pty::spawn(fen, &args, h.path());
+            p.wait_text("Ask anything");
+            let open = t0.elapsed();
+            std::thread::sleep(Duration::from_millis(300));
+            keystrokes(&mut p, 20);
+            let k = keystrokes(&mut p, 200);
+            let rss = rss_kb(p.pid());
+            let mode = if inline { "inline" } else { "full screen" };
+            println!(
+                "keystroke to paint, {mode}, {label}: p95 {:.2} ms; open {:.0} ms; RSS {:.1} MB",
+                ms(k),
+                ms(open),
+                rss as f64 / 1024.0
+            );
+            if inline {
+                inline_results.push((k, rss));
+            } else {
+                results.push((k, rss));
+            }
+        }
     }
     println!(
-        "keystroke p95 ratio 10,000 / 10 messages: {:.2} (target ≤ 1.2, p95 ≤ 8 ms)",
-        results[1].0.as_secs_f64() / results[0].0.as_secs_f64()
+        "keystroke p95 ratio 10,000 / 10 messages: {:.2} full screen, {:.2} inline (target ≤ 1.2, p95 ≤ 8 ms)",
+        results[1].0.as_secs_f64() / results[0].0.as_secs_f64(),
+        inline_results[1].0.as_secs_f64() / inline_results[0].0.as_secs_f64()
+    );
+    println!(
+        "keystroke p95 ratio inline / full screen: {:.2} (10 messages), {:.2} (10,000 messages)",
+        inline_results[0].0.as_secs_f64() / results[0].0.as_secs_f64(),
+        inline_results[1].0.as_secs_f64() / results[1].0.as_secs_f64()
     );
     let budget_kb = (3 * large_text / 1024 + 40 * 1024) as u64;
     println!(

@@ -46,6 +46,29 @@ fn the_repl_runs_turns_and_commands_with_prefixes() {
     assert!(answer < help);
 }
 
+/// `/reload` re-registers the presenter's handlers while its loop goes on: the answers after it
+/// are printed like those before (they were silently dropped).
+#[test]
+fn answers_after_reload_are_printed() {
+    let s = Sandbox::new();
+    let script = s.write(
+        "script.json",
+        r#"[{"text":"before reload"},{"tool_calls":[{"name":"read","arguments":{"path":"a.txt"}}]},{"text":"after reload"}]"#,
+    );
+    s.write("work/a.txt", "alpha\n");
+    let (out, code) = repl(
+        &s,
+        &["--mock-script", script.to_str().unwrap()],
+        "one\n/reload\ntwo\n",
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.contains(&"ai> before reload"), "{out}");
+    assert!(lines.contains(&"tool> run read a.txt"), "{out}");
+    assert!(lines.contains(&"ai> after reload"), "{out}");
+}
+
 #[test]
 fn the_repl_starts_without_a_provider_and_says_how_to_configure_one() {
     let s = Sandbox::new();

@@ -22,6 +22,19 @@ fn nz(n: u16) -> std::num::NonZeroU16 {
 
 impl Tui {
     pub fn spawn(s: &Sandbox, args: &[&str], cols: u16, rows: u16, env: &[(&str, &str)]) -> Tui {
+        Tui::spawn_with(s, args, cols, rows, env, 0)
+    }
+
+    /// As [`Tui::spawn`], with an emulator that keeps `scrollback` rows (inline mode's tests
+    /// read back what scrolled off; `history`).
+    pub fn spawn_with(
+        s: &Sandbox,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        env: &[(&str, &str)],
+        scrollback: usize,
+    ) -> Tui {
         let pty = native_pty_system();
         let pair = pty
             .openpty(PtySize {
@@ -48,7 +61,11 @@ impl Tui {
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
         let writer = pair.master.take_writer().expect("pty writer");
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            nz(rows),
+            nz(cols),
+            scrollback,
+        )));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let (p, r) = (parser.clone(), raw.clone());
         std::thread::spawn(move || {
@@ -92,6 +109,24 @@ impl Tui {
         p.screen().rows(0, cols.get()).collect()
     }
 
+    /// Every row the emulator holds, oldest first: the scrollback, then the screen.
+    pub fn history(&self) -> Vec<String> {
+        let mut p = self.parser.lock().unwrap();
+        let (rows, cols) = p.screen().size();
+        p.screen_mut().set_scrollback(usize::MAX);
+        let mut off = p.screen().scrollback();
+        let mut out = Vec::new();
+        while off > 0 {
+            p.screen_mut().set_scrollback(off);
+            let take = off.min(rows.get() as usize);
+            out.extend(p.screen().rows(0, cols.get()).take(take));
+            off -= take;
+        }
+        p.screen_mut().set_scrollback(0);
+        out.extend(p.screen().rows(0, cols.get()));
+        out
+    }
+
     pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
         f(self.parser.lock().unwrap().screen())
     }
@@ -117,6 +152,9 @@ impl Tui {
     }
 
     pub fn resize(&mut self, cols: u16, rows: u16) {
+        // The emulator first: fen may paint at the new size before this thread gets to run
+        // again, and that frame must not be parsed at the old size (a wider frame would wrap).
+        self.parser.lock().unwrap().set_size(nz(rows), nz(cols));
         self.master
             .resize(PtySize {
                 rows,
@@ -125,7 +163,6 @@ impl Tui {
                 pixel_height: 0,
             })
             .expect("resize the pty");
-        self.parser.lock().unwrap().set_size(nz(rows), nz(cols));
     }
 
     /// Waits for the process to exit; returns its exit code.
@@ -526,7 +563,7 @@ end"#,
         let mut t = Tui::spawn(&s, &["--mock-script", &path], cols, rows, &[]);
         t.wait_for("todo:1/2");
         std::thread::sleep(std::time::Duration::from_millis(200));
-        insta::assert_snapshot!(format!("first_paint_{cols}x{rows}"), t.rows().join("\n"));
+        insta::assert_snapshot!(format!("first_paint_{cols}x{rows}"), trimmed(&t.rows()));
         t.send("what does the README say?\r");
         t.wait("the answer, idle", |s| {
             s.contains("value") && !s.contains("working")
@@ -542,8 +579,17 @@ end"#,
             }
             frame = next;
         }
-        insta::assert_snapshot!(format!("answer_{cols}x{rows}"), frame.join("\n"));
+        insta::assert_snapshot!(format!("answer_{cols}x{rows}"), trimmed(&frame));
     }
+}
+
+/// Rows without trailing spaces: a cell blanked by a later frame holds a written space in the
+/// emulator, one never written holds nothing; both look the same.
+fn trimmed(rows: &[String]) -> String {
+    rows.iter()
+        .map(|r| r.trim_end())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -628,7 +674,7 @@ fn copy_sends_the_last_answer_by_osc_52() {
         s.contains("hi!") && !s.contains("working")
     });
     t.send("/copy\r");
-    t.wait_for("copied 3 bytes");
+    t.wait_for("copied 3 characters");
     let raw = String::from_utf8_lossy(&t.raw.lock().unwrap()).into_owned();
     // base64("hi!") = aGkh
     assert!(
@@ -667,4 +713,23 @@ fn a_running_bash_row_shows_its_output_live_then_folds() {
     let screen = t.wait_for("all done");
     assert!(screen.contains("tool> ok bash $ printf"), "{screen}");
     assert!(!screen.contains("outB"), "{screen}");
+}
+
+/// The todo companion's panel returns one span per row (`{text = ...}`); the TUI shows those
+/// rows, not a layout error.
+#[test]
+fn the_todo_panel_shows_the_model_s_list() {
+    let s = Sandbox::new();
+    let path = script(
+        &s,
+        r###"[{"tool_calls":[{"name":"todo_write","arguments":{"items":[{"text":"read the README","status":"completed"},{"text":"write the answer","status":"in_progress"}]}}]},{"text":"planned"}]"###,
+    );
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 80, 24, &[]);
+    t.wait_for("Ask anything");
+    t.send("plan it\r");
+    let screen = t.wait("the todo panel", |s| {
+        s.contains("Todos") && s.contains("write the answer") && s.contains("planned")
+    });
+    assert!(!screen.contains("panel-error"), "{screen}");
+    assert!(!screen.contains("layout"), "{screen}");
 }

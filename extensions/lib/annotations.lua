@@ -173,6 +173,13 @@ function ui.select(title, items) end
 ---@return string? text, string? why
 function ui.prompt(question, default) end
 
+--- Asks the presenter's approval prompt, as a `before_tool` hook's `ctx.ask(request)` does
+--- (async; the subagents companion forwards a child's permission ask with it); nil, "no user"
+--- when headless.
+---@param request table
+---@return any answer, string? why
+function ui.ask(request) end
+
 ---@class fen.ApiKernel
 local kernel = {}
 
@@ -200,7 +207,7 @@ function kernel.contributions(kind) end
 function kernel.prompt_fragments() end
 
 --- This run's flags for policy extensions (the permissions extension reads them).
----@return {permission_mode: string?, on_ask: "deny"|"allow", headless: boolean, trusted: boolean}
+---@return {permission_mode: string?, on_ask: "deny"|"allow"|"parent", headless: boolean, trusted: boolean, allowed_tools: string[], base_url: string?, mock_script: string?, extensions: string[]?, extension_root: string?, session_backend: string?}
 function kernel.run_options() end
 
 ---@class fen.Native
@@ -217,6 +224,8 @@ function kernel.run_options() end
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
 ---@field jobs fen.NativeJobs
+---@field mcp fen.NativeMcp
+---@field subagent fen.NativeSubagent
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
 ---@field policy fen.NativePolicy
@@ -295,20 +304,90 @@ function native.sleep(ms) end
 ---@field running fun(): integer
 ---@field on_exit fun(id: string, fn: fun(info: fen.JobInfo))
 
+---@class fen.McpTool
+---@field name string `mcp__SERVER__TOOL`
+---@field mcp_name string the tool's name on its server
+---@field description string
+---@field parameters table the server's input schema
+---@field schema_json string the same schema as JSON text (its size counts toward the search threshold)
+---@field read_only boolean `annotations.readOnlyHint`
+
+---@class fen.McpServer
+---@field name string
+---@field status "disabled"|"idle"|"connecting"|"connected"|"failed"
+---@field error string?
+---@field transport "stdio"|"http"
+---@field log string `$XDG_STATE_HOME/fen/mcp/NAME.log`
+---@field source string the config file
+---@field project boolean
+---@field epoch integer bumped at every (re)start
+---@field tool_timeout_ms integer
+---@field startup_timeout_ms integer
+---@field tool_count integer
+---@field schema_bytes integer names, descriptions and schema JSON of its tools
+---@field tools fen.McpTool[]? absent with `tools = false`
+
+--- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
+---@class fen.NativeMcp
+---@field configure fun(opts: {trusted: boolean?}?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
+---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
+---@field reconnect fun(name: string): true?, string? stops and starts one
+---@field wait fun(names: string[]?) async: until none of them is connecting
+---@field servers fun(opts: {tools: boolean?, name: string?}?): fen.McpServer[] `tools = false`: without the tool lists (cheap); `name`: that server only
+---@field server_for_tool fun(fen_name: string): string?
+---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
+---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
+--- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
+--- `finished` once it exited and its output was read; `result` is its last `result` line.
+---@class fen.SubagentInfo
+---@field id string
+---@field pid integer
+---@field label string
+---@field background boolean
+---@field status string
+---@field running boolean
+---@field finished boolean
+---@field exit_code integer?
+---@field signal integer?
+---@field killed boolean
+---@field turns integer
+---@field result table?
+---@field bad_lines integer
+---@field tail string
+---@field transcript string?
+---@field elapsed_ms integer
+---@field cancelled boolean?
+
+---@class fen.NativeSubagent
+---@field max_running integer
+---@field start fun(opts: {args: string[], cwd: string?, label: string, background: boolean?, transcript: string?, keep_env: string[]?, env: table<string, string>?}, handlers: {on_ask: (fun(request: table): string?)?, on_exit: (fun(info: fen.SubagentInfo))?}?): fen.SubagentInfo?, string? async
+---@field wait fun(id: string, opts: {wait_ms: integer?}?): fen.SubagentInfo?, string? async
+---@field kill fun(id: string): fen.SubagentInfo?, string? async
+---@field list fun(): fen.SubagentInfo[]
+---@field info fun(id: string): fen.SubagentInfo?, string?
+---@field running fun(): integer
+
 ---@class fen.NativeMarkup
 ---@field front_matter fun(text: string): {fields: table, body: string}?, string?
 ---@field scan fun(roots: string[], file_name: string): table[]
+---@field scan_files fun(roots: string[], suffix: string): table[]
 ---@field html_to_markdown fun(html: string): string?, string? async
 ---@field html_to_text fun(html: string): string async
 
 ---@class fen.NativeTerm
 ---@field read_line fun(): string? async
 ---@field isatty fun(fd: integer): boolean
----@field open fun() full screen: raw mode, alternate screen, bracketed paste, alternate scroll; painting starts
+---@field open fun(opts: {inline: boolean?, mouse: boolean?}?) raw mode, the alternate screen (not with `inline`: the main screen and its scrollback), bracketed paste, alternate scroll, mouse reporting with `mouse`; painting starts
 ---@field close fun() stop painting and restore the terminal
----@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?}? async
+---@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus"|"background"|"copied", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?, dark: boolean?, chars: integer?}? async
 ---@field layout fun(desc: {status: table?, status_right: table?, busy: {label: string}?, panels: table?, notices: table?, menu: {items: table, selected: integer?}?, input: {text: string, cursor: integer, prompt: string?, placeholder: string?}?, overlay: table?})
----@field push fun(block: {kind: string?, head: any?, text: string?, markdown: boolean?, style: table?, folded: boolean?, prefix: any?, cont: any?, gap: boolean?}): integer
+---@field push fun(block: {kind: string?, head: any?, text: string?, markdown: boolean?, style: table?, folded: boolean?, prefix: any?, cont: any?, gap: boolean?, live: boolean?}): integer `live`: still changing (inline mode keeps it in the band until an update says `live = false`)
+---@field jump fun(id: integer): boolean anchor the view at a block
+---@field find fun(text: string): integer search every block's text (ASCII case-insensitive), highlight matches; the number of occurrences
+---@field find_step fun(forward: boolean): integer[]? show the next / previous match; {block with matches, blocks with matches}
+---@field find_clear fun() end the search
+---@field background fun(): string? "dark" or "light" from COLORFGBG, else nil
+---@field mouse fun(on: boolean) mouse reporting on / off (drag-select copies, the wheel scrolls)
 ---@field update fun(id: integer, block: table)
 ---@field append fun(id: integer, delta: string)
 ---@field fold fun(kind: string, folded: boolean)

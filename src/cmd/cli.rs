@@ -39,6 +39,11 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", value_parser = ["tui", "stdio"])]
     pub presenter: Option<String>,
 
+    /// TUI in inline mode: no alternate screen; finished output goes to the terminal's own
+    /// scrollback and only a bottom band is redrawn (also settings.json `tui.mode`).
+    #[arg(long)]
+    pub inline: bool,
+
     /// Provider to use (see `fen list providers`).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
@@ -105,8 +110,9 @@ pub struct Cli {
     #[arg(long, conflicts_with = "permission_mode")]
     pub yolo: bool,
 
-    /// What a headless run answers when a call needs approval: deny (default) or allow.
-    #[arg(long, value_name = "ANSWER", value_parser = ["deny", "allow"], default_value = "deny")]
+    /// What a headless run answers when a call needs approval: deny (default) or allow;
+    /// `parent` (for subagent children) asks the parent fen through stdout and stdin.
+    #[arg(long, value_name = "ANSWER", value_parser = ["deny", "allow", "parent"], default_value = "deny")]
     pub on_ask: String,
 
     /// Offer only these tools (comma-separated fnmatch patterns, e.g. `read,grep*`).
@@ -188,6 +194,11 @@ pub enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+    /// MCP servers (see docs/mcp.md).
+    Mcp {
+        #[command(subcommand)]
+        what: McpCommand,
+    },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
         /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
@@ -196,6 +207,18 @@ pub enum Command {
         /// Page to write or check (default docs/contracts.md under the current directory).
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
+    },
+}
+
+/// `fen mcp ...`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect every configured server (each within its start-up timeout) and list each with
+    /// its status, transport and tools.
+    List {
+        /// One JSON document on stdout.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -272,6 +295,8 @@ pub enum ListWhat {
     Kinds,
     /// Skills (SKILL.md) the skills companion found; shadowed and invalid ones marked.
     Skills,
+    /// Subagent definitions the subagents companion found; shadowed and invalid ones marked.
+    Agents,
 }
 
 impl ListWhat {
@@ -292,7 +317,8 @@ impl ListWhat {
             | ListWhat::Models
             | ListWhat::Events
             | ListWhat::Kinds
-            | ListWhat::Skills => return None,
+            | ListWhat::Skills
+            | ListWhat::Agents => return None,
         })
     }
 }

@@ -1,4 +1,4 @@
-//! `fen list [tools|commands|providers|extensions|events|kinds|models|skills] [--json]`.
+//! `fen list [tools|commands|providers|extensions|events|kinds|models|skills|agents] [--json]`.
 
 use super::{boot, cli::Cli, cli::ListWhat, print_json, stdout};
 use crate::host::Kernel;
@@ -18,7 +18,14 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
             .collect(),
         ListWhat::Extensions => boot(cli)?.extensions().iter().map(extension_json).collect(),
         ListWhat::Models => models_json(&boot(cli)?),
-        ListWhat::Skills => skills_json(&boot(cli)?),
+        ListWhat::Skills => snapshot_rows(&boot(cli)?, "skills", "skills"),
+        ListWhat::Agents => snapshot_rows(&boot(cli)?, "subagents", "agents"),
+        // MCP tools of the servers that connect within their start-up timeout count.
+        ListWhat::Tools => {
+            let kernel = boot(cli)?;
+            super::block_on(super::mcp::settle(&kernel, None))?;
+            kernel.list_json("tool")
+        }
         other => {
             let kind = other.register_kind().unwrap_or("tool");
             boot(cli)?.list_json(kind)
@@ -34,10 +41,10 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
         let line = match what {
             ListWhat::Events | ListWhat::Kinds => format!("{:<26} {}", s("name"), s("summary")),
             ListWhat::Models => format!("{}/{}", s("provider"), s("id")),
-            ListWhat::Skills if s("status") == "invalid" => {
+            ListWhat::Skills | ListWhat::Agents if s("status") == "invalid" => {
                 format!("warning: skipped {}: {}", s("location"), s("message"))
             }
-            ListWhat::Skills => {
+            ListWhat::Skills | ListWhat::Agents => {
                 let shadow = match row.get("shadowed_by").and_then(|v| v.as_str()) {
                     Some(by) => format!("  [shadowed by {by}]"),
                     None => String::new(),
@@ -81,16 +88,17 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// The skills companion's rows (valid, shadowed and invalid skills), from its `skills`
-/// introspection snapshot; none when the companion is not loaded.
-fn skills_json(kernel: &Kernel) -> Vec<serde_json::Value> {
+/// A companion's rows from its introspection snapshot `name` (the skills companion's
+/// `skills`, the subagents companion's `agents`: valid, shadowed and invalid entries); none
+/// when the companion is not loaded.
+fn snapshot_rows(kernel: &Kernel, owner: &str, name: &str) -> Vec<serde_json::Value> {
     let snapshot = kernel
         .inner
         .registry
         .borrow()
         .active("introspect")
         .iter()
-        .find(|c| c.owner == "skills" && c.name.as_deref() == Some("skills"))
+        .find(|c| c.owner == owner && c.name.as_deref() == Some(name))
         .and_then(|c| c.spec.get::<mlua::Function>("snapshot").ok());
     let Some(f) = snapshot else {
         return Vec::new();
@@ -104,7 +112,7 @@ fn skills_json(kernel: &Kernel) -> Vec<serde_json::Value> {
     match snapshot {
         Ok(v) => v["rows"].as_array().cloned().unwrap_or_default(),
         Err(e) => {
-            eprintln!("fen: the skills companion failed: {e}");
+            eprintln!("fen: the {owner} companion failed: {e}");
             Vec::new()
         }
     }

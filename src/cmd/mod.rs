@@ -6,6 +6,7 @@ pub mod cli;
 mod completion;
 mod docs;
 mod list;
+mod mcp;
 pub mod run;
 pub mod session;
 mod show;
@@ -45,6 +46,8 @@ pub fn main() -> ExitCode {
 pub fn end_children() {
     crate::native::process::terminate_all_groups();
     crate::native::jobs::terminate_all();
+    crate::native::mcp::terminate_all();
+    crate::native::subagent::terminate_all();
 }
 
 /// Runs a future on the one Lua thread: a current-thread runtime driving a `LocalSet`.
@@ -87,6 +90,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
         Some(Command::Completion { shell }) => completion::completion(*shell),
         Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),
+        Some(Command::Mcp {
+            what: cli::McpCommand::List { json },
+        }) => mcp::list(&cli, *json),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

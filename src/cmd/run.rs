@@ -288,6 +288,13 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         "on_ask": cli.on_ask,
         "headless": headless,
         "trusted": inner.project_trusted.get(),
+        // What a subagent child needs to run like its parent (the subagents companion).
+        "base_url": cli.base_url,
+        "mock_script": cli.mock_script.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        "extensions": cli.extensions.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        "extension_root": cli.extension_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        "session_backend": cli.session_backend,
+        "inline": cli.inline,
     });
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner

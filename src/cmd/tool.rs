@@ -25,6 +25,10 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
                 watcher.cancel();
             }
         });
+        // An MCP tool: connect its server first (bounded by its start-up timeout).
+        if name.starts_with("mcp__") {
+            crate::cmd::mcp::settle(&kernel, Some(name)).await;
+        }
         let ctx = crate::kernel::tools::ToolCallContext {
             tool_call_id: None,
             cancel: cancel.clone(),
@@ -36,6 +40,24 @@ pub(super) fn tool(cli: &Cli, name: &str, args: &str) -> anyhow::Result<ExitCode
     line.push('\n');
     stdout(&line)?;
     if !outcome.ran {
+        // An MCP tool whose server did not connect: say why, and where its log is.
+        if let Some(s) = crate::native::mcp::global()
+            .server_for_tool(name)
+            .and_then(|n| {
+                crate::native::mcp::global()
+                    .servers()
+                    .into_iter()
+                    .find(|s| s.name == n)
+            })
+        {
+            eprintln!(
+                "fen: MCP server '{}' is {}{} (log {})",
+                s.name,
+                s.status.as_str(),
+                s.error.map(|e| format!(": {e}")).unwrap_or_default(),
+                s.log.display()
+            );
+        }
         eprintln!(
             "fen: {}",
             outcome

@@ -351,11 +351,12 @@ fn no_agent() -> mlua::Error {
 }
 
 /// `api.ui`: `notify(text)`, `select(title, items) -> index|nil`, `prompt(question, default)
-/// -> text|nil`. Async: the calling coroutine waits for the active presenter's answer; a
+/// -> text|nil`, `ask(request) -> answer|nil` (the presenter's approval prompt, as a
+/// `before_tool` hook's `ctx.ask`). Async: the calling coroutine waits for the active presenter's answer; a
 /// presenter that cannot ask (print, json) answers `nil, "no user"` at once.
 fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    for name in ["notify", "select", "prompt"] {
+    for name in ["notify", "select", "prompt", "ask"] {
         let i = inner.clone();
         t.set(
             name,
@@ -721,11 +722,30 @@ fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         })?,
     )?;
     let i = inner.clone();
-    // `run_options()` -> this run's flags for policy extensions (permissions).
+    // `run_options()` -> this run's flags for policy extensions (permissions), and
+    // `allowed_tools`: the active tools `--tools`/`--denied-tools`/`--no-tools` let through.
     let i2 = inner.clone();
     t.set(
         "run_options",
-        lua.create_function(move |lua, ()| convert::json_to_lua(lua, &i2.run_options.borrow()))?,
+        lua.create_function(move |lua, ()| {
+            let mut o = i2.run_options.borrow().clone();
+            if o.is_object() {
+                let filter = i2.tool_filter.borrow();
+                let tools: Vec<String> = i2
+                    .registry
+                    .borrow()
+                    .active("tool")
+                    .iter()
+                    .filter_map(|c| c.name.clone())
+                    .filter(|n| filter.allows(n))
+                    .collect();
+                o["allowed_tools"] = tools.into();
+                if o.get("trusted").is_none() {
+                    o["trusted"] = i2.project_trusted.get().into();
+                }
+            }
+            convert::json_to_lua(lua, &o)
+        })?,
     )?;
     // `prompt_fragments()` -> `{id, title, owner, bytes}` in prompt order (`/context`).
     t.set(

@@ -129,6 +129,44 @@ pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
     out
 }
 
+/// Every `ROOT/*{suffix}` file of the given roots (agent definitions: `agents/NAME.md`), in
+/// root order and by name within a root; `dir` is the root. Names starting with `.` are
+/// skipped; missing roots are not an error.
+pub fn scan_files(roots: &[PathBuf], suffix: &str) -> Vec<FoundDoc> {
+    let mut out = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                !n.starts_with('.') && n.ends_with(suffix)
+            })
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        for file in files {
+            let parsed = match std::fs::read(&file) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => parse(&text).map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("{} is not UTF-8", file.display())),
+                },
+                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+            };
+            out.push(FoundDoc {
+                root: i,
+                dir: root.clone(),
+                file,
+                parsed,
+            });
+        }
+    }
+    out
+}
+
 fn to_json(y: Yaml) -> Value {
     match y {
         Yaml::String(s) => Value::String(s),
@@ -191,5 +229,44 @@ mod tests {
         ));
         assert_eq!(parse("---\n- a\n---\n"), Err(FrontMatterError::NotMapping));
         assert!(parse("---\n---\n").unwrap().fields.is_empty());
+    }
+
+    #[test]
+    fn scan_files_reads_each_markdown_file_of_each_root_in_order() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        std::fs::write(a.path().join("z.md"), "---\nname: z\n---\nZ body\n").unwrap();
+        std::fs::write(a.path().join("a.md"), "no front matter").unwrap();
+        std::fs::write(a.path().join(".hidden.md"), "---\nname: h\n---\n").unwrap();
+        std::fs::write(a.path().join("notes.txt"), "---\nname: t\n---\n").unwrap();
+        std::fs::create_dir(a.path().join("dir.md")).unwrap();
+        std::fs::write(b.path().join("b.md"), "---\nname: b\n---\n").unwrap();
+        let roots = [
+            a.path().to_path_buf(),
+            PathBuf::from("/nonexistent"),
+            b.path().to_path_buf(),
+        ];
+        let found = scan_files(&roots, ".md");
+        let names: Vec<(usize, String)> = found
+            .iter()
+            .map(|d| {
+                (
+                    d.root,
+                    d.file.file_name().unwrap().to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0, "a.md".to_string()),
+                (0, "z.md".into()),
+                (2, "b.md".into())
+            ]
+        );
+        assert!(found[0].parsed.is_err());
+        let z = found[1].parsed.as_ref().unwrap();
+        assert_eq!(z.fields["name"], "z");
+        assert_eq!(z.body, "Z body\n");
     }
 }

@@ -6,7 +6,8 @@ use mlua::{Lua, Table, Value};
 
 /// `front_matter(text) -> {fields, body} | nil, message`; `scan(roots, file_name) ->
 /// [{root (1-based), dir, file, fields | error, body_bytes}]` (sync: a few directory reads, at
-/// load and reload); `html_to_markdown(html)`,
+/// load and reload); `scan_files(roots, suffix)`: the same for every `ROOT/*suffix` file, with
+/// `body`; `html_to_markdown(html)`,
 /// `html_to_text(html)` (script and style dropped).
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
@@ -35,31 +36,14 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "scan",
         lua.create_function(|lua, (roots, file_name): (Vec<String>, String)| {
             let roots: Vec<std::path::PathBuf> = roots.into_iter().map(Into::into).collect();
-            let out = lua.create_table()?;
-            for (i, doc) in frontmatter::scan(&roots, &file_name)
-                .into_iter()
-                .enumerate()
-            {
-                let t = lua.create_table()?;
-                t.set("root", doc.root + 1)?;
-                t.set("dir", doc.dir.to_string_lossy().as_ref())?;
-                t.set("file", doc.file.to_string_lossy().as_ref())?;
-                match doc.parsed {
-                    Ok(fm) => {
-                        t.set(
-                            "fields",
-                            crate::kernel::convert::json_to_lua(
-                                lua,
-                                &serde_json::Value::Object(fm.fields),
-                            )?,
-                        )?;
-                        t.set("body_bytes", fm.body.len())?;
-                    }
-                    Err(e) => t.set("error", e)?,
-                }
-                out.raw_set(i + 1, t)?;
-            }
-            Ok(out)
+            docs_table(lua, frontmatter::scan(&roots, &file_name), false)
+        })?,
+    )?;
+    m.set(
+        "scan_files",
+        lua.create_function(|lua, (roots, suffix): (Vec<String>, String)| {
+            let roots: Vec<std::path::PathBuf> = roots.into_iter().map(Into::into).collect();
+            docs_table(lua, frontmatter::scan_files(&roots, &suffix), true)
         })?,
     )?;
     m.set(
@@ -78,4 +62,33 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     Ok(m)
+}
+
+/// The documents of a scan as Lua rows; `with_body` adds each body (small files only).
+fn docs_table(lua: &Lua, docs: Vec<frontmatter::FoundDoc>, with_body: bool) -> mlua::Result<Table> {
+    let out = lua.create_table()?;
+    for (i, doc) in docs.into_iter().enumerate() {
+        let t = lua.create_table()?;
+        t.set("root", doc.root + 1)?;
+        t.set("dir", doc.dir.to_string_lossy().as_ref())?;
+        t.set("file", doc.file.to_string_lossy().as_ref())?;
+        match doc.parsed {
+            Ok(fm) => {
+                t.set(
+                    "fields",
+                    crate::kernel::convert::json_to_lua(
+                        lua,
+                        &serde_json::Value::Object(fm.fields),
+                    )?,
+                )?;
+                t.set("body_bytes", fm.body.len())?;
+                if with_body {
+                    t.set("body", fm.body)?;
+                }
+            }
+            Err(e) => t.set("error", e)?,
+        }
+        out.raw_set(i + 1, t)?;
+    }
+    Ok(out)
 }

@@ -20,6 +20,8 @@
 //! | `platform` | `{os, arch}` |
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
+//! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
+//! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
 mod edit;
@@ -29,11 +31,13 @@ mod jobs;
 mod ledger;
 mod line;
 mod markup;
+mod mcp;
 mod misc;
 mod policy;
 mod process;
 mod search;
 pub mod session;
+mod subagent;
 mod term;
 mod text;
 
@@ -42,9 +46,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 13] = [
+const LAZY: [&str; 15] = [
     "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line", "policy",
+    "markup", "line", "policy", "mcp", "subagent",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -62,6 +66,8 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "markup" => markup::module(lua)?,
         "line" => line::module(lua)?,
         "policy" => policy::module(lua)?,
+        "mcp" => mcp::module(lua)?,
+        "subagent" => subagent::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -214,8 +220,8 @@ mod tests {
         assert_eq!(
             out,
             "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
-             markup:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
-             session:table,sleep:function,term:table,truncate:table,version:string"
+             markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
+             session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
     }
 }

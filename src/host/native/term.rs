@@ -4,16 +4,20 @@
 //!
 //! | function | what it does |
 //! | --- | --- |
-//! | `open()` | enter raw mode, the alternate screen, bracketed paste, alternate scroll; start painting |
+//! | `open(opts)` | enter raw mode, the alternate screen (`opts.inline`: not, see inline mode), bracketed paste, alternate scroll, mouse reporting (`opts.mouse`); start painting |
 //! | `close()` | stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
-//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`; nil when input ended |
+//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`, `{type="background", dark}`, `{type="copied", chars}` (mouse mode: a drag-selection was copied with OSC 52); nil when input ended |
 //! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
 //! | `push(block) -> id`, `update(id, block)`, `append(id, delta)`, `fold(kind, folded)`, `clear()` | the transcript |
 //! | `scroll(rows)`, `top()`, `bottom()`, `page()`, `scrolled()` | the transcript view (negative rows scroll up) |
+//! | `jump(id) -> ok` | anchor the view at a block (Ctrl-G, `/jump`) |
+//! | `find(text) -> n`, `find_step(forward) -> {i, n}?`, `find_clear()` | search every block's text (ASCII case-insensitive), highlight the matches on screen, step through them |
 //! | `redraw()` | clear and repaint (Ctrl-L) |
 //! | `suspend()` | restore, stop (Ctrl-Z), re-enter on `fg` |
 //! | `copy(text)` | OSC 52 clipboard write (wrapped for tmux) |
 //! | `edit(text)` | (async) edit `text` in `$VISUAL`/`$EDITOR` (default `vi`) on the real screen; the new text, or nil, message |
+//! | `background()` | `"dark"` or `"light"` from `COLORFGBG`, else nil (`open` then asks the terminal with OSC 11; an answer within 50 ms arrives from `next()` as `{type="background", dark}`) |
+//! | `mouse(on)` | mouse reporting on/off (drag-select copies, the wheel scrolls) |
 //! | `size()` | columns, rows |
 //! | `shell(command) -> spans` | the command as highlighted spans `{text, style}` (bash tool rows) |
 //! | `screen()` | the rows on screen as last painted (tests) |
@@ -235,6 +239,25 @@ fn highlight_task(ui: &SharedUi, color: bool) -> JoinHandle<()> {
     })
 }
 
+/// The terminal's background from `COLORFGBG`: "dark", "light" or None.
+fn background_env() -> Option<&'static str> {
+    let v = std::env::var("COLORFGBG").ok()?;
+    crate::native::term::input::colorfgbg(&v).map(|dark| if dark { "dark" } else { "light" })
+}
+
+/// Inline mode: erases the band (writing every remaining row to scrollback first when `all`)
+/// so the shell, an editor or the next program starts below the transcript.
+fn leave_inline(u: &Ui, all: bool) {
+    let mut s = u.screen.borrow_mut();
+    if !s.is_inline() || !setup::active() {
+        return;
+    }
+    let mut bytes = Vec::new();
+    s.finish_inline(all, &mut bytes);
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&bytes).and_then(|_| out.flush());
+}
+
 fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     match input {
@@ -257,6 +280,11 @@ fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
             t.set("height", h)?;
         }
         Input::FocusGained => t.set("type", "focus")?,
+        Input::Mouse { .. } => t.set("type", "mouse")?,
+        Input::Background { dark } => {
+            t.set("type", "background")?;
+            t.set("dark", dark)?;
+        }
     }
     Ok(t)
 }
@@ -302,24 +330,51 @@ pub fn osc52(text: &str, tmux: bool) -> String {
 fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
     m.set(
         "open",
-        lua.create_function(|lua, ()| {
+        lua.create_function(|lua, opts: Option<Table>| {
             if let Some(u) = lua.app_data_ref::<SharedUi>() {
                 if !u.closed.get() {
                     return Ok(());
                 }
             }
+            let get = |k: &str| {
+                opts.as_ref()
+                    .and_then(|o| o.get::<Option<bool>>(k).ok().flatten())
+                    .unwrap_or(false)
+            };
+            let (inline, mouse) = (get("inline"), get("mouse"));
             setup::install_panic_hook();
             let (w, h) = setup::size().unwrap_or((80, 24));
+            setup::set_inline(inline);
+            setup::set_mouse(mouse).map_err(mlua::Error::external)?;
             setup::enter().map_err(mlua::Error::external)?;
             let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let mut screen = Screen::new(w, h, color);
+            if inline {
+                // Zellij's scroll regions do not feed its scrollback: plain newlines there.
+                screen.set_inline(std::env::var_os("ZELLIJ").is_none());
+            }
             let ui: SharedUi = Rc::new(Ui {
-                screen: RefCell::new(Screen::new(w, h, color)),
+                screen: RefCell::new(screen),
                 wake: Notify::new(),
                 decoder: Mutex::new(Decoder::default()),
                 closed: Cell::new(false),
                 paused: Cell::new(false),
                 tasks: RefCell::new(Vec::new()),
             });
+            // The background colour, when COLORFGBG does not tell: ask (OSC 11) without
+            // waiting; the answer comes through the input as a `background` event.
+            if background_env().is_none() {
+                if let Ok(mut d) = ui.decoder.try_lock() {
+                    let mut out = std::io::stdout().lock();
+                    if out
+                        .write_all(b"\x1b]11;?\x07")
+                        .and_then(|_| out.flush())
+                        .is_ok()
+                    {
+                        d.asked_background();
+                    }
+                }
+            }
             let mut tasks = signal_tasks(&ui);
             tasks.push(highlight_task(&ui, color));
             tasks.push(tokio::task::spawn_local(paint_loop(Rc::downgrade(&ui))));
@@ -338,6 +393,9 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 for t in u.tasks.borrow().iter() {
                     t.abort();
                 }
+                // Inline: what is left of the transcript goes to scrollback, the band goes,
+                // the cursor ends below the last row.
+                leave_inline(&u, true);
                 setup::restore();
             }
             Ok(())
@@ -347,12 +405,29 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         "next",
         lua.create_async_function(|lua, ()| async move {
             let u = ui(&lua)?;
-            let input = {
-                let mut d = u.decoder.lock().await;
-                d.next().await
-            };
-            let Some(input) = input else {
-                return Ok(Value::Nil);
+            let input = loop {
+                let input = {
+                    let mut d = u.decoder.lock().await;
+                    d.next().await
+                };
+                let Some(input) = input else {
+                    return Ok(Value::Nil);
+                };
+                // Mouse mode: selections are native; only a copy is reported.
+                let Input::Mouse { kind, col, row } = input else {
+                    break input;
+                };
+                let text = u.screen.borrow_mut().mouse(kind, col, row);
+                u.wake.notify_one();
+                if let Some(text) = text {
+                    let seq = osc52(&text, std::env::var_os("TMUX").is_some());
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(seq.as_bytes()).and_then(|_| out.flush());
+                    let t = lua.create_table()?;
+                    t.set("type", "copied")?;
+                    t.set("chars", text.chars().count())?;
+                    return Ok(Value::Table(t));
+                }
             };
             if let Input::Resize(w, h) = input {
                 u.screen.borrow_mut().resize(w, h);
@@ -426,6 +501,45 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         })?,
     )?;
     m.set("top", screen_fn(lua, |s, ()| s.transcript.top())?)?;
+    m.set(
+        "jump",
+        lua.create_function(|lua, id: u64| {
+            let u = ui(lua)?;
+            let ok = {
+                let mut s = u.screen.borrow_mut();
+                let (w, h) = (s.size().0 as usize, s.page());
+                s.transcript.jump(id, w, h)
+            };
+            u.changed();
+            Ok(ok)
+        })?,
+    )?;
+    m.set(
+        "find",
+        lua.create_function(|lua, needle: String| {
+            let u = ui(lua)?;
+            let n = u.screen.borrow_mut().transcript.find(&needle);
+            u.changed();
+            Ok(n)
+        })?,
+    )?;
+    m.set(
+        "find_step",
+        lua.create_function(|lua, forward: bool| {
+            let u = ui(lua)?;
+            let at = {
+                let mut s = u.screen.borrow_mut();
+                let (w, h) = (s.size().0 as usize, s.page());
+                s.transcript.find_step(forward, w, h)
+            };
+            u.changed();
+            Ok(at.map(|(i, n)| vec![i, n]))
+        })?,
+    )?;
+    m.set(
+        "find_clear",
+        screen_fn(lua, |s, ()| s.transcript.search = None)?,
+    )?;
     m.set("bottom", screen_fn(lua, |s, ()| s.transcript.follow())?)?;
     m.set(
         "page",
@@ -455,6 +569,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         "suspend",
         lua.create_function(|lua, ()| {
             let u = ui(lua)?;
+            leave_inline(&u, false);
             setup::suspend().map_err(mlua::Error::external)?;
             if let Ok((w, h)) = setup::size() {
                 u.screen.borrow_mut().resize(w, h);
@@ -496,6 +611,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 return Ok((None, Some(format!("cannot write the temp file: {e}"))));
             }
             u.paused.set(true);
+            leave_inline(&u, false);
             setup::restore();
             // Through the shell, so EDITOR="code --wait" works; the terminal is the editor's.
             let status = tokio::process::Command::new("/bin/sh")
@@ -520,6 +636,17 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 Ok(st) => Ok((None, Some(format!("{editor} exited with {st}")))),
                 Err(e) => Ok((None, Some(format!("cannot run {editor}: {e}")))),
             }
+        })?,
+    )?;
+    m.set(
+        "background",
+        lua.create_function(|_, ()| Ok(background_env()))?,
+    )?;
+    m.set(
+        "mouse",
+        lua.create_function(|lua, on: bool| {
+            let _ = ui(lua)?;
+            setup::set_mouse(on).map_err(mlua::Error::external)
         })?,
     )?;
     m.set(

@@ -94,7 +94,8 @@ pub fn system_prompt(inner: &Inner, agent: &Agent) -> String {
     }
 }
 
-/// Tools as providers see them: `{name, description, parameters}` of every active tool.
+/// Tools as providers see them: `{name, description, parameters}` of every active tool, less
+/// those with `exposure = "search"` (offered once their owner flips it to `direct`).
 pub fn tool_specs(lua: &Lua, inner: &Inner) -> mlua::Result<Table> {
     let out = lua.create_table()?;
     let filter = inner.tool_filter.borrow();
@@ -107,6 +108,15 @@ pub fn tool_specs(lua: &Lua, inner: &Inner) -> mlua::Result<Table> {
         .map(|c| c.spec.clone())
         .collect();
     for spec in specs {
+        if spec
+            .get::<Option<String>>("exposure")
+            .ok()
+            .flatten()
+            .as_deref()
+            == Some("search")
+        {
+            continue;
+        }
         let t = lua.create_table()?;
         t.set("name", spec.get::<Value>("name")?)?;
         t.set("description", spec.get::<Value>("description")?)?;

@@ -260,7 +260,13 @@ pub fn decide(req: &Request) -> Decision {
     }
 
     let command = req.args.get("command").and_then(Value::as_str);
-    if req.risk == Risk::Shell || (fam == Family::Shell && command.is_some()) {
+    // A command is analysed; a shell-risk tool with no command to analyse (an MCP server's
+    // tool, job_kill) is judged as a whole below: the mode decides (default mode asks).
+    let analyse = match command {
+        Some(_) => req.risk == Risk::Shell || fam == Family::Shell,
+        None => req.risk == Risk::Shell && fam == Family::Shell,
+    };
+    if analyse {
         let cwd = cwd_arg(req.args, req.workspace);
         let ctx = ShellContext {
             cwd,

@@ -503,6 +503,8 @@ pub struct MdDoc {
     wrapped: Vec<Line>,
     wrapped_width: usize,
     wrapped_lines: usize,
+    /// The row in `wrapped` where each stable line starts.
+    starts: Vec<usize>,
     /// Wrapped rows of the tail, for (tail version, width).
     tail: Vec<Line>,
     tail_key: Option<(usize, usize, Option<u64>)>,
@@ -620,11 +622,13 @@ impl MdDoc {
         }
         if self.wrapped_width != width {
             self.wrapped.clear();
+            self.starts.clear();
             self.wrapped_lines = 0;
             self.wrapped_width = width;
             self.tail_key = None;
         }
         for l in &self.stable[self.wrapped_lines..] {
+            self.starts.push(self.wrapped.len());
             self.wrapped.extend(l.wrap(width));
         }
         self.wrapped_lines = self.stable.len();
@@ -650,9 +654,28 @@ impl MdDoc {
         }
     }
 
+    /// Every logical line, the unfinished tail's too (selection maps rows back to them).
+    pub fn lines(&self) -> Vec<MdLine> {
+        let mut out = self.stable.clone();
+        out.extend(self.tail_lines());
+        out
+    }
+
+    /// Logical lines parsed for good (before the last block boundary).
+    pub fn stable_lines(&self) -> usize {
+        self.stable.len()
+    }
+
+    /// The row where stable line `line` starts (the row count of the stable part for
+    /// `line >= stable_lines()`), after [`MdDoc::layout`].
+    pub fn row_offset(&self, line: usize) -> usize {
+        self.starts.get(line).copied().unwrap_or(self.wrapped.len())
+    }
+
     /// Drops the wrap caches (memory), keeping the parse.
     pub fn shrink(&mut self) {
         self.wrapped = Vec::new();
+        self.starts = Vec::new();
         self.wrapped_lines = 0;
         self.wrapped_width = 0;
         self.tail = Vec::new();

@@ -2,6 +2,8 @@
 //!
 //! - [`setup`]: terminal modes (raw, alternate screen, bracketed paste, keyboard enhancement,
 //!   alternate scroll) and their restore on every exit path (drop, panic, signals, suspend).
+//! - [`inline`]: inline mode's writer (finished rows into the terminal's scrollback, a
+//!   redrawn bottom band).
 //! - [`input`]: decoding crossterm events into normalised key names and paste/resize events.
 //! - [`style`]: the serialisable styles and styled spans/lines the layout speaks.
 //! - [`width`]: display width and wrapping by grapheme clusters.
@@ -19,6 +21,7 @@
 
 pub mod diff;
 pub mod highlight;
+pub mod inline;
 pub mod input;
 pub mod layout;
 pub mod markdown;

@@ -23,6 +23,8 @@ pub struct Frame {
     pub busy_slot: Option<(u16, u16, u16)>,
     /// Rows the transcript got.
     pub transcript_rows: u16,
+    /// Of those, the rows with transcript content (from row 1).
+    pub transcript_used: u16,
 }
 
 /// Per-frame inputs that are not in the layout.
@@ -147,6 +149,7 @@ pub fn compose(layout: &Layout, transcript: &mut Transcript, w: u16, h: u16, ctx
             cursor: None,
             busy_slot: None,
             transcript_rows: 0,
+            transcript_used: 0,
         };
     }
     // Status row.
@@ -273,9 +276,13 @@ pub fn compose(layout: &Layout, transcript: &mut Transcript, w: u16, h: u16, ctx
     // The transcript between the status row and whatever is below.
     let th = bottom.saturating_sub(1);
     let rows = transcript.visible(w as usize, th as usize);
+    let needle = transcript.search.as_ref().map(|s| s.needle.as_str());
     // Short transcripts sit at the top.
     for (i, r) in rows.iter().enumerate() {
-        put_line(&mut buf, 0, 1 + i as u16, r, w, color);
+        match needle {
+            Some(n) => put_line(&mut buf, 0, 1 + i as u16, &highlight(r, n), w, color),
+            None => put_line(&mut buf, 0, 1 + i as u16, r, w, color),
+        };
     }
     if transcript.new_below > 0 && th > 0 {
         let mark = format!(" ↓ {} new ", transcript.new_below);
@@ -298,7 +305,45 @@ pub fn compose(layout: &Layout, transcript: &mut Transcript, w: u16, h: u16, ctx
         cursor,
         busy_slot,
         transcript_rows: th,
+        transcript_used: rows.len() as u16,
     }
+}
+
+/// `line` with every occurrence of `needle` (ASCII lower-case; ignoring ASCII case) shown
+/// reversed (the `/find` matches on screen).
+pub fn highlight(line: &Line, needle: &str) -> Line {
+    let text = line.text();
+    let hits: Vec<usize> = super::transcript::find_ci(&text, needle).collect();
+    if hits.is_empty() {
+        return line.clone();
+    }
+    let mut out = Line::default();
+    let mut pos = 0;
+    for s in &line.spans {
+        let end = pos + s.text.len();
+        let mut at = pos;
+        while at < end {
+            // The match covering `at`, or the next one starting inside this span.
+            let inside = hits.iter().find(|&&h| h <= at && at < h + needle.len());
+            let cut = match inside {
+                Some(&h) => (h + needle.len()).min(end),
+                None => hits
+                    .iter()
+                    .find(|&&h| h > at && h < end)
+                    .copied()
+                    .unwrap_or(end),
+            };
+            let style = if inside.is_some() {
+                s.style.reverse()
+            } else {
+                s.style
+            };
+            out.push(&text[at..cut], style);
+            at = cut;
+        }
+        pos = end;
+    }
+    out
 }
 
 fn join(items: &[Span]) -> Line {

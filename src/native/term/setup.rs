@@ -1,4 +1,5 @@
-//! Terminal modes and their restore. [`enter`] turns on raw mode, the alternate screen,
+//! Terminal modes and their restore. [`enter`] turns on raw mode, the alternate screen (not in
+//! inline mode, [`set_inline`]), mouse reporting when asked ([`set_mouse`]),
 //! bracketed paste, alternate scroll (`?1007h`: the wheel scrolls as arrow keys without
 //! capturing the mouse, so native selection keeps working) and the kitty keyboard protocol's
 //! "disambiguate" flag (terminals without it ignore the sequence; no query, so no startup
@@ -10,10 +11,43 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+static INLINE: AtomicBool = AtomicBool::new(false);
+static MOUSE: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
 pub const ENTER: &[u8] = b"\x1b[?1049h\x1b[?2004h\x1b[?1007h\x1b[>1u\x1b[H\x1b[2J";
 pub const LEAVE: &[u8] = b"\x1b[<1u\x1b[?1007l\x1b[?2004l\x1b[0m\x1b[?25h\x1b[?1049l";
+/// Inline mode: the main screen stays (its scrollback is the transcript's); no clear.
+pub const ENTER_INLINE: &[u8] = b"\x1b[?2004h\x1b[>1u";
+pub const LEAVE_INLINE: &[u8] = b"\x1b[<1u\x1b[?2004l\x1b[0m\x1b[?25h";
+/// Mouse reporting (button presses, drags, the wheel) in SGR encoding.
+pub const MOUSE_ON: &[u8] = b"\x1b[?1002h\x1b[?1006h";
+pub const MOUSE_OFF: &[u8] = b"\x1b[?1006l\x1b[?1002l";
+
+/// Chooses inline mode (no alternate screen) for the next [`enter`].
+pub fn set_inline(on: bool) {
+    INLINE.store(on, Ordering::SeqCst);
+}
+
+pub fn inline() -> bool {
+    INLINE.load(Ordering::SeqCst)
+}
+
+/// Turns mouse reporting on or off now (and on every later [`enter`]); [`restore`] turns it
+/// off.
+pub fn set_mouse(on: bool) -> std::io::Result<()> {
+    MOUSE.store(on, Ordering::SeqCst);
+    if active() {
+        let mut out = std::io::stdout().lock();
+        out.write_all(if on { MOUSE_ON } else { MOUSE_OFF })?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+pub fn mouse() -> bool {
+    MOUSE.load(Ordering::SeqCst)
+}
 
 /// Whether the terminal is in fen's modes now.
 pub fn active() -> bool {
@@ -24,7 +58,10 @@ pub fn active() -> bool {
 pub fn enter() -> std::io::Result<()> {
     crossterm::terminal::enable_raw_mode()?;
     let mut out = std::io::stdout().lock();
-    out.write_all(ENTER)?;
+    out.write_all(if inline() { ENTER_INLINE } else { ENTER })?;
+    if mouse() {
+        out.write_all(MOUSE_ON)?;
+    }
     out.flush()?;
     ACTIVE.store(true, Ordering::SeqCst);
     Ok(())
@@ -37,7 +74,10 @@ pub fn restore() {
     }
     // Best effort: the terminal may be gone (SIGHUP).
     let mut out = std::io::stdout();
-    let _ = out.write_all(LEAVE);
+    if mouse() {
+        let _ = out.write_all(MOUSE_OFF);
+    }
+    let _ = out.write_all(if inline() { LEAVE_INLINE } else { LEAVE });
     let _ = out.flush();
     let _ = crossterm::terminal::disable_raw_mode();
 }

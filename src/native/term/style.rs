@@ -5,9 +5,10 @@
 use ratatui_core::style::{Color as RColor, Modifier, Style as RStyle};
 use serde::{Deserialize, Serialize};
 
-/// One of the 16 base terminal colours (or the terminal default).
+/// One of the 16 base terminal colours (or the terminal default); user themes may also name
+/// a 256-colour index (`0`..`255`) or a 24-bit colour (`"#rrggbb"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "ColorRepr")]
 pub enum Color {
     Default,
     Black,
@@ -26,6 +27,59 @@ pub enum Color {
     BrightMagenta,
     BrightCyan,
     BrightWhite,
+    /// A 256-colour palette index.
+    Indexed(u8),
+    /// A 24-bit colour.
+    Rgb(u8, u8, u8),
+}
+
+/// How a colour is spelled in a description: a name, `#rrggbb`, or a palette index.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ColorRepr {
+    Index(u8),
+    Name(String),
+}
+
+impl TryFrom<ColorRepr> for Color {
+    type Error = String;
+    fn try_from(r: ColorRepr) -> Result<Color, String> {
+        let name = match r {
+            ColorRepr::Index(i) => return Ok(Color::Indexed(i)),
+            ColorRepr::Name(n) => n,
+        };
+        if let Some(hex) = name.strip_prefix('#') {
+            let v = (hex.len() == 6)
+                .then(|| u32::from_str_radix(hex, 16).ok())
+                .flatten()
+                .ok_or_else(|| format!("bad colour {name:?}: use #rrggbb"))?;
+            return Ok(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
+        }
+        const NAMES: [(&str, Color); 17] = [
+            ("default", Color::Default),
+            ("black", Color::Black),
+            ("red", Color::Red),
+            ("green", Color::Green),
+            ("yellow", Color::Yellow),
+            ("blue", Color::Blue),
+            ("magenta", Color::Magenta),
+            ("cyan", Color::Cyan),
+            ("white", Color::White),
+            ("bright-black", Color::BrightBlack),
+            ("bright-red", Color::BrightRed),
+            ("bright-green", Color::BrightGreen),
+            ("bright-yellow", Color::BrightYellow),
+            ("bright-blue", Color::BrightBlue),
+            ("bright-magenta", Color::BrightMagenta),
+            ("bright-cyan", Color::BrightCyan),
+            ("bright-white", Color::BrightWhite),
+        ];
+        NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| *c)
+            .ok_or_else(|| format!("unknown colour {name:?}"))
+    }
 }
 
 impl Color {
@@ -48,6 +102,8 @@ impl Color {
             Color::BrightMagenta => RColor::LightMagenta,
             Color::BrightCyan => RColor::LightCyan,
             Color::BrightWhite => RColor::White,
+            Color::Indexed(i) => RColor::Indexed(i),
+            Color::Rgb(r, g, b) => RColor::Rgb(r, g, b),
         }
     }
 }

@@ -92,7 +92,7 @@ impl Writer {
     }
 }
 
-fn sgr(cell: &Cell, out: &mut Vec<u8>) {
+pub(crate) fn sgr(cell: &Cell, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\x1b[0");
     for (bit, code) in [
         (Modifier::BOLD, ";1"),

@@ -4,20 +4,21 @@
 local native = require("fen.native")
 
 return function(api)
-  local active = false
+  -- In api.state(): handlers re-registered by /reload must see the run that is going on.
+  local S = api.state()
   api.on("*", function(ev)
-    if not active then return end
+    if not S.active then return end
     io.stdout:write(native.json.encode(ev), "\n")
     io.stdout:flush()
   end)
 
   api.register("presenter", {
     name = "json",
-    init = function() active = true end,
+    init = function() S.active = true end,
     run = function(ctx)
-      active = true
+      S.active = true
       local r = api.turn.submit(ctx.prompt or "")
-      active = false
+      S.active = false
       local usage = { input = 0, output = 0, cache_read = 0, cache_write = 0 }
       local messages = api.turn.messages() or {}
       local stop_reason

@@ -6,9 +6,10 @@
 local rows = require("fen.lib.rows")
 
 return function(api)
-  local active = false
+  -- In api.state(): handlers re-registered by /reload must see the run that is going on.
+  local S = api.state()
   local function progress(line)
-    if not active then return end
+    if not S.active then return end
     io.stderr:write(line, "\n")
     io.stderr:flush()
   end
@@ -47,7 +48,7 @@ return function(api)
   api.register("presenter", {
     name = "print",
     run = function(ctx)
-      active = true
+      S.active = true
       local r = api.turn.submit(ctx.prompt or "")
       report_tokens()
       if r.status == "ok" then

@@ -8,39 +8,41 @@ local native = require("fen.native")
 local rows = require("fen.lib.rows")
 
 return function(api)
-  local active, streaming = false, false
+  -- Kept in api.state(): after /reload these handlers are new closures while run() goes on in
+  -- the old one, so plain upvalues would leave the new handlers inactive (nothing printed).
+  local S = api.state()
   local function out(s)
     io.stdout:write(s)
     io.stdout:flush()
   end
   local function end_stream()
-    if streaming then
+    if S.streaming then
       out("\n")
-      streaming = false
+      S.streaming = false
     end
   end
   api.on("assistant-text-delta", function(ev)
-    if not active then return end
-    if not streaming then
+    if not S.active then return end
+    if not S.streaming then
       out("ai> ")
-      streaming = true
+      S.streaming = true
     end
     out(ev.delta)
   end)
-  api.on("llm-end", function() if active then end_stream() end end)
+  api.on("llm-end", function() if S.active then end_stream() end end)
   api.on("tool-call", function(ev)
-    if active then out("tool> run " .. rows.call_summary(ev.tool_call) .. "\n") end
+    if S.active then out("tool> run " .. rows.call_summary(ev.tool_call) .. "\n") end
   end)
-  api.on("tool-result", function(ev) if active then out(rows.result_row(ev.result) .. "\n") end end)
+  api.on("tool-result", function(ev) if S.active then out(rows.result_row(ev.result) .. "\n") end end)
   api.on("provider-retry", function(ev)
-    if active then
+    if S.active then
       out(string.format("info> attempt %d/%d failed (%s); retrying in %.1fs\n", ev.attempt, ev.max_attempts, ev.reason, ev.delay_ms / 1000))
     end
   end)
-  api.on("info", function(ev) if active then out("info> " .. (ev.info or ev.text or "") .. "\n") end end)
-  api.on("error", function(ev) if active then out("err> " .. ev.error .. "\n") end end)
+  api.on("info", function(ev) if S.active then out("info> " .. (ev.info or ev.text or "") .. "\n") end end)
+  api.on("error", function(ev) if S.active then out("err> " .. ev.error .. "\n") end end)
   api.on("extension-error", function(ev)
-    if active then out(string.format("err> extension %s failed in %s: %s\n", tostring(ev.owner), tostring(ev.event), ev.error)) end
+    if S.active then out(string.format("err> extension %s failed in %s: %s\n", tostring(ev.owner), tostring(ev.event), ev.error)) end
   end)
 
   --- One answer line from the person (nil at end of input). Without a terminal the line
@@ -91,7 +93,7 @@ return function(api)
       end
     end,
     run = function(ctx)
-      active = true
+      S.active = true
       local line_in = native.line
       local interactive = line_in.interactive()
       if interactive then out("fen " .. native.version .. ": type a task, /help for commands, Ctrl-D or /quit to quit\n") end

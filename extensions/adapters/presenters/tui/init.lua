@@ -43,6 +43,24 @@ return function(api)
     return string.format("%.1fM", n / 1000000)
   end
 
+  --- The transcript blocks of the user's messages, oldest first (Ctrl-G, /jump).
+  S.user_blocks = S.user_blocks or {}
+  function impl.remember_user(id, text)
+    S.user_blocks[#S.user_blocks + 1] = { id = id, text = text }
+  end
+
+  --- settings.json's `tui` table ({} when absent or unreadable).
+  function impl.settings()
+    local path = (native.paths and native.paths.config_dir or "") .. "/settings.json"
+    local fh = io.open(path, "rb")
+    if not fh then return {} end
+    local text = fh:read("a")
+    fh:close()
+    local ok, v = pcall(native.json.decode, text)
+    if ok and type(v) == "table" and type(v.tui) == "table" then return v.tui end
+    return {}
+  end
+
   ---------------------------------------------------------------------------------------------
   -- Transcript blocks.
   local function open() return S.open end
@@ -84,7 +102,12 @@ return function(api)
     return table.concat(lines, "\n", from)
   end
 
+  --- The streaming answer and thinking are done: in inline mode they may now go to scrollback.
   local function end_text()
+    if S.open then
+      if S.cur_text then pcall(term.update, S.cur_text, { live = false }) end
+      if S.cur_think then pcall(term.update, S.cur_think, { live = false }) end
+    end
     S.cur_text = nil
     S.cur_think = nil
   end
@@ -142,7 +165,14 @@ return function(api)
       if lines[#lines] == "" then lines[#lines] = nil end
     elseif type(out) == "table" then
       for _, l in ipairs(out) do
-        if type(l) == "string" or type(l) == "table" then lines[#lines + 1] = l else lines[#lines + 1] = tostring(l) end
+        -- A row is a string, a list of spans, or one span ({text = ..., style = ...}).
+        if type(l) == "table" and l.text ~= nil then
+          lines[#lines + 1] = { l }
+        elseif type(l) == "string" or type(l) == "table" then
+          lines[#lines + 1] = l
+        else
+          lines[#lines + 1] = tostring(l)
+        end
       end
     end
     return lines
@@ -257,7 +287,8 @@ return function(api)
   api.on("user", function(ev)
     if not open() then return end
     end_text()
-    term.push({ kind = "user", text = ev.line, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
+    local id = term.push({ kind = "user", text = ev.line, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
+    impl.remember_user(id, ev.line)
   end)
 
   api.on("llm-start", function() end_text() end)
@@ -267,7 +298,7 @@ return function(api)
     if not S.cur_think then
       S.cur_think = term.push({
         kind = "thinking", head = { { text = "✻ thinking", style = style.thinking } }, text = "",
-        style = style.thinking, folded = not S.thinking_shown, gap = true,
+        style = style.thinking, folded = not S.thinking_shown, gap = true, live = true,
       })
     end
     term.append(S.cur_think, ev.delta)
@@ -276,7 +307,7 @@ return function(api)
   api.on("assistant-text-delta", function(ev)
     if not open() then return end
     if not S.cur_text then
-      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true })
+      S.cur_text = term.push({ kind = "assistant", markdown = true, text = "", gap = true, live = true, style = style.assistant })
     end
     term.append(S.cur_text, ev.delta)
   end)
@@ -297,7 +328,7 @@ return function(api)
     end_text()
     local call = ev.tool_call or {}
     local head = toolrows.call_head(call, term, style) or tool_row("tool> run " .. rows.call_summary(call))
-    local id = term.push({ kind = "tool-live", head = head, text = "", style = nil })
+    local id = term.push({ kind = "tool-live", head = head, text = "", live = true })
     S.tools[call.id or ""] = { id = id, out = "", call = call }
   end)
 
@@ -319,7 +350,7 @@ return function(api)
       local first = body:match("^[^\n]*") or ""
       if first ~= "" then row = row .. "  " .. first:sub(1, 120) end
     end
-    local spec = { kind = "tool", head = tool_row(row), text = preview(body), folded = not S.expanded, style = {} }
+    local spec = { kind = "tool", head = tool_row(row), text = preview(body), folded = not S.expanded, style = {}, live = false }
     toolrows.decorate(spec, r, t and t.call, term, style)
     if t then
       term.update(t.id, spec)
@@ -349,6 +380,11 @@ return function(api)
   api.on("agent-turn-complete", function(ev)
     if not open() then return end
     end_text()
+    -- Tool rows whose result never came (a cancelled turn) are final now.
+    for k, t in pairs(S.tools) do
+      pcall(term.update, t.id, { live = false })
+      S.tools[k] = nil
+    end
     local u = S.usage
     if (u.input or 0) + (u.output or 0) > 0 then
       local text = string.format("↳ %s in · %s out", human(u.input), human(u.output))
@@ -386,6 +422,7 @@ return function(api)
     impl2.reinit()
   end)
   api.on("reset-conversation", function()
+    S.user_blocks = {}
     if open() then term.clear() end
   end)
 
@@ -610,7 +647,8 @@ return function(api)
       if line:sub(1, 1) == ">" then kind, text = "follow-up", line:sub(2):gsub("^%s+", "") end
       local q = S.queued[kind]
       q[#q + 1] = text
-      term.push({ kind = "user", text = text, prefix = { { text = kind == "steering" and "» " or "> ", style = style.queued } }, cont = "  ", style = style.dim, gap = true })
+      local id = term.push({ kind = "user", text = text, prefix = { { text = kind == "steering" and "» " or "> ", style = style.queued } }, cont = "  ", style = style.dim, gap = true })
+      impl.remember_user(id, text)
       api.turn.submit(text, { when_busy = kind })
       refresh()
       return
@@ -737,7 +775,7 @@ return function(api)
 
   local simple = {
     ["ctrl-a"] = editor.home, home = nil, ["ctrl-e"] = editor["end"],
-    ["ctrl-b"] = editor.left, left = editor.left, ["ctrl-f"] = editor.right, right = editor.right,
+    ["ctrl-b"] = editor.left, left = editor.left, right = editor.right,
     ["ctrl-w"] = editor.kill_word, ["alt-backspace"] = editor.kill_word, ["ctrl-u"] = editor.kill_start,
     ["ctrl-k"] = editor.kill_end, ["alt-b"] = editor.word_left, ["alt-f"] = editor.word_right,
     ["ctrl-left"] = editor.word_left, ["ctrl-right"] = editor.word_right,
@@ -748,6 +786,14 @@ return function(api)
     if S.hint and key ~= "ctrl-c" then S.hint = nil end
     if key ~= "ctrl-c" then S.armed = nil end
     if S.overlay then return overlay_key(key) end
+    if S.finding and S.ed.text == "" and (key == "n" or key == "N" or key == "esc") then
+      if key == "esc" then
+        impl.find_done()
+      else
+        impl.find_step(key == "n")
+      end
+      return layout()
+    end
     local ctl = S.controls and S.controls[key]
     if ctl then
       local ok, err = pcall(ctl.handler, ctx_for_extensions())
@@ -788,17 +834,25 @@ return function(api)
     elseif key == "down" then
       history_step(1)
     elseif key == "pgup" then
-      term.scroll(-math.max(1, term.page() - 1))
+      if not S.inline then term.scroll(-math.max(1, term.page() - 1)) end
     elseif key == "pgdn" then
-      term.scroll(math.max(1, term.page() - 1))
+      if not S.inline then term.scroll(math.max(1, term.page() - 1)) end
     elseif key == "home" then
-      if S.ed.text == "" then term.top() else editor.home(S.ed) end
+      if S.ed.text == "" then
+        if not S.inline then term.top() end
+      else
+        editor.home(S.ed)
+      end
     elseif key == "end" then
       if S.ed.text == "" then term.bottom() else editor["end"](S.ed) end
     elseif key == "ctrl-o" then
       toggle_expand()
     elseif key == "ctrl-t" then
       toggle_thinking()
+    elseif key == "ctrl-f" then
+      if S.ed.text == "" then editor.set(S.ed, "/find ") else editor.right(S.ed) end
+    elseif key == "ctrl-g" then
+      impl.jump_last_user()
     elseif key == "ctrl-l" then
       term.redraw()
     elseif key == "ctrl-z" then
@@ -848,9 +902,15 @@ return function(api)
     elseif ev.type == "paste" then
       impl.paste(ev.text)
     elseif ev.type == "wheel" then
-      term.scroll(ev.up and -ev.n or ev.n)
+      if not S.inline then term.scroll(ev.up and -ev.n or ev.n) end
     elseif ev.type == "resize" then
       layout()
+    elseif ev.type == "background" then
+      -- The terminal said its background (OSC 11): its palette, unless the user chose one.
+      S.theme_base = style.apply(S.user_theme, ev.dark and "dark" or "light")
+      refresh()
+    elseif ev.type == "copied" then
+      notice(string.format("copied %d characters", ev.chars), style.info)
     end
   end
 
@@ -869,11 +929,12 @@ return function(api)
         if type(content) == "table" then
           for _, b in ipairs(content) do if b.type == "text" then text = text .. (b.text or "") end end
         end
-        term.push({ kind = "user", text = text, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
+        local id = term.push({ kind = "user", text = text, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
+        impl.remember_user(id, text)
       elseif m.role == "assistant" then
         for _, b in ipairs(content or {}) do
           if b.type == "text" and b.text ~= "" then
-            term.push({ kind = "assistant", markdown = true, text = b.text, gap = true })
+            term.push({ kind = "assistant", markdown = true, text = b.text, gap = true, style = style.assistant })
           elseif b.type == "thinking" then
             term.push({ kind = "thinking", head = { { text = "✻ thinking", style = style.thinking } }, text = b.thinking or "", style = style.thinking, folded = not S.thinking_shown, gap = true })
           elseif b.type == "tool-call" then
@@ -903,21 +964,138 @@ return function(api)
     end,
   })
 
+  --- The answers' texts, oldest first.
+  local function answers()
+    local out = {}
+    for _, m in ipairs(api.turn.messages() or {}) do
+      if m.role == "assistant" then
+        local parts = {}
+        for _, b in ipairs(m.content or {}) do if b.type == "text" then parts[#parts + 1] = b.text end end
+        if #parts > 0 then out[#out + 1] = table.concat(parts) end
+      end
+    end
+    return out
+  end
+
+  --- The body of the last fenced code block in `text`, or nil.
+  local function last_code(text)
+    local found
+    local body, fence
+    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+      local f = line:match("^%s*(```+)") or line:match("^%s*(~~~+)")
+      if fence then
+        if f and f:sub(1, 1) == fence:sub(1, 1) and #f >= #fence and line:match("^%s*[`~]+%s*$") then
+          found = table.concat(body, "\n")
+          fence = nil
+        else
+          body[#body + 1] = line
+        end
+      elseif f then
+        fence, body = f, {}
+      end
+    end
+    return found
+  end
+
+  local function copied(text)
+    term.copy(text)
+    return string.format("copied %d characters", utf8.len(text) or #text)
+  end
+
   api.register("command", {
     name = "copy",
-    description = "Copy the last answer to the clipboard (OSC 52; passes through tmux).",
-    handler = function()
-      local last
-      for _, m in ipairs(api.turn.messages() or {}) do
-        if m.role == "assistant" then
-          local parts = {}
-          for _, b in ipairs(m.content or {}) do if b.type == "text" then parts[#parts + 1] = b.text end end
-          if #parts > 0 then last = table.concat(parts) end
+    description = "Copy an answer to the clipboard (OSC 52; passes through tmux): /copy the last, /copy N the Nth-last, /copy code the last code block.",
+    handler = function(args)
+      args = (args or ""):match("^%s*(.-)%s*$")
+      local all = answers()
+      if args == "code" then
+        for i = #all, 1, -1 do
+          local code = last_code(all[i])
+          if code then return copied(code) end
         end
+        return "no code block in the answers"
       end
-      if not last then return "nothing to copy yet" end
-      term.copy(last)
-      return string.format("copied %d bytes", #last)
+      local n = args == "" and 1 or tonumber(args)
+      if not n or n < 1 or n % 1 ~= 0 then return "usage: /copy [N] | /copy code" end
+      local text = all[#all - n + 1]
+      if not text then return #all == 0 and "nothing to copy yet" or string.format("there are %d answers", #all) end
+      return copied(text)
+    end,
+  })
+
+  ---------------------------------------------------------------------------------------------
+  -- Navigation: Ctrl-G, /jump, /find (full-screen mode: inline mode's transcript is in the
+  -- terminal's own scrollback, searched and scrolled by the terminal).
+  local INLINE_NAV = "inline mode: the transcript is in your terminal's scrollback (use its search and scrolling)"
+
+  function impl.jump_last_user()
+    if S.inline then S.hint = INLINE_NAV return end
+    local u = S.user_blocks[#S.user_blocks]
+    if u then term.jump(u.id) end
+  end
+
+  function impl.find_step(forward)
+    local at = term.find_step(forward)
+    if at then
+      S.hint = string.format("find %q: %d of %d blocks · n next · N previous · esc done", S.finding, at[1], at[2])
+    end
+  end
+
+  function impl.find_done()
+    S.finding = nil
+    S.hint = nil
+    term.find_clear()
+  end
+
+  api.register("command", {
+    name = "find",
+    description = "Search the transcript (also Ctrl-F); n / N jump between matches, Esc ends.",
+    handler = function(args)
+      if not open() then return "/find works in the TUI" end
+      if S.inline then return INLINE_NAV end
+      local text = (args or ""):match("^%s*(.-)%s*$")
+      if text == "" then impl.find_done() return "usage: /find TEXT" end
+      local n = term.find(text)
+      if n == 0 then
+        impl.find_done()
+        return string.format("%q not found", text)
+      end
+      S.finding = text
+      term.bottom()
+      impl.find_step(false)
+      return nil
+    end,
+  })
+
+  api.register("command", {
+    name = "mouse",
+    description = "Mouse mode on/off: drag to select and copy transcript text (OSC 52), the wheel scrolls; off: your terminal's own selection.",
+    handler = function(args)
+      if not open() then return "/mouse works in the TUI" end
+      if S.inline then return "inline mode: select and copy with your terminal" end
+      local a = (args or ""):match("^%s*(.-)%s*$")
+      if a == "on" then S.mouse = true elseif a == "off" then S.mouse = false else S.mouse = not S.mouse end
+      term.mouse(S.mouse)
+      return S.mouse and "mouse mode on: drag to copy, the wheel scrolls" or "mouse mode off: your terminal selects"
+    end,
+  })
+
+  api.register("command", {
+    name = "jump",
+    description = "Jump to one of your messages (a list, newest first; Ctrl-G: the last one).",
+    handler = function()
+      if not open() then return "/jump works in the TUI" end
+      if S.inline then return INLINE_NAV end
+      local items, ids = {}, {}
+      for i = #S.user_blocks, 1, -1 do
+        local u = S.user_blocks[i]
+        items[#items + 1] = (u.text:gsub("%s+", " ")):sub(1, 80)
+        ids[#ids + 1] = u.id
+      end
+      if #items == 0 then return "no messages yet" end
+      local choice = api.ui.select("Jump to", items)
+      if choice then term.jump(ids[choice]) end
+      return nil
     end,
   })
 
@@ -976,7 +1154,13 @@ return function(api)
     run = function(ctx)
       S.open = true
       S.quit = false
-      term.open()
+      local settings = impl.settings()
+      local ok_opts, opts = pcall(api.kernel.run_options)
+      S.inline = (ok_opts and opts and opts.inline == true) or settings.mode == "inline"
+      S.mouse = settings.mouse == true and not S.inline
+      S.user_theme = settings.theme
+      S.theme_base = style.apply(S.user_theme, term.background())
+      term.open({ inline = S.inline, mouse = S.mouse })
       S.cwd = os.getenv("PWD")
       local ok_msgs, messages = pcall(api.turn.messages)
       if ok_msgs then replay(messages) end

@@ -5,7 +5,8 @@
 --   {"thinking": "...", "text": "..."}   reasoning, then answer
 --   {"tool_calls": [{"name": "read", "arguments": {...}, "id": "optional"}], "text": "optional"}
 --   {"error": "message"}                 the provider call fails
--- Any turn may carry "delay_ms" (a cancellable wait before streaming). A Lua script may return
+-- Any turn may carry "delay_ms" (a cancellable wait before streaming) and "chunk_delay_ms" (a
+-- wait between the 16-byte text deltas, for tests that act while an answer streams). A Lua script may return
 -- a function(n, ctx) that returns the turn.
 local native = require("fen.native")
 
@@ -80,7 +81,10 @@ return function(api)
       if turn.text then
         local i = #content
         emit({ type = "text-start", content_index = i })
-        for _, c in ipairs(chunks(turn.text, 16)) do emit({ type = "text-delta", content_index = i, delta = c }) end
+        for _, c in ipairs(chunks(turn.text, 16)) do
+          if turn.chunk_delay_ms then native.sleep(turn.chunk_delay_ms) end
+          emit({ type = "text-delta", content_index = i, delta = c })
+        end
         emit({ type = "text-end", content_index = i, content = turn.text })
         content[#content + 1] = { type = "text", text = turn.text }
       end

@@ -2,7 +2,9 @@
 -- is judged by the native analyser (`fen.native.policy`: shell syntax, wrappers, paths,
 -- secrets, floors, rules) under the mode, then allowed, denied, or asked:
 --   - interactive presenters answer `ctx.ask` (y once, s session, a always, n no, c cancel);
---   - headless runs never wait: `--on-ask deny` (default) or `allow`.
+--   - headless runs never wait: `--on-ask deny` (default) or `allow`; a subagent child runs
+--     with `--on-ask parent`: the ask goes to the parent fen as a `subagent-ask` JSON line on
+--     stdout and the answer comes back as a `subagent-answer` line on stdin.
 -- Rules come from settings.json: the user's (~/.config/fen/settings.json), the project's
 -- (.fen/settings.json; it may only tighten unless the folder is trusted) and the personal
 -- project file (.fen/settings.local.json, where "always" answers go). Every decision is a line
@@ -217,7 +219,7 @@ return function(api)
       end
       -- Ask.
       local s = state.settings
-      if s.headless then
+      if s.headless and s.on_ask ~= "parent" then
         if s.on_ask == "allow" then
           record(ctx.call_id, name, d, "allow", "headless")
           return nil
@@ -248,7 +250,8 @@ return function(api)
           { label = "n  no", value = "n" },
           { label = "c  no, and cancel the turn", value = "c" },
         }
-        local ok2, answer = pcall(ctx.ask, { kind = "permission", tool = name, question = question,
+        local ask = (s.headless and s.on_ask == "parent") and require("fen.lib.parent_ask").ask or ctx.ask
+        local ok2, answer = pcall(ask, { kind = "permission", tool = name, question = question,
           title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
           items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
         asking = false

@@ -1,0 +1,90 @@
+//! `fen mcp list [--json]`, and [`settle`]: what one-shot commands (`fen list tools`,
+//! `fen tool mcp__...`) run before they read the tools, so MCP servers that connect within
+//! their start-up timeout count.
+
+use super::{block_on, boot, cli::Cli, print_json, stdout};
+use crate::host::Kernel;
+use std::process::ExitCode;
+
+/// Runs the `mcp` companion's `settle` (its introspect entry): connects every configured
+/// server, or only the one `tool` belongs to, waits within their start-up timeouts and
+/// registers their tools. Nothing when the companion is not loaded.
+pub(crate) async fn settle(kernel: &Kernel, tool: Option<&str>) {
+    let f = kernel
+        .inner
+        .registry
+        .borrow()
+        .active("introspect")
+        .iter()
+        .find(|c| c.owner == "mcp" && c.name.as_deref() == Some("mcp"))
+        .and_then(|c| {
+            c.spec
+                .get::<Option<mlua::Function>>("settle")
+                .ok()
+                .flatten()
+        });
+    let Some(f) = f else {
+        return;
+    };
+    let run = async {
+        let opts = kernel.lua.create_table()?;
+        opts.set("trusted", kernel.inner.project_trusted.get())?;
+        opts.set("tool", tool)?;
+        f.call_async::<()>(opts).await
+    };
+    if let Err(e) = run.await {
+        eprintln!("fen: the mcp companion failed: {e}");
+    }
+}
+
+/// `fen mcp list [--json]`.
+pub(super) fn list(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
+    let kernel = boot(cli)?;
+    block_on(settle(&kernel, None))?;
+    let servers = crate::native::mcp::global().servers();
+    if json {
+        let rows: Vec<serde_json::Value> = servers
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name,
+                    "status": s.status.as_str(),
+                    "transport": s.transport,
+                    "error": s.error,
+                    "log": s.log,
+                    "source": s.source,
+                    "tools": s.tools.iter().map(|t| serde_json::json!({
+                        "name": t.name, "mcp_name": t.mcp_name,
+                        "description": t.description, "read_only": t.read_only,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        print_json(&serde_json::Value::Array(rows))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if servers.is_empty() {
+        stdout("no MCP servers configured (~/.config/fen/mcp.json, .mcp.json, .fen/mcp.json)\n")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = String::new();
+    for s in &servers {
+        out.push_str(&format!(
+            "{:<16} {:<10} {:<5} {} tools  log {}\n",
+            s.name,
+            s.status.as_str(),
+            s.transport,
+            s.tools.len(),
+            s.log.display()
+        ));
+        if let Some(e) = &s.error {
+            out.push_str(&format!("    error: {e}\n"));
+        }
+        for t in &s.tools {
+            let desc = t.description.lines().next().unwrap_or("");
+            out.push_str(&format!("    {:<40} {desc}\n", t.name));
+        }
+    }
+    stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
