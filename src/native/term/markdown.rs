@@ -657,7 +657,7 @@ impl MdDoc {
     /// Every logical line, the unfinished tail's too (selection maps rows back to them).
     pub fn lines(&self) -> Vec<MdLine> {
         let mut out = self.stable.clone();
-        out.extend(self.tail_lines());
+        out.extend(self.tail_lines().0);
         out
     }
 

@@ -306,6 +306,13 @@ impl Block {
                         add(&ml.body.text(), rows);
                     }
                 }
+                Body::Diff { diff, styles, .. } => {
+                    // A diff row is its own line (its number and sign are part of the text).
+                    for r in diff::render(diff, width, styles) {
+                        let t = r.text();
+                        add(&t, vec![(0, t.clone())]);
+                    }
+                }
             }
         }
         let skip = self.offset();
