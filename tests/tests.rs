@@ -38,4 +38,5 @@ mod tools_bash;
 mod tools_fs;
 mod tools_search;
 pub mod tui;
+mod tui_code;
 mod tui_inline;

@@ -622,6 +622,10 @@ fn write_creates_parents_and_reports_bytes_lines_and_newness() {
     assert_eq!(get(&sb, "deep/er/new.txt"), b"one\ntwo\n");
     assert_eq!(d["created"], true);
     assert_eq!(
+        d["diff"],
+        "--- a/deep/er/new.txt\n+++ b/deep/er/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    );
+    assert_eq!(
         (
             d["bytes"].as_u64(),
             d["lines_before"].as_u64(),
@@ -642,6 +646,12 @@ fn write_creates_parents_and_reports_bytes_lines_and_newness() {
     assert_eq!(d["created"], false);
     assert_eq!(d["lines_before"], 2);
     assert_eq!(get(&sb, "deep/er/new.txt"), b"x");
+    // The diff presenters show (the TUI's diff view): the whole rewrite, bounded.
+    assert_eq!(
+        d["diff"],
+        "--- a/deep/er/new.txt\n+++ b/deep/er/new.txt\n@@ -1,2 +1,1 @@\n-one\n-two\n+x\n"
+    );
+    assert_eq!(d["diff_truncated"], false);
 
     let (_, d) = ok(&sb, "write", json!({"path": "~/home.txt", "content": ""}));
     assert_eq!(d["created"], true);

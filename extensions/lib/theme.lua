@@ -29,8 +29,14 @@ local defaults = {
   error = { fg = "red" },
   status = { fg = "cyan" },
   hint = { fg = "yellow" },
+  -- Diffs of edit/write results (tui/toolrows.lua hands these to the native diff view).
   ["diff.add"] = { fg = "green" },
   ["diff.del"] = { fg = "red" },
+  ["diff.add.word"] = { fg = "green", reverse = true },
+  ["diff.del.word"] = { fg = "red", reverse = true },
+  ["diff.hunk"] = { fg = "cyan" },
+  ["diff.lineno"] = { dim = true },
+  ["diff.file"] = { bold = true },
 }
 
 -- Changes from the defaults for a known background.

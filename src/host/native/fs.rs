@@ -173,7 +173,31 @@ async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Resul
     success(t)
 }
 
-/// `fs.write(path, content)` -> `{path, bytes, lines_before, lines_after, created}` or
+/// What a write reports: lines before, created, the new stamp, the diff (and whether it was
+/// cut).
+type Written = (usize, bool, FileStamp, Option<(String, bool)>);
+
+/// Bytes of a `write` diff kept in the result (the TUI shows it; sessions store it).
+const WRITE_DIFF_BYTES: usize = 64 * 1024;
+
+/// The unified diff of a write (from nothing for a new file); none when either side is not
+/// UTF-8 or both together exceed 4 MB (the diff would be cut anyway).
+fn write_diff(label: &str, before: Option<&[u8]>, after: &[u8]) -> Option<(String, bool)> {
+    let old = std::str::from_utf8(before.unwrap_or_default()).ok()?;
+    let new = std::str::from_utf8(after).ok()?;
+    if old.len() + new.len() > 4 * 1024 * 1024 {
+        return None;
+    }
+    Some(crate::native::edit::unified_whole(
+        label,
+        old,
+        new,
+        WRITE_DIFF_BYTES,
+    ))
+}
+
+/// `fs.write(path, content)` -> `{path, bytes, lines_before, lines_after, created, diff,
+/// diff_truncated}` (`diff`: unified, at most 64 KB, absent for non-UTF-8 content) or
 /// `nil, message`. Atomic, parents created, an existing file's mode kept. In a strict (agent)
 /// session an existing file must have been read, and not changed since.
 async fn write_fn(
@@ -184,7 +208,8 @@ async fn write_fn(
     let (strict, expected) = ledger::with(&lua, |l| (l.strict, l.get(&full)));
     let bytes = content.as_bytes().to_vec();
     let target = full.clone();
-    let result = blocking(move || -> Result<(usize, bool, FileStamp), String> {
+    let label = path.clone();
+    let result = blocking(move || -> Result<Written, String> {
         if target.is_dir() {
             return Err(format!("{} is a directory; write needs a file path", target.display()));
         }
@@ -217,11 +242,12 @@ async fn write_fn(
         nfs::write_atomic_create_dirs(&target, &bytes, None).map_err(|e| e.to_string())?;
         let meta = std::fs::metadata(&target).map_err(|e| e.to_string())?;
         let lines_before = before.as_deref().map_or(0, read::count_lines);
-        Ok((lines_before, before.is_none(), FileStamp::of_bytes(&meta, &bytes)))
+        let diff = write_diff(&label, before.as_deref(), &bytes);
+        Ok((lines_before, before.is_none(), FileStamp::of_bytes(&meta, &bytes), diff))
     })
     .await?;
     match result {
-        Ok((lines_before, created, stamp)) => {
+        Ok((lines_before, created, stamp, diff)) => {
             ledger::with(&lua, |l| l.record(&full, stamp));
             let t = lua.create_table()?;
             t.set("path", full.to_string_lossy().as_ref())?;
@@ -229,6 +255,10 @@ async fn write_fn(
             t.set("lines_before", lines_before)?;
             t.set("lines_after", read::count_lines(&content.as_bytes()))?;
             t.set("created", created)?;
+            if let Some((diff, cut)) = diff {
+                t.set("diff", diff)?;
+                t.set("diff_truncated", cut)?;
+            }
             success(t)
         }
         Err(msg) => failure(&lua, msg),

@@ -19,6 +19,7 @@
 //! | `background()` | `"dark"` or `"light"` from `COLORFGBG`, else nil (`open` then asks the terminal with OSC 11; an answer within 50 ms arrives from `next()` as `{type="background", dark}`) |
 //! | `mouse(on)` | mouse reporting on/off (drag-select copies, the wheel scrolls) |
 //! | `size()` | columns, rows |
+//! | `shell(command) -> spans` | the command as highlighted spans `{text, style}` (bash tool rows) |
 //! | `screen()` | the rows on screen as last painted (tests) |
 //! | `spawn(fn, ...)` | run `fn` as its own task on the Lua thread (a turn while keys are read) |
 //! | `waiter() -> id`, `wait(id)` (async), `done(id)` | a one-shot wake-up: a coroutine waits for the person's answer without a timer |
@@ -217,6 +218,27 @@ fn signal_tasks(ui: &SharedUi) -> Vec<JoinHandle<()>> {
     tasks
 }
 
+/// Code highlighting (off under NO_COLOR) repaints when highlighted lines land; the worker
+/// thread wakes this task, which asks for a frame.
+fn highlight_task(ui: &SharedUi, color: bool) -> JoinHandle<()> {
+    use crate::native::term::highlight;
+    highlight::set_enabled(color);
+    let ready = std::sync::Arc::new(Notify::new());
+    let r = ready.clone();
+    highlight::set_waker(Some(std::sync::Arc::new(move || r.notify_one())));
+    let weak = Rc::downgrade(ui);
+    tokio::task::spawn_local(async move {
+        loop {
+            ready.notified().await;
+            let Some(u) = weak.upgrade() else { return };
+            if u.closed.get() {
+                return;
+            }
+            u.changed();
+        }
+    })
+}
+
 /// The terminal's background from `COLORFGBG`: "dark", "light" or None.
 fn background_env() -> Option<&'static str> {
     let v = std::env::var("COLORFGBG").ok()?;
@@ -354,6 +376,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 }
             }
             let mut tasks = signal_tasks(&ui);
+            tasks.push(highlight_task(&ui, color));
             tasks.push(tokio::task::spawn_local(paint_loop(Rc::downgrade(&ui))));
             *ui.tasks.borrow_mut() = tasks;
             ui.changed();
@@ -365,6 +388,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         "close",
         lua.create_function(|lua, ()| {
             if let Some(u) = lua.remove_app_data::<SharedUi>() {
+                crate::native::term::highlight::set_waker(None);
                 u.closed.set(true);
                 for t in u.tasks.borrow().iter() {
                     t.abort();
@@ -632,6 +656,16 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 return Ok(u.screen.borrow().size());
             }
             Ok(setup::size().unwrap_or((80, 24)))
+        })?,
+    )?;
+    m.set(
+        "shell",
+        lua.create_function(|lua, command: mlua::LuaString| {
+            let spans = crate::native::term::shell::highlight(&command.to_str()?);
+            lua.to_value_with(
+                &spans,
+                mlua::serde::SerializeOptions::new().serialize_none_to_null(false),
+            )
         })?,
     )?;
     m.set(

@@ -58,6 +58,50 @@ pub(crate) fn unified(label: &str, old: &str, placed: &[(usize, Match)], start: 
     out
 }
 
+/// Unified diff of a whole-file rewrite (`write`), cut after the last whole line that fits in
+/// `max_bytes`; the flag says it was cut. Hunk headers keep their full counts.
+pub fn unified_whole(label: &str, old: &str, new: &str, max_bytes: usize) -> (String, bool) {
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new);
+    let mut out = format!("--- a/{label}\n+++ b/{label}\n");
+    for group in diff.grouped_ops(CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old_range = first.old_range().start..last.old_range().end;
+        let new_range = first.new_range().start..last.new_range().end;
+        let header = format!(
+            "@@ -{} +{} @@\n",
+            hunk_range(old_range.start, old_range.len()),
+            hunk_range(new_range.start, new_range.len()),
+        );
+        if out.len() + header.len() > max_bytes {
+            return (out, true);
+        }
+        out.push_str(&header);
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    ChangeTag::Equal => ' ',
+                    ChangeTag::Delete => '-',
+                    ChangeTag::Insert => '+',
+                };
+                let value = change.value();
+                let nl = if value.ends_with('\n') { "" } else { "\n" };
+                if out.len() + value.len() + 2 > max_bytes {
+                    return (out, true);
+                }
+                out.push(sign);
+                out.push_str(value);
+                out.push_str(nl);
+            }
+        }
+    }
+    (out, false)
+}
+
 /// The new text of `old[from..to]`. The first match may begin before `from` when its
 /// replacement repeats the old text's first lines; that shared part is identical, so the
 /// replacement is entered at the same offset.
@@ -122,6 +166,21 @@ mod tests {
                 replacement,
             },
         )
+    }
+
+    #[test]
+    fn whole_file_diffs_and_their_cap() {
+        let (d, cut) = unified_whole("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 1 << 20);
+        assert!(!cut);
+        assert_eq!(
+            d,
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
+        );
+        let (d, _) = unified_whole("n", "", "x\ny\n", 1 << 20);
+        assert!(d.contains("@@ -0,0 +1,2 @@\n+x\n+y\n"), "{d}");
+        let big: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        let (d, cut) = unified_whole("b", "", &big, 200);
+        assert!(cut && d.len() <= 200 && d.ends_with('\n'), "{d}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use diff::unified_whole;
 pub use error::{BatchError, Closest, EditError};
 
 use crate::native::fs::{self as nfs, FileStamp, FsError, StagedWrite};

@@ -2,8 +2,11 @@
 //! lists, quotes, links, tables, rules. [`MdDoc`] is the incremental form used for streaming
 //! answers: text before the last confirmed block boundary (a blank line outside a code fence,
 //! followed by an unindented line) is parsed once and its rows are wrapped once per width;
-//! each delta re-parses and re-wraps only the unfinished tail.
+//! each delta re-parses and re-wraps only the unfinished tail. Fenced code with a language is
+//! highlighted through [`super::highlight`] (asynchronously: a block shows plain until its
+//! lines are ready, then the document re-parses once per batch that lands).
 
+use super::highlight;
 use super::style::{Color, Line, Style};
 use super::width::{clean, wrap_prefixed};
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -74,6 +77,10 @@ struct Builder {
     styles: Vec<Style>,
     cur: Option<Line>,
     code: Option<String>,
+    /// The fence's info string of the open code block.
+    code_lang: String,
+    /// A code block waits for its highlighted lines.
+    pending: bool,
     link: Vec<String>,
     table: Option<Table>,
     cell: Option<Line>,
@@ -92,6 +99,8 @@ impl Builder {
             styles: vec![Style::PLAIN],
             cur: None,
             code: None,
+            code_lang: String::new(),
+            pending: false,
             link: Vec::new(),
             table: None,
             cell: None,
@@ -247,9 +256,11 @@ impl Builder {
             }
             Tag::CodeBlock(kind) => {
                 self.block_start();
+                self.code_lang.clear();
                 if let CodeBlockKind::Fenced(lang) = &kind {
                     if !lang.is_empty() {
                         self.emit(Line::styled(format!("```{lang}"), theme::gutter()));
+                        self.code_lang = lang.to_string();
                     }
                 }
                 self.code = Some(String::new());
@@ -331,9 +342,18 @@ impl Builder {
             TagEnd::CodeBlock => {
                 let code = self.code.take().unwrap_or_default();
                 let code = code.strip_suffix('\n').unwrap_or(&code).to_string();
-                for l in code.split('\n') {
+                let hl = highlight::lookup(&self.code_lang, &code);
+                self.pending |= hl.pending();
+                for (i, l) in code.split('\n').enumerate() {
                     let mut body = Line::styled("  ", Style::PLAIN);
-                    body.push(clean(l).into_owned(), theme::code_block());
+                    match hl.line(i) {
+                        Some(spans) => {
+                            for s in spans {
+                                body.push(s.text.clone(), s.style);
+                            }
+                        }
+                        None => body.push(clean(l).into_owned(), theme::code_block()),
+                    }
                     self.emit(body);
                 }
                 self.set_gap();
@@ -428,6 +448,11 @@ impl Builder {
 
 /// Parses a markdown text into logical lines (no wrapping).
 pub fn parse(text: &str) -> Vec<MdLine> {
+    parse_doc(text).0
+}
+
+/// [`parse`], and whether a code block still waits for highlighting.
+pub fn parse_doc(text: &str) -> (Vec<MdLine>, bool) {
     let mut opts = Options::empty();
     opts.insert(Options::ENABLE_TABLES);
     opts.insert(Options::ENABLE_STRIKETHROUGH);
@@ -437,7 +462,7 @@ pub fn parse(text: &str) -> Vec<MdLine> {
         b.event(ev);
     }
     b.flush();
-    b.out
+    (b.out, b.pending)
 }
 
 /// Parses and wraps in one go (tests, one-off rendering).
@@ -465,6 +490,10 @@ pub struct MdDoc {
     /// Bytes of `text` parsed into `stable`.
     stable_len: usize,
     stable: Vec<MdLine>,
+    /// Where each chunk parsed into `stable` ends (to parse them again the same way).
+    chunks: Vec<usize>,
+    /// The highlight generation `stable` was parsed at, when a code block in it was pending.
+    stable_pending: Option<u64>,
     /// Scanning state: where the next unscanned line starts and the open fence there.
     scan: usize,
     fence: Option<(u8, usize)>,
@@ -478,7 +507,7 @@ pub struct MdDoc {
     starts: Vec<usize>,
     /// Wrapped rows of the tail, for (tail version, width).
     tail: Vec<Line>,
-    tail_key: Option<(usize, usize)>,
+    tail_key: Option<(usize, usize, Option<u64>)>,
 }
 
 impl MdDoc {
@@ -534,12 +563,17 @@ impl MdDoc {
         }
         if let Some(b) = boundary {
             if b > self.stable_len {
-                let chunk = parse(&self.text[self.stable_len..b]);
+                let gen = highlight::generation();
+                let (chunk, pending) = parse_doc(&self.text[self.stable_len..b]);
                 if !chunk.is_empty() && !self.stable.is_empty() {
                     self.stable.push(MdLine::default());
                 }
                 self.stable.extend(chunk);
                 self.stable_len = b;
+                self.chunks.push(b);
+                if pending && self.stable_pending.is_none() {
+                    self.stable_pending = Some(gen);
+                }
             }
         }
     }
@@ -549,17 +583,43 @@ impl MdDoc {
         *self = MdDoc::new(text);
     }
 
-    fn tail_lines(&self) -> Vec<MdLine> {
+    /// The tail's lines, and whether a code block in it waits for highlighting.
+    fn tail_lines(&self) -> (Vec<MdLine>, bool) {
         let tail = &self.text[self.stable_len..];
-        let mut lines = parse(tail);
+        let (mut lines, pending) = parse_doc(tail);
         if !lines.is_empty() && !self.stable.is_empty() {
             lines.insert(0, MdLine::default());
         }
-        lines
+        (lines, pending)
+    }
+
+    /// Parses the stable chunks again (highlighted lines landed), exactly as they were cut.
+    fn reparse_stable(&mut self) {
+        let gen = highlight::generation();
+        let mut stable = Vec::with_capacity(self.stable.len());
+        let mut pending = false;
+        let mut from = 0;
+        for &end in &self.chunks {
+            let (chunk, p) = parse_doc(&self.text[from..end]);
+            pending |= p;
+            if !chunk.is_empty() && !stable.is_empty() {
+                stable.push(MdLine::default());
+            }
+            stable.extend(chunk);
+            from = end;
+        }
+        self.stable = stable;
+        self.stable_pending = pending.then_some(gen);
+        self.wrapped.clear();
+        self.wrapped_lines = 0;
     }
 
     /// Brings the wrapped rows up to date for `width`; returns the row count.
     pub fn layout(&mut self, width: usize) -> usize {
+        let gen = highlight::generation();
+        if self.stable_pending.is_some_and(|g| g != gen) {
+            self.reparse_stable();
+        }
         if self.wrapped_width != width {
             self.wrapped.clear();
             self.starts.clear();
@@ -572,14 +632,15 @@ impl MdDoc {
             self.wrapped.extend(l.wrap(width));
         }
         self.wrapped_lines = self.stable.len();
-        let key = (self.text.len(), width);
-        if self.tail_key != Some(key) {
-            self.tail = self
-                .tail_lines()
-                .iter()
-                .flat_map(|l| l.wrap(width))
-                .collect();
-            self.tail_key = Some(key);
+        // The generation is part of the key only while the tail waits for highlighting.
+        let stale = self.tail_key.is_none_or(|(len, w, g)| {
+            len != self.text.len() || w != width || g.is_some_and(|g| g != gen)
+        });
+        if stale {
+            let (lines, pending) = self.tail_lines();
+            self.tail = lines.iter().flat_map(|l| l.wrap(width)).collect();
+            // Read before parsing: a batch landing meanwhile makes it stale again.
+            self.tail_key = Some((self.text.len(), width, pending.then_some(gen)));
         }
         self.wrapped.len() + self.tail.len()
     }
@@ -596,7 +657,7 @@ impl MdDoc {
     /// Every logical line, the unfinished tail's too (selection maps rows back to them).
     pub fn lines(&self) -> Vec<MdLine> {
         let mut out = self.stable.clone();
-        out.extend(self.tail_lines());
+        out.extend(self.tail_lines().0);
         out
     }
 
@@ -704,5 +765,30 @@ mod tests {
         assert!(d.stable_len > 0 && d.text()[d.stable_len..].starts_with("last"));
         assert_eq!(texts(&whole)[0], "# H");
         assert!(texts(&whole).contains(&"  more code".to_string()));
+    }
+
+    #[test]
+    fn code_blocks_take_their_highlighting_when_it_lands() {
+        let md = "intro\n\n```rust\nfn lands() { let q = 1; }\n```\n\nafter\n\nmore";
+        let mut d = MdDoc::new(md);
+        let n = d.layout(60);
+        let code_row = (0..n)
+            .find(|&i| d.row(i).is_some_and(|r| r.text().contains("fn lands")))
+            .unwrap();
+        let fn_style = |d: &MdDoc| {
+            d.row(code_row)
+                .and_then(|r| r.spans.iter().find(|s| s.text == "fn").map(|s| s.style))
+        };
+        // The block sits in the stable part; it re-renders once its lines land.
+        highlight::wait_done(
+            "rust",
+            "fn lands() { let q = 1; }",
+            std::time::Duration::from_secs(20),
+        );
+        assert_eq!(d.layout(60), n);
+        assert_eq!(fn_style(&d), Some(Style::fg(Color::Magenta)));
+        // Unnamed fences stay plain, in the code colour.
+        let plain = render("```\nfn x() {}\n```", 40);
+        assert_eq!(plain[0].spans[1].style, theme::code_block());
     }
 }

@@ -8,6 +8,9 @@
 //! - [`style`]: the serialisable styles and styled spans/lines the layout speaks.
 //! - [`width`]: display width and wrapping by grapheme clusters.
 //! - [`markdown`]: markdown to styled lines, with an incremental form for streaming text.
+//! - [`highlight`]: syntax highlighting of fenced code, loaded lazily, on a worker thread.
+//! - [`diff`]: unified and side-by-side diff rows with word-level highlights.
+//! - [`shell`]: shell command highlighting for `bash` tool rows.
 //! - [`transcript`]: the block store with per-width render caches; painting walks only what
 //!   is visible.
 //! - [`layout`]: the description Lua hands over once per change.
@@ -16,6 +19,8 @@
 //! - [`schedule`]: the frame scheduler (coalesced, ≤60 fps, no timer while idle) and spinner.
 //! - [`screen`]: ties them together: one object the binding drives.
 
+pub mod diff;
+pub mod highlight;
 pub mod inline;
 pub mod input;
 pub mod layout;
@@ -24,6 +29,7 @@ pub mod render;
 pub mod schedule;
 pub mod screen;
 pub mod setup;
+pub mod shell;
 pub mod style;
 pub mod transcript;
 pub mod width;

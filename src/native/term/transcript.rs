@@ -5,6 +5,7 @@
 //! keystroke costs the same with 10 blocks or 100,000. Appending below an anchored view does
 //! not move it; the count of blocks added below is kept for the `↓ N new` marker.
 
+use super::diff::{self, Diff, DiffSpec, DiffStyles};
 use super::markdown::MdDoc;
 use super::style::{Line, Style};
 use super::width::{wrap_line, wrap_text};
@@ -25,6 +26,8 @@ pub struct BlockSpec {
     pub text: Option<String>,
     /// Render the body as markdown.
     pub markdown: Option<bool>,
+    /// The body is this unified diff (`edit`/`write` results), drawn by [`super::diff`].
+    pub diff: Option<DiffSpec>,
     /// Style patched over the body (and head).
     pub style: Option<Style>,
     /// Hide the body, show only the head.
@@ -44,6 +47,19 @@ pub struct BlockSpec {
 enum Body {
     Plain(String),
     Md(MdDoc),
+    Diff {
+        text: String,
+        diff: Diff,
+        styles: DiffStyles,
+    },
+}
+
+fn diff_body(spec: DiffSpec) -> Body {
+    Body::Diff {
+        diff: diff::parse(&spec.text),
+        styles: DiffStyles::from_names(&spec.styles),
+        text: spec.text,
+    }
 }
 
 #[derive(Debug)]
@@ -70,7 +86,9 @@ pub struct Block {
 impl Block {
     fn new(id: u64, spec: BlockSpec) -> Block {
         let text = spec.text.unwrap_or_default();
-        let body = if spec.markdown.unwrap_or(false) {
+        let body = if let Some(d) = spec.diff {
+            diff_body(d)
+        } else if spec.markdown.unwrap_or(false) {
             Body::Md(MdDoc::new(&text))
         } else {
             Body::Plain(text)
@@ -113,7 +131,11 @@ impl Block {
             match &mut self.body {
                 Body::Plain(s) => *s = t,
                 Body::Md(d) => d.set(&t),
+                Body::Diff { .. } => self.body = Body::Plain(t),
             }
+        }
+        if let Some(d) = spec.diff {
+            self.body = diff_body(d);
         }
         if let Some(s) = spec.style {
             self.style = s;
@@ -140,6 +162,10 @@ impl Block {
         match &mut self.body {
             Body::Plain(s) => s.push_str(delta),
             Body::Md(d) => d.push(delta),
+            Body::Diff { text, diff, .. } => {
+                text.push_str(delta);
+                *diff = diff::parse(text);
+            }
         }
         self.version += 1;
     }
@@ -148,6 +174,7 @@ impl Block {
         match &self.body {
             Body::Plain(s) => s,
             Body::Md(d) => d.text(),
+            Body::Diff { text, .. } => text,
         }
     }
 
@@ -194,6 +221,9 @@ impl Block {
                     l.spans.extend(r.spans);
                     rows.push(l);
                 }
+            }
+            if let (true, Body::Diff { diff, styles, .. }) = (self.body_shown(), &self.body) {
+                rows.extend(diff::render(diff, width, styles));
             }
             self.rows = rows;
             self.key = Some((width, self.version));
@@ -274,6 +304,13 @@ impl Block {
                             })
                             .collect();
                         add(&ml.body.text(), rows);
+                    }
+                }
+                Body::Diff { diff, styles, .. } => {
+                    // A diff row is its own line (its number and sign are part of the text).
+                    for r in diff::render(diff, width, styles) {
+                        let t = r.text();
+                        add(&t, vec![(0, t.clone())]);
                     }
                 }
             }
@@ -929,6 +966,28 @@ mod tests {
         );
         let laid_out = t.blocks.iter().filter(|b| b.key.is_some()).count();
         assert_eq!(laid_out, 10);
+    }
+
+    #[test]
+    fn a_diff_body_folds_and_renders_at_the_width() {
+        let mut t = Transcript::default();
+        t.push(BlockSpec {
+            kind: Some("tool".into()),
+            head: Some(Line::plain("tool> ok edit a.txt")),
+            diff: Some(DiffSpec {
+                text: "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n".into(),
+                ..Default::default()
+            }),
+            folded: Some(true),
+            ..Default::default()
+        });
+        assert_eq!(texts(&t.visible(80, 10)), ["tool> ok edit a.txt"]);
+        t.fold_kind("tool", false);
+        assert_eq!(
+            texts(&t.visible(80, 10)),
+            ["tool> ok edit a.txt", "@@ -1 +1 @@", "1 - old", "1 + new"]
+        );
+        assert_eq!(t.visible(170, 10).len(), 3);
     }
 }
 

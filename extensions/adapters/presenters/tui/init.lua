@@ -17,6 +17,7 @@ local S
 return function(api)
   S = api.state()
   local editor = api.load("editor")
+  local toolrows = api.load("toolrows")
   S.ed = S.ed or { text = "", cursor = 0 }
   S.pastes = S.pastes or {}
   S.paste_n = S.paste_n or 0
@@ -326,7 +327,8 @@ return function(api)
     if not open() then return end
     end_text()
     local call = ev.tool_call or {}
-    local id = term.push({ kind = "tool-live", head = tool_row("tool> run " .. rows.call_summary(call)), text = "", live = true })
+    local head = toolrows.call_head(call, term, style) or tool_row("tool> run " .. rows.call_summary(call))
+    local id = term.push({ kind = "tool-live", head = head, text = "", live = true })
     S.tools[call.id or ""] = { id = id, out = "", call = call }
   end)
 
@@ -349,6 +351,7 @@ return function(api)
       if first ~= "" then row = row .. "  " .. first:sub(1, 120) end
     end
     local spec = { kind = "tool", head = tool_row(row), text = preview(body), folded = not S.expanded, style = {}, live = false }
+    toolrows.decorate(spec, r, t and t.call, term, style)
     if t then
       term.update(t.id, spec)
       S.tools[r.tool_call_id or ""] = nil
@@ -941,7 +944,10 @@ return function(api)
         end
       elseif m.role == "tool-result" then
         local body = result_text(m)
-        term.push({ kind = "tool", head = tool_row(rows.result_row(m, (S.replay_calls or {})[m.tool_call_id or ""])), text = preview(body), folded = not S.expanded })
+        local call = (S.replay_calls or {})[m.tool_call_id or ""]
+        local spec = { kind = "tool", head = tool_row(rows.result_row(m, call)), text = preview(body), folded = not S.expanded }
+        toolrows.decorate(spec, m, call, term, style)
+        term.push(spec)
       end
     end
   end

@@ -28,7 +28,9 @@ return function()
         or string.format("replaced %s", util.plural(r.lines_before, "line"))
       return util.ok(
         string.format("wrote %s (%s) to %s (%s)", util.plural(r.bytes, "byte"), util.plural(r.lines_after, "line"), args.path, what),
-        { path = args.path, bytes = r.bytes, lines_before = r.lines_before, lines_after = r.lines_after, created = r.created }
+        { path = args.path, bytes = r.bytes, lines_before = r.lines_before, lines_after = r.lines_after, created = r.created,
+          -- Unified diff (at most 64 KB) for presenters; not part of the model's text.
+          diff = r.diff, diff_truncated = r.diff_truncated }
       )
     end,
   }

@@ -1,0 +1,334 @@
+//! Code highlighting benchmarks (own harness), each against a baseline measured in the same run:
+//! - highlighting a 5,000-line Rust block (target ≤ 50 ms), against parsing the same answer as
+//!   markdown with highlighting off; and loading the syntax assets once;
+//! - off the input path: keystroke-to-paint p95 in a real pty while a 5,000-line block is being
+//!   highlighted, against the same answer with an unhighlighted (no language) block;
+//! - start-up unchanged: the TUI's first paint of a resumed session whose transcript holds a
+//!   Rust block, against the same block without a language (highlighting must not delay the
+//!   first paint), and that building and painting a screen with no code block loads no assets.
+//!
+//! Run: `cargo bench --bench highlight`
+
+use fen::native::term::highlight;
+use fen::native::term::layout::Layout;
+use fen::native::term::markdown;
+use fen::native::term::screen::Screen;
+use fen::native::term::transcript::BlockSpec;
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SYNC_END: &[u8] = b"\x1b[?2026l";
+
+type Log = Arc<Mutex<Vec<(Instant, Vec<u8>)>>>;
+
+struct Pty {
+    child: Box<dyn Child + Send + Sync>,
+    _master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    log: Log,
+    /// The screen as a terminal shows it (the painter writes only changed cells, so text is
+    /// not contiguous in the byte stream).
+    screen: Arc<Mutex<vt100::Parser>>,
+    started: Instant,
+}
+
+impl Pty {
+    fn spawn(program: &str, args: &[&str], home: &Path) -> Pty {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 100,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("pty");
+        let mut cmd = CommandBuilder::new(program);
+        cmd.args(args);
+        cmd.cwd(home.join("work"));
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("HOME", home);
+        cmd.env("XDG_CONFIG_HOME", home.join("config"));
+        cmd.env("XDG_STATE_HOME", home.join("state"));
+        let started = Instant::now();
+        let child = pair.slave.spawn_command(cmd).expect("spawn");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("reader");
+        let writer = pair.master.take_writer().expect("writer");
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZeroU16::new(30).unwrap(),
+            std::num::NonZeroU16::new(100).unwrap(),
+            0,
+        )));
+        let (l, sc) = (log.clone(), screen.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                l.lock().unwrap().push((Instant::now(), buf[..n].to_vec()));
+                sc.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Pty {
+            child,
+            _master: pair.master,
+            writer,
+            log,
+            screen,
+            started,
+        }
+    }
+
+    fn frame_end_after(&self, from: Instant, timeout: Duration) -> Option<Instant> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            {
+                let log = self.log.lock().unwrap();
+                if let Some((t, _)) = log
+                    .iter()
+                    .filter(|(t, _)| *t >= from)
+                    .find(|(_, b)| b.windows(SYNC_END.len()).any(|w| w == SYNC_END))
+                {
+                    return Some(*t);
+                }
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn wait_text(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if self
+                .screen
+                .lock()
+                .unwrap()
+                .screen()
+                .contents()
+                .contains(needle)
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no {needle:?} on the screen");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn send(&mut self, s: &[u8]) {
+        self.writer.write_all(s).expect("write");
+        self.writer.flush().ok();
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn p95(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[(v.len() * 95 / 100).min(v.len() - 1)]
+}
+
+/// A Rust block of about `n` lines (varied, like real code).
+fn rust_code(n: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.lines().count() < n {
+        s.push_str(&format!(
+            "/// Doc for item {i}.\npub fn item_{i}(x: &str, n: u64) -> Result<Vec<String>, Error> {{\n    let mut out = Vec::with_capacity(n as usize); // {i}\n    for (k, c) in x.chars().enumerate() {{\n        if k % 2 == 0 && c != '\\n' {{ out.push(format!(\"{{k}}:{{c}} {i}\")); }}\n    }}\n    Ok(out)\n}}\n\n"
+        ));
+        i += 1;
+    }
+    s.lines().take(n).collect::<Vec<_>>().join("\n")
+}
+
+fn home() -> tempfile::TempDir {
+    let d = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(d.path().join("work")).unwrap();
+    std::fs::create_dir_all(d.path().join("config/fen")).unwrap();
+    d
+}
+
+/// A session file with one question and `answer` as the reply.
+fn session(home: &Path, name: &str, answer: &str) -> String {
+    let path = home.join(format!("{name}.jsonl"));
+    let head = serde_json::json!({"created":"2026-11-24T00:00:00.000Z","cwd":home.join("work"),"fen_version":"0.1.0","id":format!("00000000-0000-7000-8000-{:012}", name.len()),"type":"session","version":2});
+    let user = serde_json::json!({"id":"00000000-0000-7000-9000-000000000001","message":{"content":"show me","role":"user","timestamp":1795485446137u64},"timestamp":1795485446137u64,"type":"message"});
+    let asst = serde_json::json!({"id":"00000000-0000-7000-9000-000000000002","parent_id":"00000000-0000-7000-9000-000000000001","message":{"content":[{"type":"text","text":answer}],"role":"assistant","model":"mock","provider":"mock","stop_reason":"stop","timestamp":1795485446138u64,"usage":{"input":0,"output":0}},"timestamp":1795485446138u64,"type":"message"});
+    std::fs::write(&path, format!("{head}\n{user}\n{asst}\n")).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Keystroke to the end of the frame showing it, `n` keys `gap` apart; the p95.
+fn keystrokes(p: &mut Pty, n: usize, gap: Duration) -> Duration {
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let key: &[u8] = if i % 2 == 0 { b"x" } else { b"\x7f" };
+        let t0 = Instant::now();
+        p.send(key);
+        let end = p
+            .frame_end_after(t0, Duration::from_secs(5))
+            .expect("a frame after the key");
+        samples.push(end - t0);
+        std::thread::sleep(gap);
+    }
+    p95(samples)
+}
+
+fn main() {
+    let fen = env!("CARGO_BIN_EXE_fen");
+
+    // 1. Start-up: painting a screen without code loads nothing.
+    let mut screen = Screen::new(100, 30, true);
+    screen.set_layout(Layout::default(), Instant::now());
+    let id = screen.transcript.push(BlockSpec {
+        markdown: Some(true),
+        ..Default::default()
+    });
+    screen
+        .transcript
+        .append(id, "# Title\n\nno code here, `inline` only\n")
+        .unwrap();
+    screen.changed();
+    let mut out = Vec::new();
+    screen.paint(Instant::now(), &mut out);
+    println!(
+        "assets loaded after painting an answer without a code block: {} (must be false)",
+        highlight::loaded()
+    );
+
+    // First paint of a resumed transcript with a code block vs. one without.
+    let h = home();
+    // The baseline holds the same block without a language: never highlighted.
+    let plain = session(
+        h.path(),
+        "plain",
+        &format!("An answer with code:\n\n```\n{}\n```\n", rust_code(200)),
+    );
+    let code = session(
+        h.path(),
+        "code",
+        &format!("An answer with code:\n\n```rust\n{}\n```\n", rust_code(200)),
+    );
+    let script = h.path().join("script.json");
+    std::fs::write(&script, r#"[{"text":"ok"}]"#).unwrap();
+    let script = script.to_str().unwrap().to_string();
+    let mut firsts = [Vec::new(), Vec::new()];
+    for _ in 0..11 {
+        for (k, path) in [&plain, &code].into_iter().enumerate() {
+            let p = Pty::spawn(fen, &["--mock-script", &script, "--resume", path], h.path());
+            let t = p
+                .frame_end_after(p.started, Duration::from_secs(20))
+                .expect("first paint");
+            firsts[k].push(t - p.started);
+        }
+    }
+    let (fp_plain, fp_code) = (median(firsts[0].clone()), median(firsts[1].clone()));
+    println!(
+        "first paint, resumed: a 200-line Rust block {:.2} ms, the same block without a language (never highlighted) {:.2} ms; ratio {:.2} (target ≈ 1.0)",
+        ms(fp_code),
+        ms(fp_plain),
+        fp_code.as_secs_f64() / fp_plain.as_secs_f64()
+    );
+
+    // 2. Loading the assets once, then highlighting 5,000 lines.
+    let t0 = Instant::now();
+    highlight::highlight_now("rust", "fn x() {}").expect("rust is known");
+    let load = t0.elapsed();
+    let code5k = rust_code(5000);
+    let mut hl = Vec::new();
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let lines = highlight::highlight_now("rust", &code5k).expect("highlighted");
+        hl.push(t0.elapsed());
+        assert_eq!(lines.len(), 5000);
+    }
+    let answer = format!("Some code:\n\n```rust\n{code5k}\n```\n");
+    highlight::set_enabled(false);
+    let mut base = Vec::new();
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let lines = markdown::parse(&answer);
+        base.push(t0.elapsed());
+        assert!(lines.len() > 5000);
+    }
+    highlight::set_enabled(true);
+    let (hl, base) = (median(hl), median(base));
+    println!(
+        "highlighting 5,000 lines of Rust: {:.1} ms (target ≤ 50 ms); markdown parse of the same answer, plain: {:.1} ms; ratio {:.1}x; asset load (once, on the worker): {:.1} ms",
+        ms(hl),
+        ms(base),
+        hl.as_secs_f64() / base.as_secs_f64(),
+        ms(load)
+    );
+    // The whole path through the worker: lookup → the first highlighted lines → all of them.
+    let fresh = format!("{code5k}\n// first");
+    let t0 = Instant::now();
+    while let highlight::Lookup::Pending(_, 0) = highlight::lookup("rust", &fresh) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    println!(
+        "through the worker, first highlighted lines of a 5,000-line block: {:.1} ms",
+        ms(t0.elapsed())
+    );
+    let t0 = Instant::now();
+    let done = highlight::wait_done(
+        "rust",
+        &format!("{code5k}\n// fresh"),
+        Duration::from_secs(30),
+    );
+    println!(
+        "through the worker (queue, highlight, publish): {:.1} ms, complete: {}",
+        ms(t0.elapsed()),
+        matches!(done, highlight::Lookup::Done(_))
+    );
+
+    // 3. Off the input path: keystrokes while the worker highlights 5,000 lines, against the
+    //    same answer with a block without a language (never highlighted).
+    for (label, lang) in [
+        ("no language (baseline)", ""),
+        ("rust, highlighting", "rust"),
+    ] {
+        let h = home();
+        let text = format!("Code:\n\n```{lang}\n{code5k}\n```\n\nend of answer");
+        let script = h.path().join("script.json");
+        std::fs::write(&script, serde_json::json!([{ "text": text }]).to_string()).unwrap();
+        let mut p = Pty::spawn(
+            fen,
+            &["--mock-script", script.to_str().unwrap(), "--no-session"],
+            h.path(),
+        );
+        p.wait_text("Ask anything");
+        std::thread::sleep(Duration::from_millis(300));
+        p.send(b"go\r");
+        p.wait_text("end of answer");
+        // Keys right away, 10 ms apart: the first ones land while the worker runs.
+        let during = keystrokes(&mut p, 40, Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(500));
+        let after = keystrokes(&mut p, 40, Duration::from_millis(10));
+        println!(
+            "keystroke to paint, 5,000-line block, {label}: p95 {:.2} ms in the first 0.5 s after the answer, {:.2} ms later",
+            ms(during),
+            ms(after)
+        );
+    }
+}
