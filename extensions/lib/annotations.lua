@@ -375,6 +375,7 @@ function native.sleep(ms) end
 ---@field html_to_text fun(html: string): string async
 
 ---@class fen.NativeTerm
+---@field shell fun(command: string): {text: string, style: table?}[] a shell command as highlighted spans (tree-sitter bash)
 ---@field read_line fun(): string? async
 ---@field isatty fun(fd: integer): boolean
 ---@field open fun(opts: {inline: boolean?, mouse: boolean?}?) raw mode, the alternate screen (not with `inline`: the main screen and its scrollback), bracketed paste, alternate scroll, mouse reporting with `mouse`; painting starts
@@ -425,7 +426,9 @@ function native.sleep(ms) end
 ---@field new fun(opts: {cwd: string, additional_dirs: string[]?, mode: "safe"|"default"|"auto"|"yolo", rules: {text: string, kind: "allow"|"ask"|"deny", file: string?, line: integer?}[]?, tools: string[]?, sandbox: boolean?}): userdata?, string[]? a policy with `:decide(tool, risk, args)` (async), `:add_rule(text, kind)`, `:set_mode(mode)`, `:mode()`
 ---@field settings_rules fun(path: string): table?, string? permissions and sandbox of a settings.json, each rule with its line
 ---@field sandbox fun(): {tier: string, status: string, description: string} async
----@field use_sandbox fun(opts: {enabled: boolean, required: boolean?, network: boolean?, writable_roots: string[]?, workspace: string})
+---@field use_sandbox fun(opts: {enabled: boolean, required: boolean?, network: boolean?, writable_roots: string[]?, workspace: string, unsandboxed: string[]?}): string[] the rules that could not be parsed, each with why
+---@field sandbox_scope fun(command: string): string[] async; the rules an "always run it outside the sandbox" answer adds for `command` (empty when none is safe to offer)
+---@field allow_unsandboxed fun(rule: string): boolean?, string? adds one such rule for the rest of the process
 ---@field audit fun(record: table)
 
 return { api = api, native = native }
