@@ -49,8 +49,15 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
                     Some(by) => format!("  [shadowed by {by}]"),
                     None => String::new(),
                 };
+                // The description on its own line: it says what the skill or agent is for.
+                let description = s("description").lines().next().unwrap_or("");
+                let about = if description.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n    {description}")
+                };
                 format!(
-                    "{:<24} {:<8} {}{shadow}",
+                    "{:<24} {:<8} {}{shadow}{about}",
                     s("name"),
                     s("scope"),
                     s("location")
