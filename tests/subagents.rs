@@ -541,7 +541,10 @@ fn fen_list_agents_shows_builtin_user_and_untrusted_project_agents() {
     // The text listing says what each agent is for, under its name.
     let text = String::from_utf8_lossy(&s.fen(&["list", "agents"]).stdout).into_owned();
     assert!(text.contains("\n    my own scout\n"), "{text}");
-    assert!(text.contains("\n    Writes an implementation plan"), "{text}");
+    assert!(
+        text.contains("\n    Writes an implementation plan"),
+        "{text}"
+    );
     let rows = s.fen_json(&["list", "agents", "--json"]);
     let rows = rows.as_array().unwrap();
     let find = |name: &str| {
