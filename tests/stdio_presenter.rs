@@ -494,3 +494,13 @@ fn a_failed_tool_row_shows_only_its_size() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(row.ends_with(": boom-reason"), "{row}");
 }
+
+/// `--on-ask parent` speaks a protocol with the parent fen over stdin; typed at a terminal it
+/// would wait for answers nobody can see, so it is refused with what to use instead.
+#[test]
+fn on_ask_parent_at_a_terminal_is_refused() {
+    let s = Sandbox::new();
+    let mut pty = Pty::spawn(&s, &["-p", "hello", "--on-ask", "parent"]);
+    pty.wait_for("--on-ask parent is for subagent children", 0);
+    assert_eq!(pty.wait_exit(), 2, "{}", pty.text());
+}

@@ -194,6 +194,12 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
+    // `--on-ask parent` reads answers from the parent fen on stdin; on a terminal no parent is
+    // there, and a person would be asked in a protocol they cannot see.
+    if cli.on_ask == "parent" && std::io::stdin().is_terminal() {
+        eprintln!("error: --on-ask parent is for subagent children (stdin must be the parent fen's pipe); use --on-ask deny or allow");
+        return Ok(ExitCode::from(2));
+    }
     // Interactive: the TUI on a terminal, else the line REPL; --presenter chooses.
     let presenter = if cli.mode == Mode::Json {
         "json"
