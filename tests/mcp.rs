@@ -746,3 +746,34 @@ fn permissions_ask_for_mcp_tools_unless_read_only() {
         .unwrap();
     assert_eq!(text(peek), "peeked", "{peek}");
 }
+
+/// A run whose `--tools` cannot offer an MCP tool (how subagent children run) starts no
+/// server; one whose patterns can (`mcp__*`) does.
+#[test]
+fn servers_start_only_when_tools_patterns_can_offer_their_tools() {
+    let s = Sandbox::new();
+    configure(&s, json!({"fake": stdio_server(&[])}));
+    let script = s.write("script.json", r#"[{"text":"done"},{"text":"done"}]"#);
+    let log = s.state().join("fen/mcp/fake.log");
+    let run = |tools: &str| {
+        let out = s.fen(&[
+            "-p",
+            "hi",
+            "--tools",
+            tools,
+            "--mock-script",
+            script.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    };
+    run("read,grep");
+    assert!(
+        !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("[fen] starting"),
+        "a server started for a run that cannot offer its tools"
+    );
+    run("read,mcp__*");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains("[fen] starting"), "{text}");
+}

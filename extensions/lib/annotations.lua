@@ -207,7 +207,7 @@ function kernel.contributions(kind) end
 function kernel.prompt_fragments() end
 
 --- This run's flags for policy extensions (the permissions extension reads them).
----@return {permission_mode: string?, on_ask: "deny"|"allow"|"parent", headless: boolean, trusted: boolean, allowed_tools: string[], base_url: string?, mock_script: string?, extensions: string[]?, extension_root: string?, session_backend: string?}
+---@return {permission_mode: string?, on_ask: "deny"|"allow"|"parent", headless: boolean, trusted: boolean, allowed_tools: string[], tool_patterns: string[]?, no_tools: boolean, base_url: string?, mock_script: string?, extensions: string[]?, extension_root: string?, session_backend: string?}
 function kernel.run_options() end
 
 ---@class fen.Native

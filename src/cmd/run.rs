@@ -293,6 +293,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         "permission_mode": if cli.yolo { Some("yolo".to_string()) } else { cli.permission_mode.clone() },
         "on_ask": cli.on_ask,
         "headless": headless,
+        // The --tools patterns (nil: every tool) and --no-tools, for companions that start
+        // something only when its tools could be offered (MCP servers).
+        "tool_patterns": cli.tools.as_deref().map(|t| t.split(',').map(str::trim).filter(|p| !p.is_empty()).collect::<Vec<_>>()),
+        "no_tools": cli.no_tools,
         "trusted": inner.project_trusted.get(),
         // What a subagent child needs to run like its parent (the subagents companion).
         "base_url": cli.base_url,

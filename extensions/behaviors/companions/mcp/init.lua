@@ -198,9 +198,33 @@ return function(api)
     native.mcp.watch(sync)
   end
 
+  --- Whether a `--tools` pattern can match some name that starts with `prefix`: its literal
+  --- head agrees with the prefix up to the first wildcard.
+  local function pattern_may_match_prefix(pattern, prefix)
+    for i = 1, #prefix do
+      local c = pattern:sub(i, i)
+      if c == "" then return false end
+      if c == "*" or c == "?" or c == "[" or c == "{" or c == "\\" then return true end
+      if c ~= prefix:sub(i, i) then return false end
+    end
+    return true
+  end
+
+  --- Whether this run could offer any MCP tool (`--no-tools`, or `--tools` without a pattern
+  --- that can match `mcp__...`, as subagent children usually run, means no server is started).
+  local function mcp_tools_possible(opts)
+    if opts.no_tools then return false end
+    if type(opts.tool_patterns) ~= "table" then return true end
+    for _, p in ipairs(opts.tool_patterns) do
+      if pattern_may_match_prefix(p, "mcp__") then return true end
+    end
+    return false
+  end
+
   -- Sessions: connect in the background once the agent exists (the folder's trust is known).
   local function begin()
     local opts = api.kernel.run_options() or {}
+    if not mcp_tools_possible(opts) then return end
     configure(opts.trusted == true)
     watch()
     native.mcp.start()
