@@ -16,126 +16,12 @@
 use fen::native::term::layout::Layout;
 use fen::native::term::screen::Screen;
 use fen::native::term::transcript::BlockSpec;
-use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
-use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const SYNC_END: &[u8] = b"\x1b[?2026l";
-
-/// Every chunk read from the pty, with the time it arrived.
-type Log = Arc<Mutex<Vec<(Instant, Vec<u8>)>>>;
-
-struct Pty {
-    child: Box<dyn Child + Send + Sync>,
-    _master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
-    /// Every byte read, with the time it arrived.
-    log: Log,
-    started: Instant,
-}
-
-impl Pty {
-    fn spawn(program: &str, args: &[&str], home: &Path) -> Pty {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: 30,
-                cols: 100,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("pty");
-        let mut cmd = CommandBuilder::new(program);
-        cmd.args(args);
-        cmd.cwd(home.join("work"));
-        cmd.env("TERM", "xterm-256color");
-        cmd.env("HOME", home);
-        cmd.env("XDG_CONFIG_HOME", home.join("config"));
-        cmd.env("XDG_STATE_HOME", home.join("state"));
-        let started = Instant::now();
-        let child = pair.slave.spawn_command(cmd).expect("spawn");
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().expect("reader");
-        let writer = pair.master.take_writer().expect("writer");
-        let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let l = log.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 65536];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                l.lock().unwrap().push((Instant::now(), buf[..n].to_vec()));
-            }
-        });
-        Pty {
-            child,
-            _master: pair.master,
-            writer,
-            log,
-            started,
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        self.log.lock().unwrap().iter().map(|(_, b)| b.len()).sum()
-    }
-
-    /// The time the first chunk at or after `from` ending a frame arrived.
-    fn frame_end_after(&self, from: Instant, timeout: Duration) -> Option<Instant> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            {
-                let log = self.log.lock().unwrap();
-                if let Some((t, _)) = log
-                    .iter()
-                    .filter(|(t, _)| *t >= from)
-                    .find(|(_, b)| b.windows(SYNC_END.len()).any(|w| w == SYNC_END))
-                {
-                    return Some(*t);
-                }
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-
-    fn wait_text(&self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let all: Vec<u8> = self
-                .log
-                .lock()
-                .unwrap()
-                .iter()
-                .flat_map(|(_, b)| b.clone())
-                .collect();
-            if String::from_utf8_lossy(&all).contains(needle) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "no {needle:?} on the screen");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn send(&mut self, s: &[u8]) {
-        self.writer.write_all(s).expect("write");
-        self.writer.flush().ok();
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.process_id().expect("pid")
-    }
-}
-
-impl Drop for Pty {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
+#[path = "support/pty.rs"]
+mod pty;
+use pty::{ms, p95, Pty};
 
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
@@ -168,9 +54,7 @@ fn ticks_per_sec() -> f64 {
 }
 
 fn home() -> tempfile::TempDir {
-    let d = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir_all(d.path().join("work")).unwrap();
-    std::fs::create_dir_all(d.path().join("config/fen")).unwrap();
+    let d = pty::home();
     std::fs::write(d.path().join("script.json"), r#"[{"text":"ok"}]"#).unwrap();
     d
 }
@@ -206,15 +90,6 @@ fn session(home: &Path, n: usize) -> (String, usize) {
     }
     std::fs::write(&path, out).unwrap();
     (path.to_string_lossy().into_owned(), text_bytes)
-}
-
-fn p95(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[(v.len() * 95 / 100).min(v.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 /// Keystroke to the end of the frame that shows it, `n` times; returns the p95.

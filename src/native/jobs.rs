@@ -27,7 +27,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::native::process::{
-    default_shell, group_members, restrict, sandboxed_shell, NON_INTERACTIVE_ENV,
+    default_shell, group_members, restrict, sandboxed_shell, terminate_groups, NON_INTERACTIVE_ENV,
 };
 use crate::native::sandbox::{self, Launch, Sandbox, SandboxError};
 
@@ -465,32 +465,7 @@ pub async fn wait_exit(id: &str) -> Result<JobInfo, JobError> {
 pub fn terminate_all() {
     let groups: Vec<i32> =
         with_jobs(|j| j.values().map(|job| job.pid).filter(|&p| p > 0).collect());
-    let alive = |gs: &[i32]| -> Vec<i32> {
-        gs.iter()
-            .copied()
-            .filter(|&g| !group_members(g).is_empty())
-            .collect()
-    };
-    let mut left = alive(&groups);
-    if left.is_empty() {
-        return;
-    }
-    for &g in &left {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
-    }
-    let deadline = Instant::now() + EXIT_GRACE;
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-        left = alive(&left);
-    }
-    for &g in &left {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
-    }
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-        left = alive(&left);
-    }
+    terminate_groups(&groups, EXIT_GRACE);
 }
 
 #[cfg(test)]

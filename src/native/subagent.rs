@@ -24,7 +24,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
 
-use crate::native::process::group_members;
+use crate::native::process::{group_members, terminate_groups};
 
 /// Children that may run at once.
 pub const MAX_RUNNING: usize = 4;
@@ -513,32 +513,7 @@ pub async fn kill(id: &str, grace: Duration) -> Result<RunInfo, RunError> {
 pub fn terminate_all() {
     let groups: Vec<i32> =
         with_runs(|r| r.values().map(|run| run.pid).filter(|&p| p > 0).collect());
-    let alive = |gs: &[i32]| -> Vec<i32> {
-        gs.iter()
-            .copied()
-            .filter(|&g| !group_members(g).is_empty())
-            .collect()
-    };
-    let mut left = alive(&groups);
-    if left.is_empty() {
-        return;
-    }
-    for &g in &left {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
-    }
-    let deadline = Instant::now() + EXIT_GRACE;
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-        left = alive(&left);
-    }
-    for &g in &left {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
-    }
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-        left = alive(&left);
-    }
+    terminate_groups(&groups, EXIT_GRACE);
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -162,23 +162,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Ends every stdio server's process group (SIGTERM, then SIGKILL after a short grace).
 /// Blocking; for the binary's exit paths.
 pub fn terminate_all() {
-    use nix::sys::signal::{killpg, Signal};
-    use nix::unistd::Pid;
     let gs: Vec<i32> = lock(groups()).drain().collect();
-    if gs.is_empty() {
-        return;
-    }
-    for &g in &gs {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_millis(300);
-    let alive = |g: i32| killpg(Pid::from_raw(g), None).is_ok();
-    while Instant::now() < deadline && gs.iter().any(|&g| alive(g)) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for &g in &gs {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
-    }
+    crate::native::process::terminate_groups(&gs, Duration::from_millis(300));
 }
 
 fn kill_group(pgid: i32) {

@@ -109,25 +109,31 @@ async fn empty_blocking(pgid: i32) -> bool {
         .unwrap_or(false)
 }
 
-/// Ends every process group fen started that is still alive: SIGTERM to all, SIGKILL to
-/// the ones still alive after `EXIT_GRACE`. Blocking (up to the grace plus a short wait);
-/// meant for the binary's exit path, outside the async runtime.
+/// Ends every process group fen started that is still alive (see `terminate_groups`).
+/// Meant for the binary's exit path, outside the async runtime.
 pub fn terminate_all_groups() {
     let groups: Vec<i32> = with_live(std::mem::take).into_iter().collect();
-    if groups.is_empty() {
-        return;
-    }
-    for &g in &groups {
-        signal_group(g, Signal::SIGTERM);
-    }
+    terminate_groups(&groups, EXIT_GRACE);
+}
+
+/// Ends `groups`: SIGTERM to all, SIGKILL to those with live members after `grace`, then a
+/// short wait so callers can rely on them being gone. Blocking (up to the grace plus 0.5 s);
+/// every registry of groups (commands, jobs, subagents, MCP servers) ends its own with it.
+pub fn terminate_groups(groups: &[i32], grace: Duration) {
     let alive = |gs: &[i32]| -> Vec<i32> {
         gs.iter()
             .copied()
             .filter(|&g| !group_members(g).is_empty())
             .collect()
     };
-    let deadline = Instant::now() + EXIT_GRACE;
-    let mut left = alive(&groups);
+    let mut left = alive(groups);
+    if left.is_empty() {
+        return;
+    }
+    for &g in &left {
+        signal_group(g, Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
     while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
         left = alive(&left);

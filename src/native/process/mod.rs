@@ -22,7 +22,7 @@ pub mod spill;
 pub use clean::{clean_all, Cleaner};
 pub use groups::{
     group_members, is_dead, live_groups, proc_stat, terminate_all_groups, terminate_group,
-    EXIT_GRACE,
+    terminate_groups, EXIT_GRACE,
 };
 pub use kept::{Kept, KeptText};
 
