@@ -342,8 +342,10 @@ pub fn decide(req: &Request) -> Decision {
                 Source::Mode,
                 format!("write tool in {:?} mode", req.mode).to_lowercase(),
             ),
+            // No command reaches the OS sandbox here (an MCP server's tool runs in the
+            // server): auto mode asks, as it does for shell commands without a sandbox.
             (None, Risk::Shell) => (
-                mode_shell(req.mode, req.sandbox_available),
+                mode_shell(req.mode, false),
                 Source::Mode,
                 "shell tool".into(),
             ),

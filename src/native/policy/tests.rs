@@ -135,3 +135,35 @@ fn sed_and_awk_read_only_scripts() {
 fn shell_words(c: &str) -> Vec<String> {
     c.split_whitespace().map(str::to_string).collect()
 }
+
+/// A shell-risk tool with no command (an MCP server's tool) runs outside the OS sandbox: auto
+/// mode asks for it even when a sandbox is available (shell commands then run without asking).
+#[test]
+fn a_shell_risk_tool_without_a_command_asks_in_auto_mode_even_with_a_sandbox() {
+    let ws = Workspace::new(
+        std::path::Path::new("/w"),
+        &[],
+        std::path::Path::new("/home/u"),
+        std::path::Path::new("/home/u/.config"),
+    );
+    let rules = RuleSet::default();
+    let judge = |tool: &str, args: serde_json::Value, mode: Mode| {
+        decide(&Request {
+            tool,
+            risk: Risk::Shell,
+            args: &args,
+            mode,
+            rules: &rules,
+            workspace: &ws,
+            sandbox_available: true,
+        })
+        .verdict
+    };
+    let mcp = || serde_json::json!({"text": "x"});
+    assert_eq!(judge("mcp__srv__echo", mcp(), Mode::Auto), Verdict::Ask);
+    assert_eq!(judge("mcp__srv__echo", mcp(), Mode::Default), Verdict::Ask);
+    assert_eq!(judge("mcp__srv__echo", mcp(), Mode::Yolo), Verdict::Allow);
+    // The same mode lets a sandboxed shell command through.
+    let make = serde_json::json!({"command": "make build"});
+    assert_eq!(judge("bash", make, Mode::Auto), Verdict::Allow);
+}

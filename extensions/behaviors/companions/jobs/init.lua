@@ -76,7 +76,9 @@ return function(api)
     name = "job_kill",
     label = "job kill",
     description = "Stop a background job: SIGTERM to its whole process group, SIGKILL after 2 s if anything is left. Returns its final status.",
-    risk = "shell",
+    -- It ends a process fen itself started (no command runs): judged like a write, so auto
+    -- mode does not ask for it.
+    risk = "write",
     concurrency = "exclusive",
     parameters = {
       type = "object",
