@@ -1,6 +1,8 @@
 //! Code highlighting benchmarks (own harness), each against a baseline measured in the same run:
-//! - highlighting a 5,000-line Rust block (target ≤ 50 ms), against parsing the same answer as
-//!   markdown with highlighting off; and loading the syntax assets once;
+//! - highlighting a 5,000-line Rust block (target ≤ 50 ms; the tree-sitter engine), against
+//!   parsing the same answer as markdown with highlighting off and against the TextMate engine
+//!   (syntect) on the same block; loading each engine's assets once; and a 5,000-line block
+//!   growing 50 lines at a time, as while an answer streams (incremental re-parse);
 //! - off the input path: keystroke-to-paint p95 in a real pty while a 5,000-line block is being
 //!   highlighted, against the same answer with an unhighlighted (no language) block;
 //! - start-up unchanged: the TUI's first paint of a resumed session whose transcript holds a
@@ -32,6 +34,17 @@ fn rust_code(n: usize) -> String {
         i += 1;
     }
     s.lines().take(n).collect::<Vec<_>>().join("\n")
+}
+
+/// CPU time of this process so far (every thread, the highlight worker included).
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// A session file with one question and `answer` as the reply.
@@ -117,15 +130,25 @@ fn main() {
     );
 
     // 2. Loading the assets once, then highlighting 5,000 lines.
+    assert_eq!(highlight::engine("rust"), Some("tree-sitter"));
     let t0 = Instant::now();
     highlight::highlight_now("rust", "fn x() {}").expect("rust is known");
     let load = t0.elapsed();
+    let t0 = Instant::now();
+    highlight::highlight_now_textmate("rust", "fn x() {}").expect("rust is known");
+    let load_textmate = t0.elapsed();
     let code5k = rust_code(5000);
-    let mut hl = Vec::new();
-    for _ in 0..5 {
+    let (mut hl, mut tm) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
         let t0 = Instant::now();
         let lines = highlight::highlight_now("rust", &code5k).expect("highlighted");
         hl.push(t0.elapsed());
+        assert_eq!(lines.len(), 5000);
+    }
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let lines = highlight::highlight_now_textmate("rust", &code5k).expect("highlighted");
+        tm.push(t0.elapsed());
         assert_eq!(lines.len(), 5000);
     }
     let answer = format!("Some code:\n\n```rust\n{code5k}\n```\n");
@@ -138,15 +161,44 @@ fn main() {
         assert!(lines.len() > 5000);
     }
     highlight::set_enabled(true);
-    let (hl, base) = (median(hl), median(base));
+    let (hl, tm, base) = (median(hl), median(tm), median(base));
     println!(
-        "highlighting 5,000 lines of Rust: {:.1} ms (target ≤ 50 ms); markdown parse of the same answer, plain: {:.1} ms; ratio {:.1}x; asset load (once, on the worker): {:.1} ms",
+        "highlighting 5,000 lines of Rust: {:.1} ms (target ≤ 50 ms); markdown parse of the same answer, plain: {:.1} ms, ratio {:.1}x; the TextMate engine on the same block: {:.1} ms, ratio {:.2}; asset load (once, on the worker): tree-sitter Rust {:.1} ms, TextMate {:.1} ms",
         ms(hl),
         ms(base),
         hl.as_secs_f64() / base.as_secs_f64(),
-        ms(load)
+        ms(tm),
+        hl.as_secs_f64() / tm.as_secs_f64(),
+        ms(load),
+        ms(load_textmate)
     );
-    // The whole path through the worker: lookup → the first highlighted lines → all of them.
+
+    // A block streaming in: 5,000 lines arriving 50 at a time, each step highlighted through
+    // the worker before the next (an incremental parse; the worker rests as long as a pass
+    // took, so wall time is about twice the CPU time).
+    let all: Vec<&str> = code5k.lines().collect();
+    let cpu0 = process_cpu();
+    let t0 = Instant::now();
+    let mut steps = 0;
+    for n in (50..=all.len()).step_by(50) {
+        let prefix = format!("// stream\n{}", all[..n].join("\n"));
+        let done = highlight::wait_done("rust", &prefix, Duration::from_secs(30));
+        assert!(matches!(done, highlight::Lookup::Done(_)));
+        steps += 1;
+    }
+    let stream = t0.elapsed();
+    let cpu = process_cpu() - cpu0;
+    println!(
+        "streaming a 5,000-line block in {steps} steps of 50 lines: {:.0} ms of CPU ({:.2} ms a step), {:.0} ms wall; CPU against highlighting it whole once: ratio {:.1}, against the TextMate engine once: {:.2}",
+        ms(cpu),
+        ms(cpu) / steps as f64,
+        ms(stream),
+        cpu.as_secs_f64() / hl.as_secs_f64(),
+        cpu.as_secs_f64() / tm.as_secs_f64()
+    );
+    // The whole path through the worker: lookup → the first highlighted lines → all of them
+    // (after the worker's rest following the last streamed pass).
+    std::thread::sleep(Duration::from_millis(100));
     let fresh = format!("{code5k}\n// first");
     let t0 = Instant::now();
     while let highlight::Lookup::Pending(_, 0) = highlight::lookup("rust", &fresh) {

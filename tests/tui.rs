@@ -111,20 +111,43 @@ impl Tui {
 
     /// Every row the emulator holds, oldest first: the scrollback, then the screen.
     pub fn history(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.pages(|sc, take| {
+            out.extend(sc.rows(0, sc.size().1.get()).take(take));
+            None::<()>
+        });
+        out
+    }
+
+    /// The colour of the first cell of `text` in the scrollback or on the screen (the
+    /// first place it is found, oldest first).
+    pub fn history_fg(&self, text: &str) -> Option<vt100::Color> {
+        self.pages(|sc, take| {
+            let cols = sc.size().1.get();
+            (0..take as u16).find_map(|r| {
+                let row = sc.contents_between(r, 0, r, cols);
+                let col = row[..row.find(text)?].chars().count() as u16;
+                sc.cell(r, col).map(|c| c.fgcolor())
+            })
+        })
+    }
+
+    /// Shows the scrollback page by page, oldest first, then the screen: `f` gets the screen
+    /// and how many of its top rows are new on this page; the first answer ends the walk.
+    fn pages<T>(&self, mut f: impl FnMut(&vt100::Screen, usize) -> Option<T>) -> Option<T> {
         let mut p = self.parser.lock().unwrap();
-        let (rows, cols) = p.screen().size();
+        let rows = p.screen().size().0.get() as usize;
         p.screen_mut().set_scrollback(usize::MAX);
         let mut off = p.screen().scrollback();
-        let mut out = Vec::new();
-        while off > 0 {
+        let mut found = None;
+        while off > 0 && found.is_none() {
             p.screen_mut().set_scrollback(off);
-            let take = off.min(rows.get() as usize);
-            out.extend(p.screen().rows(0, cols.get()).take(take));
+            let take = off.min(rows);
+            found = f(p.screen(), take);
             off -= take;
         }
         p.screen_mut().set_scrollback(0);
-        out.extend(p.screen().rows(0, cols.get()));
-        out
+        found.or_else(|| f(p.screen(), rows))
     }
 
     pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {

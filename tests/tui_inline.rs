@@ -114,6 +114,50 @@ fn inline_mode_writes_each_finished_block_to_scrollback_once_across_resizes() {
     assert!(t.with_screen(|s| !s.hide_cursor() && !s.bracketed_paste()));
 }
 
+/// Rows in scrollback are never rewritten, so a finished code block waits (briefly) for its
+/// highlighting before it goes there: an answer arriving in one piece still leaves coloured
+/// code in the terminal's scrollback.
+#[test]
+fn inline_mode_writes_code_blocks_to_scrollback_highlighted() {
+    let s = Sandbox::new();
+    let mut text = String::from("Code:\n\n```rust\nfn held_back() {\n    let total = 1;\n}\n```\n");
+    for i in 1..=30 {
+        text.push_str(&format!("\nfiller line {i:02}\n"));
+    }
+    let path = script(&s, &serde_json::json!([{ "text": text }]).to_string());
+    let mut t = Tui::spawn_with(
+        &s,
+        &["--inline", "--mock-script", &path],
+        60,
+        12,
+        &[],
+        100_000,
+    );
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    t.wait("the end of the answer, idle", |s| {
+        s.contains("filler line 30") && !s.contains("working")
+    });
+    // The block is written once its colours are there (plain, it would stay plain).
+    let start = Instant::now();
+    while t.history_fg("fn held_back") != Some(vt100::Color::Idx(5)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the code went to scrollback uncoloured:\n{}",
+            t.history().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(t.history_fg("1;"), Some(vt100::Color::Idx(3)));
+    t.send("\x04");
+    assert_eq!(t.wait_exit(), 0);
+    settle(&t, Duration::from_millis(200));
+    let rows = t.history();
+    let code_rows = rows.iter().filter(|r| r.trim() == "fn held_back() {");
+    assert_eq!(code_rows.count(), 1, "{}", rows.join("\n"));
+    assert_eq!(count(&rows, "filler line 30"), 1);
+}
+
 #[test]
 fn inline_mode_under_zellij_uses_plain_newlines() {
     let s = Sandbox::new();

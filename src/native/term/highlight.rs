@@ -1,28 +1,22 @@
-//! Syntax highlighting of fenced code blocks, off the UI thread. syntect with bat's broad
-//! syntax set (two-face, pure-Rust regexes) is loaded by a worker thread on the first code
-//! block asked for, never at start-up. [`lookup`] never blocks: it answers the lines highlighted
-//! so far (a block that only grew since, as while an answer streams, keeps its highlighted
-//! prefix) and queues the rest; the worker publishes its progress as it goes (each time the
-//! highlighted lines doubled), bumps [`generation`] and calls the waker, so the screen
-//! repaints. Blocks over
-//! [`MAX_BYTES`] or [`MAX_LINES`] stay plain, as does everything while [`set_enabled`] is off
-//! (`NO_COLOR`).
-//!
-//! Colours: a theme written here in terms of the 16 base colours (scope → colour), so code
-//! reads on light and dark terminals in the terminal's own palette.
+//! Syntax highlighting of fenced code blocks, off the UI thread, by one of two engines:
+//! [`treesitter`] for the languages answers show most (a grammar and its own highlight
+//! query: fast enough for a 5,000-line block in tens of milliseconds) and [`textmate`]
+//! (syntect with bat's broad syntax set) for every other language. Neither is loaded at
+//! start-up: a worker thread loads what a block needs on the first block asking for it.
+//! [`lookup`] never blocks: it answers the lines highlighted so far (a block that only grew
+//! since, as while an answer streams, keeps its highlighted prefix) and queues the rest; the
+//! worker publishes its progress as it goes, bumps [`generation`] and calls the waker, so the
+//! screen repaints. Blocks over [`MAX_BYTES`] or [`MAX_LINES`] stay plain, as does everything
+//! while [`set_enabled`] is off (`NO_COLOR`).
 
-use super::style::{Color, Span, Style};
-use super::width::clean;
+mod textmate;
+mod treesitter;
+
+use super::style::Span;
 use std::collections::{HashSet, VecDeque};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
-use syntect::highlighting::{
-    Color as SColor, FontStyle, HighlightIterator, HighlightState, Highlighter, ScopeSelectors,
-    StyleModifier, Theme, ThemeItem, ThemeSettings,
-};
-use syntect::parsing::{ParseState, ScopeStack, SyntaxSet};
 
 /// Code blocks larger than this stay plain.
 pub const MAX_BYTES: usize = 512 * 1024;
@@ -60,20 +54,27 @@ impl Lookup {
 
 type Waker = Arc<dyn Fn() + Send + Sync>;
 
-type States = (ParseState, HighlightState);
+/// What an engine keeps to go on from when a block grows.
+enum Resume {
+    /// The TextMate states after the last line and before it.
+    TextMate {
+        after: Box<textmate::States>,
+        before_last: Box<textmate::States>,
+    },
+    /// The tree-sitter tree of the whole text, for an incremental parse.
+    TreeSitter(tree_sitter::Tree),
+}
 
 /// A highlighted prefix of some block: its text (whole lines, each ending in `\n`), one span
-/// list per line, and the parser state at its end to go on from. While an answer streams,
-/// the last line of a block is often unfinished: a block that grew past it still uses every
-/// line but that one, going on from the state before it.
+/// list per line, and what to go on from. While an answer streams, the last line of a block
+/// is often unfinished: a block that grew past it still uses every line but that one.
 struct Entry {
     lang: String,
     text: String,
     lines: Arc<Vec<Vec<Span>>>,
-    state: Option<States>,
-    /// Where the last line starts, and the state there.
+    resume: Resume,
+    /// Where the last line starts.
     last_start: usize,
-    before_last: Option<States>,
 }
 
 impl Entry {
@@ -131,9 +132,14 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Release);
 }
 
-/// Whether the syntax assets have been loaded (start-up must not load them).
+/// Whether any syntax asset (the TextMate syntax set or a tree-sitter query) has been
+/// loaded (start-up must not load them).
 pub fn loaded() -> bool {
     LOADED.load(Ordering::Acquire)
+}
+
+fn mark_loaded() {
+    LOADED.store(true, Ordering::Release);
 }
 
 /// Called (from the worker thread) whenever highlighted lines land.
@@ -220,151 +226,6 @@ fn enqueue(st: &mut State, lang: String, text: String) {
     shared().cv.notify_one();
 }
 
-struct Assets {
-    syntaxes: SyntaxSet,
-    theme: Theme,
-}
-
-fn assets() -> &'static Assets {
-    static ASSETS: OnceLock<Assets> = OnceLock::new();
-    ASSETS.get_or_init(|| {
-        let a = Assets {
-            syntaxes: two_face::syntax::extra_newlines(),
-            theme: ansi_theme(),
-        };
-        LOADED.store(true, Ordering::Release);
-        a
-    })
-}
-
-/// Foreground "the terminal's default" (alpha 1 marks it; alpha 0 marks a base colour index).
-const DEFAULT_FG: SColor = SColor {
-    r: 0,
-    g: 0,
-    b: 0,
-    a: 1,
-};
-
-fn ansi(c: Color) -> SColor {
-    SColor {
-        r: BASE.iter().position(|b| *b == c).unwrap_or(0) as u8,
-        g: 0,
-        b: 0,
-        a: 0,
-    }
-}
-
-/// Scope selectors to base colours, in the spirit of bat's `ansi` theme.
-fn ansi_theme() -> Theme {
-    use Color::*;
-    let rules: &[(&str, Option<Color>, FontStyle)] = &[
-        ("comment, punctuation.definition.comment", Some(BrightBlack), FontStyle::ITALIC),
-        ("string, punctuation.definition.string", Some(Green), FontStyle::empty()),
-        ("constant.character.escape, string.regexp", Some(Cyan), FontStyle::empty()),
-        ("constant.numeric, constant.language, constant.character, constant.other", Some(Yellow), FontStyle::empty()),
-        ("keyword, storage, keyword.control, storage.type, storage.modifier", Some(Magenta), FontStyle::empty()),
-        ("keyword.operator, punctuation", None, FontStyle::empty()),
-        ("entity.name.function, support.function, variable.function, meta.function-call entity.name", Some(Blue), FontStyle::empty()),
-        ("entity.name.type, entity.name.class, entity.name.struct, entity.name.enum, entity.name.trait, entity.other.inherited-class, support.type, support.class, storage.type.primitive", Some(Cyan), FontStyle::empty()),
-        ("entity.name.tag", Some(Blue), FontStyle::empty()),
-        ("entity.other.attribute-name, variable.parameter.function.language", Some(Yellow), FontStyle::empty()),
-        ("variable.language, support.constant", Some(Red), FontStyle::empty()),
-        ("entity.name.namespace, entity.name.module, meta.path entity.name", Some(Cyan), FontStyle::empty()),
-        ("meta.annotation, meta.attribute, entity.name.label, punctuation.definition.annotation", Some(Yellow), FontStyle::empty()),
-        ("markup.heading, entity.name.section", Some(Magenta), FontStyle::BOLD),
-        ("markup.bold", None, FontStyle::BOLD),
-        ("markup.italic", None, FontStyle::ITALIC),
-        ("markup.inserted", Some(Green), FontStyle::empty()),
-        ("markup.deleted", Some(Red), FontStyle::empty()),
-        ("markup.underline.link, markup.raw", Some(Cyan), FontStyle::empty()),
-        ("invalid", Some(Red), FontStyle::empty()),
-    ];
-    let scopes = rules
-        .iter()
-        .filter_map(|(sel, fg, font)| {
-            Some(ThemeItem {
-                scope: ScopeSelectors::from_str(sel).ok()?,
-                style: StyleModifier {
-                    foreground: Some(fg.map_or(DEFAULT_FG, ansi)),
-                    background: None,
-                    font_style: Some(*font),
-                },
-            })
-        })
-        .collect();
-    Theme {
-        name: Some("fen-ansi".into()),
-        author: None,
-        settings: ThemeSettings {
-            foreground: Some(DEFAULT_FG),
-            ..ThemeSettings::default()
-        },
-        scopes,
-    }
-}
-
-const BASE: [Color; 16] = [
-    Color::Black,
-    Color::Red,
-    Color::Green,
-    Color::Yellow,
-    Color::Blue,
-    Color::Magenta,
-    Color::Cyan,
-    Color::White,
-    Color::BrightBlack,
-    Color::BrightRed,
-    Color::BrightGreen,
-    Color::BrightYellow,
-    Color::BrightBlue,
-    Color::BrightMagenta,
-    Color::BrightCyan,
-    Color::BrightWhite,
-];
-
-fn to_style(s: syntect::highlighting::Style) -> Style {
-    let fg = match s.foreground.a {
-        0 => BASE.get(s.foreground.r as usize).copied(),
-        _ => None,
-    };
-    Style {
-        fg,
-        bold: s.font_style.contains(FontStyle::BOLD),
-        italic: s.font_style.contains(FontStyle::ITALIC),
-        underline: s.font_style.contains(FontStyle::UNDERLINE),
-        ..Style::PLAIN
-    }
-}
-
-/// Highlights one line (ending in `\n`) into spans; tabs become spaces as in plain code.
-fn line_spans(
-    ps: &mut ParseState,
-    hs: &mut HighlightState,
-    line: &str,
-    a: &Assets,
-    h: &Highlighter,
-) -> Vec<Span> {
-    let mut out: Vec<Span> = Vec::new();
-    let ops = match ps.parse_line(line, &a.syntaxes) {
-        Ok(ops) => ops,
-        Err(_) => {
-            return vec![Span::plain(clean(line.trim_end_matches('\n')).into_owned())];
-        }
-    };
-    for (style, text) in HighlightIterator::new(hs, &ops, line, h) {
-        let text = clean(text.trim_end_matches(['\n', '\r']));
-        if text.is_empty() {
-            continue;
-        }
-        let st = to_style(style);
-        match out.last_mut() {
-            Some(last) if last.style == st => last.text.push_str(&text),
-            _ => out.push(Span::new(text.into_owned(), st)),
-        }
-    }
-    out
-}
-
 fn worker() {
     // The lowest CPU priority for this thread only (Linux threads have their own nice value):
     // on a busy machine the UI thread's frames go first.
@@ -385,23 +246,98 @@ fn worker() {
                 st = shared().cv.wait(st).unwrap_or_else(|e| e.into_inner());
             }
         };
-        highlight_request(&lang, &text);
+        // A panic in an engine leaves that language plain, not the worker dead.
+        let done = std::panic::catch_unwind(|| highlight_request(&lang, &text));
+        if done.is_err() {
+            forget_language(&lang);
+        }
     }
 }
 
-/// Highlights `text` in `lang`, going on from the longest highlighted prefix and publishing
-/// progress as it goes.
-fn highlight_request(lang: &str, text: &str) {
-    let a = assets();
-    let Some(syntax) = a.syntaxes.find_syntax_by_token(lang) else {
+/// Blocks in `lang` stay plain from now on; the screen is woken (a block waiting for its
+/// highlighting shows plain now).
+fn forget_language(lang: &str) {
+    let waker = {
         let mut st = lock();
         st.unknown.insert(lang.to_string());
         st.queue.retain(|(l, _)| l != lang);
-        return;
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+        st.waker.clone()
     };
-    let h = Highlighter::new(&a.theme);
-    // Start from the longest known prefix.
-    let (mut done, mut lines, mut state) = {
+    if let Some(w) = waker {
+        w();
+    }
+}
+
+/// Highlights `text` in `lang` with the engine that covers it, going on from the longest
+/// highlighted prefix.
+fn highlight_request(lang: &str, text: &str) {
+    if let Some(g) = treesitter::grammar(lang) {
+        return tree_sitter_request(g, lang, text);
+    }
+    textmate_request(lang, text)
+}
+
+/// The whole block at once (tens of milliseconds even for a long one), parsed incrementally
+/// from the previous tree when the block grew.
+fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str) {
+    // The previous entry's parts, copied out so the lock is not held while parsing.
+    let previous = {
+        let st = lock();
+        best(&st, lang, text).and_then(|(i, bytes, n)| {
+            let e = &st.entries[i];
+            match &e.resume {
+                Resume::TreeSitter(tree) => {
+                    Some((tree.clone(), e.text.clone(), e.lines.clone(), (bytes, n)))
+                }
+                Resume::TextMate { .. } => None,
+            }
+        })
+    };
+    if previous
+        .as_ref()
+        .is_some_and(|(_, old, _, _)| old.as_str() == text)
+    {
+        return;
+    }
+    let started = Instant::now();
+    let result = match &previous {
+        Some((tree, old, lines, kept)) => treesitter::highlight(
+            g,
+            text,
+            Some(treesitter::Previous {
+                tree,
+                text: old,
+                lines,
+                kept: *kept,
+            }),
+        ),
+        None => treesitter::highlight(g, text, None),
+    };
+    match result {
+        Some((lines, tree)) => {
+            let last_start = last_line_start(text);
+            publish(lang, text, lines, Resume::TreeSitter(tree), last_start);
+        }
+        None => return forget_language(lang),
+    }
+    // A block growing while an answer streams: its error-recovering parse often changes from
+    // the top, so a pass can cost the whole block. Resting as long as the pass took keeps
+    // this thread under half a core; the deltas arriving meanwhile coalesce into one pass.
+    if previous.is_some() {
+        std::thread::sleep(started.elapsed().min(Duration::from_millis(50)));
+    }
+}
+
+/// Where the last line of `text` (ending in `\n`) starts.
+fn last_line_start(text: &str) -> usize {
+    let body = &text.as_bytes()[..text.len().saturating_sub(1)];
+    memchr::memrchr(b'\n', body).map_or(0, |i| i + 1)
+}
+
+/// Line by line from the longest known prefix's state, publishing progress as it goes.
+fn textmate_request(lang: &str, text: &str) {
+    let (mut done, mut lines, from) = {
         let st = lock();
         match best(&st, lang, text) {
             Some((i, bytes, n)) => {
@@ -409,22 +345,22 @@ fn highlight_request(lang: &str, text: &str) {
                 if bytes == text.len() {
                     return;
                 }
-                let from = if n == e.lines.len() {
-                    e.state.clone()
-                } else {
-                    e.before_last.clone()
+                let from = match &e.resume {
+                    Resume::TextMate { after, .. } if n == e.lines.len() => Some((**after).clone()),
+                    Resume::TextMate { before_last, .. } => Some((**before_last).clone()),
+                    Resume::TreeSitter(_) => None,
                 };
-                (text[..bytes].to_string(), e.lines[..n].to_vec(), from)
+                match from {
+                    Some(from) => (text[..bytes].to_string(), e.lines[..n].to_vec(), Some(from)),
+                    None => (String::new(), Vec::new(), None),
+                }
             }
             None => (String::new(), Vec::new(), None),
         }
     };
-    let (mut ps, mut hs) = state.take().unwrap_or_else(|| {
-        (
-            ParseState::new(syntax),
-            HighlightState::new(&h, ScopeStack::new()),
-        )
-    });
+    let Some(mut run) = textmate::Run::new(lang, from) else {
+        return forget_language(lang);
+    };
     let mut last = Instant::now();
     // Each batch makes the UI thread parse its document again: publish when the highlighted
     // lines at least doubled (O(log n) re-parses for a long block) and PUBLISH_EVERY passed.
@@ -434,20 +370,17 @@ fn highlight_request(lang: &str, text: &str) {
     let rest = &text[done.len()..];
     let mut it = rest.split_inclusive('\n').peekable();
     while let Some(line) = it.next() {
-        let before = (ps.clone(), hs.clone());
-        lines.push(line_spans(&mut ps, &mut hs, line, a, &h));
+        let before_last = run.state();
+        lines.push(run.line(line));
         done.push_str(line);
         let due = lines.len() >= 2 * published && (first || last.elapsed() >= PUBLISH_EVERY);
         if it.peek().is_none() || due {
             first = false;
-            publish(
-                lang,
-                &done,
-                &lines,
-                (&ps, &hs),
-                before,
-                done.len() - line.len(),
-            );
+            let resume = Resume::TextMate {
+                after: Box::new(run.state()),
+                before_last: Box::new(before_last),
+            };
+            publish(lang, &done, lines.clone(), resume, done.len() - line.len());
             published = lines.len();
             last = Instant::now();
         }
@@ -456,22 +389,14 @@ fn highlight_request(lang: &str, text: &str) {
 
 /// Stores the highlighted prefix `text` (replacing the shorter entry it extends) and wakes
 /// the screen.
-fn publish(
-    lang: &str,
-    text: &str,
-    lines: &[Vec<Span>],
-    (ps, hs): (&ParseState, &HighlightState),
-    before_last: States,
-    last_start: usize,
-) {
+fn publish(lang: &str, text: &str, lines: Vec<Vec<Span>>, resume: Resume, last_start: usize) {
     // Built before taking the lock: the UI thread's lookups never wait for a copy.
     let entry = Entry {
         lang: lang.to_string(),
         text: text.to_string(),
-        lines: Arc::new(lines.to_vec()),
-        state: Some((ps.clone(), hs.clone())),
+        lines: Arc::new(lines),
+        resume,
         last_start,
-        before_last: Some(before_last),
     };
     let waker = {
         let mut st = lock();
@@ -495,21 +420,38 @@ fn publish(
     }
 }
 
-/// Highlights `code` synchronously on this thread (benchmarks and tests; loads the assets).
-/// None for an unknown language.
+/// Which engine highlights `lang` (a fence's info string): "tree-sitter", "textmate" or
+/// None for a language neither knows (loads the TextMate syntax set to find out).
+pub fn engine(lang: &str) -> Option<&'static str> {
+    let lang = lang_token(lang).to_ascii_lowercase();
+    if treesitter::covers(&lang) {
+        return Some("tree-sitter");
+    }
+    textmate::Run::new(&lang, None).map(|_| "textmate")
+}
+
+/// Highlights `code` synchronously on this thread with the engine `lookup` would use
+/// (benchmarks and tests; loads the assets). None for an unknown language.
 pub fn highlight_now(lang: &str, code: &str) -> Option<Vec<Vec<Span>>> {
-    let a = assets();
-    let syntax = a.syntaxes.find_syntax_by_token(lang_token(lang))?;
-    let h = Highlighter::new(&a.theme);
-    let mut ps = ParseState::new(syntax);
-    let mut hs = HighlightState::new(&h, ScopeStack::new());
+    let lang = lang_token(lang).to_ascii_lowercase();
     let mut text = code.to_string();
     text.push('\n');
-    Some(
-        text.split_inclusive('\n')
-            .map(|l| line_spans(&mut ps, &mut hs, l, a, &h))
-            .collect(),
-    )
+    if let Some(g) = treesitter::grammar(&lang) {
+        return treesitter::highlight(g, &text, None).map(|(lines, _)| lines);
+    }
+    textmate_now(&lang, &text)
+}
+
+/// `text` (ending in `\n`) through the TextMate engine, whatever the language.
+fn textmate_now(lang: &str, text: &str) -> Option<Vec<Vec<Span>>> {
+    let mut run = textmate::Run::new(lang, None)?;
+    Some(text.split_inclusive('\n').map(|l| run.line(l)).collect())
+}
+
+/// Highlights `code` with the TextMate engine even where a grammar covers the language (the
+/// benchmark's baseline). None for an unknown language.
+pub fn highlight_now_textmate(lang: &str, code: &str) -> Option<Vec<Vec<Span>>> {
+    textmate_now(&lang_token(lang).to_ascii_lowercase(), &format!("{code}\n"))
 }
 
 /// Waits until `lookup(lang, code)` is done or `timeout` passes (tests and benchmarks).
@@ -526,6 +468,7 @@ pub fn wait_done(lang: &str, code: &str, timeout: Duration) -> Lookup {
 
 #[cfg(test)]
 mod tests {
+    use super::super::style::Color;
     use super::*;
 
     fn fg_of(lines: &[Vec<Span>], word: &str) -> Option<Option<Color>> {
@@ -537,22 +480,143 @@ mod tests {
     }
 
     #[test]
-    fn keywords_strings_and_plain_text_differ() {
-        let l = highlight_now("rust", "fn main() {\n    let s = \"hi\"; // note\n}").unwrap();
-        assert_eq!(l.len(), 3);
-        assert_eq!(fg_of(&l, "fn"), Some(Some(Color::Magenta)));
-        assert_eq!(fg_of(&l, "\"hi\""), Some(Some(Color::Green)));
-        let text: Vec<String> = l
-            .iter()
-            .map(|s| s.iter().map(|s| s.text.as_str()).collect())
-            .collect();
-        assert_eq!(text[1], "    let s = \"hi\"; // note");
+    fn keywords_strings_and_plain_text_differ_in_both_engines() {
+        let code = "fn main() {\n    let s = \"hi\"; // note\n}";
+        for l in [
+            highlight_now("rust", code).unwrap(),
+            highlight_now_textmate("rust", code).unwrap(),
+        ] {
+            assert_eq!(l.len(), 3);
+            assert_eq!(fg_of(&l, "fn"), Some(Some(Color::Magenta)));
+            assert_eq!(fg_of(&l, "\"hi\""), Some(Some(Color::Green)));
+            let text: Vec<String> = l
+                .iter()
+                .map(|s| s.iter().map(|s| s.text.as_str()).collect())
+                .collect();
+            assert_eq!(text[1], "    let s = \"hi\"; // note");
+        }
         let python = highlight_now("py", "def f(x):\n    return 1").unwrap();
         assert_eq!(fg_of(&python, "def"), Some(Some(Color::Magenta)));
         assert!(highlight_now("no-such-language", "x").is_none());
-        let n = assets().syntaxes.syntaxes().len();
-        println!("syntaxes: {n}");
+        let n = textmate::syntax_count();
         assert!(n > 150, "{n}");
+        assert_eq!(engine("rust,ignore"), Some("tree-sitter"));
+        assert_eq!(engine("TOML"), Some("textmate"));
+        assert_eq!(engine("no-such-language"), None);
+    }
+
+    /// Every grammar's query compiles against its language and colours a keyword and a
+    /// string or comment.
+    #[test]
+    fn every_tree_sitter_grammar_highlights_its_language() {
+        let samples = [
+            ("rust", "pub fn f() -> u8 { 1 } // c", "fn"),
+            ("python", "def f():\n    return 'x'", "def"),
+            ("js", "const x = 'a'; // c", "const"),
+            ("jsx", "const e = <div className=\"a\">hi</div>;", "const"),
+            (
+                "ts",
+                "interface A { b: string }\nconst x: A = 'a' as any;",
+                "interface",
+            ),
+            (
+                "tsx",
+                "export const E = (p: P) => <b>{p.x}</b>; // c",
+                "export",
+            ),
+            (
+                "go",
+                "package main\nfunc f() string { return \"a\" }",
+                "func",
+            ),
+            (
+                "c",
+                "#include <x.h>\nint f(void) { return 0; } /* c */",
+                "return",
+            ),
+            (
+                "cpp",
+                "namespace n { class A { public: int f(); }; } // c",
+                "class",
+            ),
+            ("java", "public class A { String s = \"a\"; }", "class"),
+            ("json", "{\"a\": [1, true, \"s\"]}", "true"),
+            ("bash", "if [ -f x ]; then echo \"a\"; fi # c", "if"),
+        ];
+        for (lang, code, word) in samples {
+            assert_eq!(engine(lang), Some("tree-sitter"), "{lang}");
+            let l = highlight_now(lang, code).unwrap_or_else(|| panic!("{lang}: no grammar"));
+            let flat: String = l.iter().flatten().map(|s| s.text.as_str()).collect();
+            assert_eq!(flat, code.replace('\n', ""), "{lang}: text must survive");
+            let coloured = l.iter().flatten().filter(|s| s.style.fg.is_some()).count();
+            assert!(coloured >= 2, "{lang}: {l:?}");
+            assert!(
+                fg_of(&l, word).flatten().is_some(),
+                "{lang}: `{word}` not coloured: {l:?}"
+            );
+        }
+    }
+
+    /// A block highlighted incrementally as it grows (tree-sitter re-parses from its old
+    /// tree) ends exactly as highlighting it whole does, even when a later line changes how
+    /// earlier ones read (a block comment opened above and closed below).
+    #[test]
+    fn incremental_tree_sitter_highlighting_matches_a_fresh_one() {
+        let g = treesitter::grammar("rust").unwrap();
+        let steps = [
+            "fn a() {\n",
+            "fn a() {\n    let x = \"str",
+            "fn a() {\n    let x = \"string\";\n/* open\n",
+            "fn a() {\n    let x = \"string\";\n/* open\nstill comment */ let y = 2;\n}\n",
+        ];
+        let mut prev: Option<(Vec<Vec<Span>>, tree_sitter::Tree, String)> = None;
+        for step in steps {
+            let text = format!("{step}\n");
+            let kept = prev.as_ref().map(|(lines, _, old)| {
+                if text.starts_with(old.as_str()) {
+                    (old.len(), lines.len())
+                } else {
+                    (last_line_start(old), lines.len() - 1)
+                }
+            });
+            let out = match (&prev, kept) {
+                (Some((lines, tree, old)), Some(kept)) => treesitter::highlight(
+                    g,
+                    &text,
+                    Some(treesitter::Previous {
+                        tree,
+                        text: old,
+                        lines,
+                        kept,
+                    }),
+                ),
+                _ => treesitter::highlight(g, &text, None),
+            }
+            .unwrap();
+            let fresh = treesitter::highlight(g, &text, None).unwrap().0;
+            assert_eq!(out.0, fresh, "after {step:?}");
+            prev = Some((out.0, out.1, text));
+        }
+        // The comment's second line is grey, the `let` after it magenta.
+        let lines = prev.unwrap().0;
+        assert_eq!(lines[3][0].style.fg, Some(Color::BrightBlack));
+        assert_eq!(fg_of(&lines, "let"), Some(Some(Color::Magenta)));
+    }
+
+    /// Non-ASCII text reaches the grammar as ASCII stand-ins (tree-sitter-bash crashes on
+    /// some), and the real text comes back with its colours.
+    #[test]
+    fn non_ascii_code_keeps_its_text_and_colours() {
+        let code = "echo \"héllo {\u{E01DE}\" # ünïcode ✓\nif true; then :; fi";
+        let l = highlight_now("bash", code).unwrap();
+        let flat: Vec<String> = l
+            .iter()
+            .map(|s| s.iter().map(|s| s.text.as_str()).collect())
+            .collect();
+        assert_eq!(flat.join("\n"), code);
+        let comment = l[0].iter().find(|s| s.text.contains("ünïcode")).unwrap();
+        assert_eq!(comment.style.fg, Some(Color::BrightBlack));
+        assert_eq!(fg_of(&l, "if"), Some(Some(Color::Magenta)));
     }
 
     #[test]

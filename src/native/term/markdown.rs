@@ -661,6 +661,16 @@ impl MdDoc {
         out
     }
 
+    /// Whether a code block waits for its highlighting, as of the last [`MdDoc::layout`]: in
+    /// the lines parsed for good (`stable_only`) or anywhere.
+    pub fn highlight_pending(&self, stable_only: bool) -> bool {
+        self.stable_pending.is_some()
+            || (!stable_only
+                && self
+                    .tail_key
+                    .is_some_and(|(_, _, pending)| pending.is_some()))
+    }
+
     /// Logical lines parsed for good (before the last block boundary).
     pub fn stable_lines(&self) -> usize {
         self.stable.len()

@@ -12,6 +12,7 @@ use super::width::{wrap_line, wrap_text};
 use super::TermError;
 use serde::Deserialize;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// What Lua says about a block when it adds or changes one. Every field but `text` is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -424,7 +425,15 @@ pub struct Transcript {
     /// Inline mode: blocks before this index are in the terminal's scrollback (and the block
     /// at it may be partly, see [`Transcript::take_commits`]); the view starts after them.
     pub committed: usize,
+    /// Inline mode: the (block, stable lines) held back from scrollback while its code is
+    /// highlighted, and since when (see [`HIGHLIGHT_HOLD`]).
+    hold: Option<((usize, usize), Instant)>,
 }
+
+/// Inline mode: how long rows whose code block is still being highlighted wait before they go
+/// to scrollback plain (rows there are never rewritten). Highlighting landing (or failing)
+/// wakes the painter, so the wait ends as soon as it is over.
+pub const HIGHLIGHT_HOLD: Duration = Duration::from_millis(500);
 
 impl Default for Transcript {
     fn default() -> Self {
@@ -437,6 +446,7 @@ impl Default for Transcript {
             shown: Vec::new(),
             search: None,
             committed: 0,
+            hold: None,
         }
     }
 }
@@ -612,9 +622,18 @@ impl Transcript {
                 self.height_of(i, width);
                 self.blocks[i].total(width)
             };
-            let b = &mut self.blocks[i];
-            let from = b.offset().min(total);
+            let b = &self.blocks[i];
+            // Code still being highlighted holds its rows back a moment (scrollback is final).
+            let (waiting, waiting_stable) = match &b.body {
+                Body::Md(d) if !all => (d.highlight_pending(false), d.highlight_pending(true)),
+                _ => (false, false),
+            };
             if !b.live || all {
+                if waiting && self.held((i, usize::MAX)) {
+                    break;
+                }
+                let b = &mut self.blocks[i];
+                let from = b.offset().min(total);
                 out.extend((from..total).map(|r| b.row_abs(r)));
                 self.committed += 1;
                 continue;
@@ -622,6 +641,11 @@ impl Transcript {
             if let (Body::Md(d), false) = (&b.body, b.folded) {
                 let k = d.stable_lines();
                 if k > b.skip.unwrap_or(0) {
+                    if waiting_stable && self.held((i, k)) {
+                        break;
+                    }
+                    let b = &mut self.blocks[i];
+                    let from = b.offset().min(total);
                     b.skip = Some(k);
                     let to = b.offset().min(total);
                     out.extend((from..to).map(|r| b.row_abs(r)));
@@ -631,6 +655,16 @@ impl Transcript {
             break;
         }
         out
+    }
+
+    /// Whether the rows of `key` (block, stable lines) still wait for their highlighting:
+    /// the first ask starts the [`HIGHLIGHT_HOLD`] clock.
+    fn held(&mut self, key: (usize, usize)) -> bool {
+        let since = match self.hold {
+            Some((k, since)) if k == key => since,
+            _ => self.hold.insert((key, Instant::now())).1,
+        };
+        since.elapsed() < HIGHLIGHT_HOLD
     }
 
     /// The rows on screen, top to bottom (fewer than `height` when the transcript is short).
