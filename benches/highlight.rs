@@ -173,6 +173,40 @@ fn main() {
         ms(load_textmate)
     );
 
+    // Other grammars, 5,000 lines each (a TextMate language stays at the syntect figure).
+    let samples = [
+        ("python", "def item_{i}(x: str, n: int) -> list[str]:\n    \"\"\"Doc {i}.\"\"\"\n    out = []  # {i}\n    for k, c in enumerate(x):\n        if k % 2 == 0 and c != '\\n':\n            out.append(f\"{{k}}:{{c}} {i}\")\n    return out\n\n"),
+        ("typescript", "/** Doc {i}. */\nexport function item{i}(x: string, n: number): string[] {{\n  const out: string[] = []; // {i}\n  for (const [k, c] of [...x].entries()) {{\n    if (k % 2 === 0 && c !== '\\n') out.push(`${{k}}:${{c}} {i}`);\n  }}\n  return out;\n}}\n\n"),
+    ];
+    for (lang, template) in samples {
+        let mut code = String::new();
+        let mut i = 0;
+        while code.lines().count() < 5000 {
+            code.push_str(
+                &template
+                    .replace("{i}", &i.to_string())
+                    .replace("{{", "{")
+                    .replace("}}", "}"),
+            );
+            i += 1;
+        }
+        let code: String = code.lines().take(5000).collect::<Vec<_>>().join("\n");
+        highlight::highlight_now(lang, "x").expect("known");
+        let runs: Vec<Duration> = (0..5)
+            .map(|_| {
+                let t0 = Instant::now();
+                let lines = highlight::highlight_now(lang, &code).expect("highlighted");
+                assert_eq!(lines.len(), 5000);
+                t0.elapsed()
+            })
+            .collect();
+        println!(
+            "highlighting 5,000 lines of {lang} ({}): {:.1} ms",
+            highlight::engine(lang).unwrap_or("?"),
+            ms(median(runs))
+        );
+    }
+
     // A block streaming in: 5,000 lines arriving 50 at a time, each step highlighted through
     // the worker before the next (an incremental parse; the worker rests as long as a pass
     // took, so wall time is about twice the CPU time).

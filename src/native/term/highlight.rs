@@ -501,7 +501,7 @@ mod tests {
         let n = textmate::syntax_count();
         assert!(n > 150, "{n}");
         assert_eq!(engine("rust,ignore"), Some("tree-sitter"));
-        assert_eq!(engine("TOML"), Some("textmate"));
+        assert_eq!(engine("Ruby"), Some("textmate"));
         assert_eq!(engine("no-such-language"), None);
     }
 
@@ -541,6 +541,14 @@ mod tests {
             ),
             ("java", "public class A { String s = \"a\"; }", "class"),
             ("json", "{\"a\": [1, true, \"s\"]}", "true"),
+            ("toml", "[table]\nkey = \"v\" # c", "key"),
+            ("yaml", "key: \"v\" # c\nother: true", "key"),
+            (
+                "css",
+                "@media screen { a { color: red; } } /* c */",
+                "@media",
+            ),
+            ("html", "<div class=\"a\">hi</div><!-- c -->", "div"),
             ("bash", "if [ -f x ]; then echo \"a\"; fi # c", "if"),
         ];
         for (lang, code, word) in samples {
