@@ -19,6 +19,8 @@ use fen::native::term::transcript::BlockSpec;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "support/pty.rs"]
 mod pty;
 use pty::{home, median, ms, p95, Pty};
@@ -38,13 +40,7 @@ fn rust_code(n: usize) -> String {
 
 /// CPU time of this process so far (every thread, the highlight worker included).
 fn process_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu::cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// A session file with one question and `answer` as the reply.

@@ -10,6 +10,8 @@
 //!
 //! Run: `cargo bench --bench policy`
 
+#[path = "support/cpu.rs"]
+mod cpu;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -70,16 +72,9 @@ fn commands(lines: &[String], size: usize, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// CPU time of this thread: unlike wall time it does not count the time the scheduler gives
-/// to other processes (a 2-core machine shared by several builds preempts for whole ticks).
+/// CPU time of this thread (see support/cpu.rs).
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu::cpu_time(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
