@@ -329,6 +329,15 @@ fn fg_of(t: &Tui, text: &str) -> Option<vt100::Color> {
     })
 }
 
+/// Waits (10 s at most) until the row holding `text` starts in colour `want`.
+fn wait_fg_of(t: &Tui, text: &str, want: vt100::Color) {
+    let start = Instant::now();
+    while fg_of(t, text) != Some(want) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(fg_of(t, text), Some(want), "{}", t.screen());
+}
+
 #[test]
 fn a_user_theme_from_settings_colours_the_rows() {
     let s = Sandbox::new();
@@ -351,6 +360,67 @@ fn a_user_theme_from_settings_colours_the_rows() {
         Some(vt100::Color::Rgb(255, 136, 0))
     );
     assert_eq!(fg_of(&t, "ok read"), Some(vt100::Color::Idx(208)));
+}
+
+/// The theme reaches what native draws itself: markdown headings and highlighted code; a
+/// misspelt name is a notice and the defaults stay.
+#[test]
+fn a_user_theme_restyles_markdown_and_code_and_a_misspelt_name_is_a_notice() {
+    let s = Sandbox::new();
+    let answer = serde_json::json!([{ "text": "# Big title\n\n```rust\nfn themed() {}\n```\n\nend of answer" }]);
+    for (theme, heading, keyword) in [
+        (
+            r##"{"markdown.heading": "green", "code.keyword": {"fg": "#102030"}}"##,
+            vt100::Color::Idx(2),
+            vt100::Color::Rgb(16, 32, 48),
+        ),
+        (
+            r##"{"code.keywrd": "red"}"##,
+            vt100::Color::Idx(5),
+            vt100::Color::Idx(5),
+        ),
+    ] {
+        s.write(
+            "config/fen/settings.json",
+            &format!(r#"{{"tui": {{"theme": {theme}}}}}"#),
+        );
+        let path = script(&s, &answer.to_string());
+        let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[]);
+        t.wait_for("Ask anything");
+        t.send("go\r");
+        t.wait("the answer, idle", |s| {
+            s.contains("end of answer") && !s.contains("working")
+        });
+        wait_fg_of(&t, "fn themed", keyword);
+        assert_eq!(fg_of(&t, "Big title"), Some(heading), "{theme}");
+        let misspelt = theme.contains("keywrd");
+        let noticed = t.screen().contains("unknown style \"code.keywrd\"");
+        assert_eq!(noticed, misspelt, "{}", t.screen());
+        t.send("\x04");
+        t.wait_exit();
+    }
+}
+
+/// A theme changed mid-session (an extension restyling code, then /reload) draws what is
+/// already on screen again in it.
+#[test]
+fn restyling_code_and_reloading_redraws_the_transcript() {
+    let s = Sandbox::new();
+    let answer = serde_json::json!([{ "text": "```rust\nfn redrawn() {}\n```\n\nend of answer" }]);
+    let path = script(&s, &answer.to_string());
+    let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[]);
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    t.wait("the answer, idle", |s| {
+        s.contains("end of answer") && !s.contains("working")
+    });
+    wait_fg_of(&t, "fn redrawn", vt100::Color::Idx(5));
+    s.write(
+        "config/fen/extensions/restyle.lua",
+        r#"return function(api) require("fen.lib.theme")["code.keyword"] = { fg = "red" } end"#,
+    );
+    t.send("/reload\r");
+    wait_fg_of(&t, "fn redrawn", vt100::Color::Idx(1));
 }
 
 #[test]

@@ -388,6 +388,7 @@ function native.sleep(ms) end
 ---@field find_step fun(forward: boolean): integer[]? show the next / previous match; {block with matches, blocks with matches}
 ---@field find_clear fun() end the search
 ---@field background fun(): string? "dark" or "light" from COLORFGBG, else nil
+---@field palette fun(styles: table<string, table>?) the styles native draws markdown and code with, by semantic name (`markdown.heading`, `markdown.code`, `markdown.code_block`, `markdown.link`, `markdown.bullet`, `markdown.gutter`, `code.comment`, `code.string`, `code.escape`, `code.number`, `code.keyword`, `code.function`, `code.type`, `code.tag`, `code.attribute`, `code.builtin`, `code.property`); names not given take their defaults; an unknown name or a bad style is an error and changes nothing; what is drawn is drawn again
 ---@field mouse fun(on: boolean) mouse reporting on / off (drag-select copies, the wheel scrolls)
 ---@field update fun(id: integer, block: table)
 ---@field append fun(id: integer, delta: string)

@@ -9,9 +9,13 @@
 --
 -- Semantic names (what settings.json `tui.theme` and `apply` take) and the role each sets:
 --   user, user.prefix, assistant, thinking, tool, tool.ok, tool.err, queued, dim, info, error,
---   status, hint, diff.add, diff.del
+--   status, hint, diff.add, diff.del, diff.add.word, diff.del.word, diff.hunk, diff.lineno,
+--   diff.file
 -- (`tool.ok` is the role `ok`, `tool.err` is `err`, `user.prefix` is `user_prefix`; any other
--- name is kept as given, for extensions that look it up.)
+-- name is kept as given, for extensions that look it up.) Names starting `markdown.` and
+-- `code.` style what native draws itself (headings, inline code, links, highlighted code);
+-- `native_styles()` collects them for `native.term.palette`, which knows their defaults and
+-- refuses unknown ones.
 
 ---@alias ThemeStyle {fg?: string|integer, bg?: string|integer, bold?: boolean, dim?: boolean, italic?: boolean, underline?: boolean, reverse?: boolean, strike?: boolean}
 
@@ -99,4 +103,17 @@ local function apply(user, background)
   return base
 end
 
-return setmetatable(M, { __index = { apply = apply } })
+--- The `markdown.*` and `code.*` styles the theme sets (native draws these; see
+--- native.term.palette for the names and defaults).
+---@return table<string, ThemeStyle>
+local function native_styles()
+  local out = {}
+  for k, v in pairs(M) do
+    if type(k) == "string" and (k:find("^markdown%.") or k:find("^code%.")) and type(v) == "table" then
+      out[k] = v
+    end
+  end
+  return out
+end
+
+return setmetatable(M, { __index = { apply = apply, native_styles = native_styles } })

@@ -643,6 +643,25 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
         lua.create_function(|_, ()| Ok(background_env()))?,
     )?;
     m.set(
+        "palette",
+        lua.create_function(|lua, styles: Value| {
+            use crate::native::term::palette;
+            let styles: std::collections::HashMap<String, crate::native::term::style::Style> =
+                match styles {
+                    Value::Nil => Default::default(),
+                    v => lua.from_value(v).map_err(|e| {
+                        mlua::Error::runtime(format!("native.term.palette: bad style: {e}"))
+                    })?,
+                };
+            palette::set(&styles)
+                .map_err(|e| mlua::Error::runtime(format!("native.term.palette: {e}")))?;
+            if let Ok(u) = ui(lua) {
+                u.changed();
+            }
+            Ok(())
+        })?,
+    )?;
+    m.set(
         "mouse",
         lua.create_function(|lua, on: bool| {
             let _ = ui(lua)?;

@@ -12,6 +12,7 @@
 mod textmate;
 mod treesitter;
 
+use super::palette;
 use super::style::Span;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -97,6 +98,8 @@ struct State {
     queue: VecDeque<(String, String)>,
     worker: bool,
     waker: Option<Waker>,
+    /// The palette epoch the entries were drawn in (a new theme drops them).
+    epoch: u64,
 }
 
 struct Shared {
@@ -174,6 +177,13 @@ pub fn lookup(lang: &str, code: &str) -> Lookup {
     let mut st = lock();
     if st.unknown.contains(&lang) {
         return Lookup::Plain;
+    }
+    let epoch = palette::epoch();
+    if st.epoch != epoch {
+        // A new theme: every block is highlighted again in its styles.
+        st.entries.clear();
+        st.bytes = 0;
+        st.epoch = epoch;
     }
     if let Some((i, _, n)) = best(&st, &lang, &text) {
         let e = &st.entries[i];
@@ -272,15 +282,20 @@ fn forget_language(lang: &str) {
 /// Highlights `text` in `lang` with the engine that covers it, going on from the longest
 /// highlighted prefix.
 fn highlight_request(lang: &str, text: &str) {
+    // The styles this pass draws in (a theme changing meanwhile drops its result).
+    let styles = (palette::epoch(), palette::snapshot());
     if let Some(g) = treesitter::grammar(lang) {
-        return tree_sitter_request(g, lang, text);
+        return tree_sitter_request(g, lang, text, styles);
     }
-    textmate_request(lang, text)
+    textmate_request(lang, text, styles)
 }
+
+/// The palette epoch and styles a pass draws in.
+type Styles = (u64, palette::Palette);
 
 /// The whole block at once (tens of milliseconds even for a long one), parsed incrementally
 /// from the previous tree when the block grew.
-fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str) {
+fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str, styles: Styles) {
     // The previous entry's parts, copied out so the lock is not held while parsing.
     let previous = {
         let st = lock();
@@ -311,13 +326,15 @@ fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str) {
                 lines,
                 kept: *kept,
             }),
+            &styles.1,
         ),
-        None => treesitter::highlight(g, text, None),
+        None => treesitter::highlight(g, text, None, &styles.1),
     };
     match result {
         Some((lines, tree)) => {
             let last_start = last_line_start(text);
-            publish(lang, text, lines, Resume::TreeSitter(tree), last_start);
+            let resume = Resume::TreeSitter(tree);
+            publish(lang, text, lines, resume, last_start, styles.0);
         }
         None => return forget_language(lang),
     }
@@ -336,7 +353,7 @@ fn last_line_start(text: &str) -> usize {
 }
 
 /// Line by line from the longest known prefix's state, publishing progress as it goes.
-fn textmate_request(lang: &str, text: &str) {
+fn textmate_request(lang: &str, text: &str, styles: Styles) {
     let (mut done, mut lines, from) = {
         let st = lock();
         match best(&st, lang, text) {
@@ -358,7 +375,7 @@ fn textmate_request(lang: &str, text: &str) {
             None => (String::new(), Vec::new(), None),
         }
     };
-    let Some(mut run) = textmate::Run::new(lang, from) else {
+    let Some(mut run) = textmate::Run::new(lang, from, styles.1) else {
         return forget_language(lang);
     };
     let mut last = Instant::now();
@@ -380,7 +397,8 @@ fn textmate_request(lang: &str, text: &str) {
                 after: Box::new(run.state()),
                 before_last: Box::new(before_last),
             };
-            publish(lang, &done, lines.clone(), resume, done.len() - line.len());
+            let last_start = done.len() - line.len();
+            publish(lang, &done, lines.clone(), resume, last_start, styles.0);
             published = lines.len();
             last = Instant::now();
         }
@@ -388,8 +406,15 @@ fn textmate_request(lang: &str, text: &str) {
 }
 
 /// Stores the highlighted prefix `text` (replacing the shorter entry it extends) and wakes
-/// the screen.
-fn publish(lang: &str, text: &str, lines: Vec<Vec<Span>>, resume: Resume, last_start: usize) {
+/// the screen; drops it when drawn in a palette `epoch` that is no longer current.
+fn publish(
+    lang: &str,
+    text: &str,
+    lines: Vec<Vec<Span>>,
+    resume: Resume,
+    last_start: usize,
+    epoch: u64,
+) {
     // Built before taking the lock: the UI thread's lookups never wait for a copy.
     let entry = Entry {
         lang: lang.to_string(),
@@ -400,6 +425,9 @@ fn publish(lang: &str, text: &str, lines: Vec<Vec<Span>>, resume: Resume, last_s
     };
     let waker = {
         let mut st = lock();
+        if epoch != palette::epoch() {
+            return;
+        }
         if let Some((i, _, _)) = best(&st, lang, text) {
             if let Some(e) = st.entries.remove(i) {
                 st.bytes -= e.text.len();
@@ -427,7 +455,7 @@ pub fn engine(lang: &str) -> Option<&'static str> {
     if treesitter::covers(&lang) {
         return Some("tree-sitter");
     }
-    textmate::Run::new(&lang, None).map(|_| "textmate")
+    textmate::Run::new(&lang, None, palette::snapshot()).map(|_| "textmate")
 }
 
 /// Highlights `code` synchronously on this thread with the engine `lookup` would use
@@ -437,14 +465,14 @@ pub fn highlight_now(lang: &str, code: &str) -> Option<Vec<Vec<Span>>> {
     let mut text = code.to_string();
     text.push('\n');
     if let Some(g) = treesitter::grammar(&lang) {
-        return treesitter::highlight(g, &text, None).map(|(lines, _)| lines);
+        return treesitter::highlight(g, &text, None, &palette::snapshot()).map(|(lines, _)| lines);
     }
     textmate_now(&lang, &text)
 }
 
 /// `text` (ending in `\n`) through the TextMate engine, whatever the language.
 fn textmate_now(lang: &str, text: &str) -> Option<Vec<Vec<Span>>> {
-    let mut run = textmate::Run::new(lang, None)?;
+    let mut run = textmate::Run::new(lang, None, palette::snapshot())?;
     Some(text.split_inclusive('\n').map(|l| run.line(l)).collect())
 }
 
@@ -571,6 +599,7 @@ mod tests {
     #[test]
     fn incremental_tree_sitter_highlighting_matches_a_fresh_one() {
         let g = treesitter::grammar("rust").unwrap();
+        let pal = palette::snapshot();
         let steps = [
             "fn a() {\n",
             "fn a() {\n    let x = \"str",
@@ -597,11 +626,12 @@ mod tests {
                         lines,
                         kept,
                     }),
+                    &pal,
                 ),
-                _ => treesitter::highlight(g, &text, None),
+                _ => treesitter::highlight(g, &text, None, &pal),
             }
             .unwrap();
-            let fresh = treesitter::highlight(g, &text, None).unwrap().0;
+            let fresh = treesitter::highlight(g, &text, None, &pal).unwrap().0;
             assert_eq!(out.0, fresh, "after {step:?}");
             prev = Some((out.0, out.1, text));
         }

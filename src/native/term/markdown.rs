@@ -7,7 +7,8 @@
 //! lines are ready, then the document re-parses once per batch that lands).
 
 use super::highlight;
-use super::style::{Color, Line, Style};
+use super::palette;
+use super::style::{Line, Style};
 use super::width::{clean, wrap_prefixed};
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -25,37 +26,32 @@ impl MdLine {
     }
 }
 
-/// The default markdown theme (16 base colours).
+/// The markdown styles, from the [`palette`](super::palette) (themable).
 pub mod theme {
+    use super::super::palette::{get, Role};
     use super::*;
     pub fn heading(level: HeadingLevel) -> Style {
-        let s = Style::fg(Color::Magenta).bold();
+        let s = get(Role::Heading);
         if level == HeadingLevel::H1 {
-            Style {
-                underline: true,
-                ..s
-            }
+            s.underline()
         } else {
             s
         }
     }
     pub fn code() -> Style {
-        Style::fg(Color::Cyan)
+        get(Role::InlineCode)
     }
     pub fn code_block() -> Style {
-        Style::fg(Color::Cyan)
+        get(Role::CodeBlock)
     }
     pub fn gutter() -> Style {
-        Style::PLAIN.dim()
+        get(Role::Gutter)
     }
     pub fn link() -> Style {
-        Style {
-            underline: true,
-            ..Style::fg(Color::Blue)
-        }
+        get(Role::Link)
     }
     pub fn bullet() -> Style {
-        Style::fg(Color::Yellow)
+        get(Role::Bullet)
     }
 }
 
@@ -494,6 +490,8 @@ pub struct MdDoc {
     chunks: Vec<usize>,
     /// The highlight generation `stable` was parsed at, when a code block in it was pending.
     stable_pending: Option<u64>,
+    /// The palette epoch `stable` was parsed at (a new theme parses it again).
+    epoch: u64,
     /// Scanning state: where the next unscanned line starts and the open fence there.
     scan: usize,
     fence: Option<(u8, usize)>,
@@ -512,7 +510,10 @@ pub struct MdDoc {
 
 impl MdDoc {
     pub fn new(text: &str) -> MdDoc {
-        let mut d = MdDoc::default();
+        let mut d = MdDoc {
+            epoch: palette::epoch(),
+            ..MdDoc::default()
+        };
         d.push(text);
         d
     }
@@ -617,7 +618,13 @@ impl MdDoc {
     /// Brings the wrapped rows up to date for `width`; returns the row count.
     pub fn layout(&mut self, width: usize) -> usize {
         let gen = highlight::generation();
-        if self.stable_pending.is_some_and(|g| g != gen) {
+        let epoch = palette::epoch();
+        if self.epoch != epoch {
+            // A new theme: everything is drawn again in its styles.
+            self.epoch = epoch;
+            self.reparse_stable();
+            self.tail_key = None;
+        } else if self.stable_pending.is_some_and(|g| g != gen) {
             self.reparse_stable();
         }
         if self.wrapped_width != width {
@@ -695,6 +702,7 @@ impl MdDoc {
 
 #[cfg(test)]
 mod tests {
+    use super::super::style::Color;
     use super::*;
 
     fn texts(lines: &[Line]) -> Vec<String> {

@@ -6,6 +6,7 @@
 //!   redrawn bottom band).
 //! - [`input`]: decoding crossterm events into normalised key names and paste/resize events.
 //! - [`style`]: the serialisable styles and styled spans/lines the layout speaks.
+//! - [`palette`]: the styles native draws markdown and code with, by semantic name (themable).
 //! - [`width`]: display width and wrapping by grapheme clusters.
 //! - [`markdown`]: markdown to styled lines, with an incremental form for streaming text.
 //! - [`highlight`]: syntax highlighting of fenced code, loaded lazily, on a worker thread.
@@ -25,6 +26,7 @@ pub mod inline;
 pub mod input;
 pub mod layout;
 pub mod markdown;
+pub mod palette;
 pub mod render;
 pub mod schedule;
 pub mod screen;

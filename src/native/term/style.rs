@@ -133,26 +133,30 @@ impl Style {
         reverse: false,
         strike: false,
     };
-    pub fn fg(c: Color) -> Style {
+    pub const fn fg(c: Color) -> Style {
         Style {
             fg: Some(c),
             ..Style::PLAIN
         }
     }
-    pub fn bold(mut self) -> Style {
+    pub const fn bold(mut self) -> Style {
         self.bold = true;
         self
     }
-    pub fn dim(mut self) -> Style {
+    pub const fn dim(mut self) -> Style {
         self.dim = true;
         self
     }
-    pub fn italic(mut self) -> Style {
+    pub const fn italic(mut self) -> Style {
         self.italic = true;
         self
     }
-    pub fn reverse(mut self) -> Style {
+    pub const fn reverse(mut self) -> Style {
         self.reverse = true;
+        self
+    }
+    pub const fn underline(mut self) -> Style {
+        self.underline = true;
         self
     }
     /// `other`'s set fields over this style's.

@@ -71,6 +71,20 @@ return function(api)
   end
   impl.notice = notice
 
+  --- Markdown and code are drawn by native, in the theme's `markdown.*` and `code.*` styles.
+  --- A bad one is a notice naming it (once) and the defaults stay.
+  local function sync_palette()
+    local ok, err = pcall(term.palette, style.native_styles())
+    if ok then S.palette_error = nil return end
+    pcall(term.palette, nil)
+    local msg = "tui.theme: " .. (tostring(err):gsub("^.-native%.term%.palette: ", ""))
+    if msg ~= S.palette_error then
+      S.palette_error = msg
+      notice(msg, style.error)
+    end
+  end
+  impl.sync_palette = sync_palette
+
   --- `tool> ok read README.md (42 lines, 3.1KB)` as styled spans.
   local function tool_row(text)
     local verb, rest = text:match("^tool> (%S+)(.*)$")
@@ -908,6 +922,7 @@ return function(api)
     elseif ev.type == "background" then
       -- The terminal said its background (OSC 11): its palette, unless the user chose one.
       S.theme_base = style.apply(S.user_theme, ev.dark and "dark" or "light")
+      sync_palette()
       refresh()
     elseif ev.type == "copied" then
       notice(string.format("copied %d characters", ev.chars), style.info)
@@ -916,6 +931,8 @@ return function(api)
 
   function impl.reinit()
     compute_controls()
+    -- An extension may have restyled markdown or code (fen.lib.theme) before a /reload.
+    sync_palette()
     refresh()
   end
 
@@ -1161,6 +1178,7 @@ return function(api)
       S.user_theme = settings.theme
       S.theme_base = style.apply(S.user_theme, term.background())
       term.open({ inline = S.inline, mouse = S.mouse })
+      S.impl.sync_palette()
       S.cwd = os.getenv("PWD")
       local ok_msgs, messages = pcall(api.turn.messages)
       if ok_msgs then replay(messages) end

@@ -2,9 +2,11 @@
 //! for every language the tree-sitter engine does not cover. A block is highlighted line by
 //! line from a parser state, so a block that grew goes on from where it stopped.
 //!
-//! Colours: a theme written here in terms of the 16 base colours (scope → colour), so code
-//! reads on light and dark terminals in the terminal's own palette.
+//! Colours: a theme written here in terms of the palette's roles (scope → role, so a user
+//! theme restyles them) and, for the few markup scopes, the 16 base colours, so code reads on
+//! light and dark terminals in the terminal's own palette.
 
+use super::super::palette::{Palette, Role};
 use super::super::style::{Color, Span, Style};
 use super::super::width::clean;
 use std::str::FromStr;
@@ -35,13 +37,23 @@ fn assets() -> &'static Assets {
     })
 }
 
-/// Foreground "the terminal's default" (alpha 1 marks it; alpha 0 marks a base colour index).
+/// Foreground "the terminal's default" (alpha 1 marks it; alpha 0 marks a base colour index
+/// in `r`, alpha 2 a palette role).
 const DEFAULT_FG: SColor = SColor {
     r: 0,
     g: 0,
     b: 0,
     a: 1,
 };
+
+fn role(r: Role) -> SColor {
+    SColor {
+        r: r as u8,
+        g: 0,
+        b: 0,
+        a: 2,
+    }
+}
 
 fn ansi(c: Color) -> SColor {
     SColor {
@@ -52,30 +64,33 @@ fn ansi(c: Color) -> SColor {
     }
 }
 
-/// Scope selectors to base colours, in the spirit of bat's `ansi` theme.
+/// Scope selectors to palette roles (their style, font included, is the role's) or base
+/// colours, in the spirit of bat's `ansi` theme.
 fn ansi_theme() -> Theme {
     use Color::*;
-    let rules: &[(&str, Option<Color>, FontStyle)] = &[
-        ("comment, punctuation.definition.comment", Some(BrightBlack), FontStyle::ITALIC),
-        ("string, punctuation.definition.string", Some(Green), FontStyle::empty()),
-        ("constant.character.escape, string.regexp", Some(Cyan), FontStyle::empty()),
-        ("constant.numeric, constant.language, constant.character, constant.other", Some(Yellow), FontStyle::empty()),
-        ("keyword, storage, keyword.control, storage.type, storage.modifier", Some(Magenta), FontStyle::empty()),
-        ("keyword.operator, punctuation", None, FontStyle::empty()),
-        ("entity.name.function, support.function, variable.function, meta.function-call entity.name", Some(Blue), FontStyle::empty()),
-        ("entity.name.type, entity.name.class, entity.name.struct, entity.name.enum, entity.name.trait, entity.other.inherited-class, support.type, support.class, storage.type.primitive", Some(Cyan), FontStyle::empty()),
-        ("entity.name.tag", Some(Blue), FontStyle::empty()),
-        ("entity.other.attribute-name, variable.parameter.function.language", Some(Yellow), FontStyle::empty()),
-        ("variable.language, support.constant", Some(Red), FontStyle::empty()),
-        ("entity.name.namespace, entity.name.module, meta.path entity.name", Some(Cyan), FontStyle::empty()),
-        ("meta.annotation, meta.attribute, entity.name.label, punctuation.definition.annotation", Some(Yellow), FontStyle::empty()),
-        ("markup.heading, entity.name.section", Some(Magenta), FontStyle::BOLD),
-        ("markup.bold", None, FontStyle::BOLD),
-        ("markup.italic", None, FontStyle::ITALIC),
-        ("markup.inserted", Some(Green), FontStyle::empty()),
-        ("markup.deleted", Some(Red), FontStyle::empty()),
-        ("markup.underline.link, markup.raw", Some(Cyan), FontStyle::empty()),
-        ("invalid", Some(Red), FontStyle::empty()),
+    use Role as R;
+    let no = FontStyle::empty();
+    let rules: &[(&str, SColor, FontStyle)] = &[
+        ("comment, punctuation.definition.comment", role(R::Comment), no),
+        ("string, punctuation.definition.string", role(R::Str), no),
+        ("constant.character.escape, string.regexp", role(R::Escape), no),
+        ("constant.numeric, constant.language, constant.character, constant.other", role(R::Number), no),
+        ("keyword, storage, keyword.control, storage.type, storage.modifier", role(R::Keyword), no),
+        ("keyword.operator, punctuation", DEFAULT_FG, no),
+        ("entity.name.function, support.function, variable.function, meta.function-call entity.name", role(R::Function), no),
+        ("entity.name.type, entity.name.class, entity.name.struct, entity.name.enum, entity.name.trait, entity.other.inherited-class, support.type, support.class, storage.type.primitive", role(R::Type), no),
+        ("entity.name.tag", role(R::Tag), no),
+        ("entity.other.attribute-name, variable.parameter.function.language", role(R::Attribute), no),
+        ("variable.language, support.constant", role(R::Builtin), no),
+        ("entity.name.namespace, entity.name.module, meta.path entity.name", role(R::Type), no),
+        ("meta.annotation, meta.attribute, entity.name.label, punctuation.definition.annotation", role(R::Attribute), no),
+        ("markup.heading, entity.name.section", ansi(Magenta), FontStyle::BOLD),
+        ("markup.bold", DEFAULT_FG, FontStyle::BOLD),
+        ("markup.italic", DEFAULT_FG, FontStyle::ITALIC),
+        ("markup.inserted", ansi(Green), no),
+        ("markup.deleted", ansi(Red), no),
+        ("markup.underline.link, markup.raw", ansi(Cyan), no),
+        ("invalid", ansi(Red), no),
     ];
     let scopes = rules
         .iter()
@@ -83,7 +98,7 @@ fn ansi_theme() -> Theme {
             Some(ThemeItem {
                 scope: ScopeSelectors::from_str(sel).ok()?,
                 style: StyleModifier {
-                    foreground: Some(fg.map_or(DEFAULT_FG, ansi)),
+                    foreground: Some(*fg),
                     background: None,
                     font_style: Some(*font),
                 },
@@ -120,13 +135,15 @@ const BASE: [Color; 16] = [
     Color::BrightWhite,
 ];
 
-fn to_style(s: syntect::highlighting::Style) -> Style {
-    let fg = match s.foreground.a {
-        0 => BASE.get(s.foreground.r as usize).copied(),
-        _ => None,
-    };
+fn to_style(s: syntect::highlighting::Style, palette: &Palette) -> Style {
+    let c = s.foreground;
+    if c.a == 2 {
+        return palette.get(c.r as usize).copied().unwrap_or(Style::PLAIN);
+    }
     Style {
-        fg,
+        fg: (c.a == 0)
+            .then(|| BASE.get(c.r as usize).copied())
+            .flatten(),
         bold: s.font_style.contains(FontStyle::BOLD),
         italic: s.font_style.contains(FontStyle::ITALIC),
         underline: s.font_style.contains(FontStyle::UNDERLINE),
@@ -139,11 +156,12 @@ pub(super) struct Run {
     highlighter: Highlighter<'static>,
     parse: ParseState,
     highlight: HighlightState,
+    palette: Palette,
 }
 
 impl Run {
     /// None when no syntax answers to `lang` (loads the assets).
-    pub(super) fn new(lang: &str, from: Option<States>) -> Option<Run> {
+    pub(super) fn new(lang: &str, from: Option<States>, palette: Palette) -> Option<Run> {
         let a = assets();
         let syntax = a.syntaxes.find_syntax_by_token(lang)?;
         let highlighter = Highlighter::new(&a.theme);
@@ -157,6 +175,7 @@ impl Run {
             highlighter,
             parse,
             highlight,
+            palette,
         })
     }
 
@@ -181,7 +200,7 @@ impl Run {
             if text.is_empty() {
                 continue;
             }
-            let st = to_style(style);
+            let st = to_style(style, &self.palette);
             match out.last_mut() {
                 Some(last) if last.style == st => last.text.push_str(&text),
                 _ => out.push(Span::new(text.into_owned(), st)),

@@ -6,9 +6,11 @@
 //! are coloured again.
 //!
 //! Each grammar's query is compiled on the first block in that language (on the worker,
-//! never at start-up). Captures map to the same 16-colour palette as the TextMate theme.
+//! never at start-up). Captures map to the roles of the [palette](super::super::palette),
+//! as the TextMate theme's scopes do.
 
-use super::super::style::{Color, Span, Style};
+use super::super::palette::{Palette, Role};
+use super::super::style::{Span, Style};
 use super::super::width::clean;
 use std::sync::OnceLock;
 use tree_sitter::{
@@ -23,8 +25,8 @@ struct Grammar {
     names: &'static [&'static str],
     language: LanguageFn,
     queries: &'static [&'static str],
-    /// Capture colours of this language only (a data file's keys are what matters in it).
-    own: &'static [(&'static str, Color)],
+    /// Capture styles of this language only (a data file's keys are what matters in it).
+    own: &'static [(&'static str, Role)],
 }
 
 const GRAMMARS: &[Grammar] = &[
@@ -105,19 +107,19 @@ const GRAMMARS: &[Grammar] = &[
         names: &["toml"],
         language: tree_sitter_toml_ng::LANGUAGE,
         queries: &[tree_sitter_toml_ng::HIGHLIGHTS_QUERY],
-        own: &[("property", Color::Blue)],
+        own: &[("property", Role::Property)],
     },
     Grammar {
         names: &["yaml", "yml"],
         language: tree_sitter_yaml::LANGUAGE,
         queries: &[tree_sitter_yaml::HIGHLIGHTS_QUERY],
-        own: &[("property", Color::Blue)],
+        own: &[("property", Role::Property)],
     },
     Grammar {
         names: &["css"],
         language: tree_sitter_css::LANGUAGE,
         queries: &[tree_sitter_css::HIGHLIGHTS_QUERY],
-        own: &[("property", Color::Blue)],
+        own: &[("property", Role::Property)],
     },
     Grammar {
         names: &["html", "htm", "xhtml"],
@@ -133,11 +135,11 @@ const GRAMMARS: &[Grammar] = &[
     },
 ];
 
-/// A grammar with its compiled query and the style of each capture (None: left plain).
+/// A grammar with its compiled query and the role of each capture (None: left plain).
 pub(super) struct Compiled {
     language: Language,
     query: Query,
-    styles: Vec<Option<Style>>,
+    roles: Vec<Option<Role>>,
 }
 
 /// The grammar for a fence's (lower-case) language name, compiled on first use; None when
@@ -152,19 +154,19 @@ pub(super) fn grammar(lang: &str) -> Option<&'static Compiled> {
             let g = &GRAMMARS[i];
             let language = Language::new(g.language);
             let query = Query::new(&language, &g.queries.join("\n")).ok()?;
-            let styles = query
+            let roles = query
                 .capture_names()
                 .iter()
                 .map(|n| match g.own.iter().find(|(c, _)| c == n) {
-                    Some((_, colour)) => Some(Style::fg(*colour)),
-                    None => style_of(n),
+                    Some((_, role)) => Some(*role),
+                    None => role_of(n),
                 })
                 .collect();
             super::mark_loaded();
             Some(Compiled {
                 language,
                 query,
-                styles,
+                roles,
             })
         })
         .as_ref()
@@ -175,33 +177,31 @@ pub(super) fn covers(lang: &str) -> bool {
     GRAMMARS.iter().any(|g| g.names.contains(&lang))
 }
 
-/// A capture name's colour, in the spirit of the TextMate theme (`keyword` magenta, `string`
-/// green, `function` blue, `type` cyan, ...). Operators, punctuation and plain variables stay
-/// in the terminal's default colour.
-fn style_of(capture: &str) -> Option<Style> {
-    use Color::*;
-    let fg = Style::fg;
-    let st = match capture {
-        "string.escape" | "escape" | "string.regex" | "string.special.regex" => fg(Cyan),
-        "string.special.key" => fg(Cyan),
-        "variable.builtin" => fg(Red),
-        "constant.builtin" | "number" | "float" | "boolean" | "constant" => fg(Yellow),
-        "attribute" | "label" => fg(Yellow),
-        "constructor" | "module" | "namespace" => fg(Cyan),
-        "tag" => fg(Blue),
+/// A capture name's role (its style comes from the palette), in the spirit of the TextMate
+/// theme (`keyword` magenta, `string` green, `function` blue, `type` cyan, ...). Operators,
+/// punctuation and plain variables stay in the terminal's default colour.
+fn role_of(capture: &str) -> Option<Role> {
+    let role = match capture {
+        "string.escape" | "escape" | "string.regex" | "string.special.regex" => Role::Escape,
+        "string.special.key" => Role::Property,
+        "variable.builtin" => Role::Builtin,
+        "constant.builtin" | "number" | "float" | "boolean" | "constant" => Role::Number,
+        "attribute" | "label" => Role::Attribute,
+        "constructor" | "module" | "namespace" => Role::Type,
         _ => match capture.split('.').next().unwrap_or("") {
-            "comment" => fg(BrightBlack).italic(),
-            "string" | "character" => fg(Green),
-            "keyword" | "conditional" | "repeat" | "include" | "exception" => fg(Magenta),
+            "comment" => Role::Comment,
+            "string" | "character" => Role::Str,
+            "keyword" | "conditional" | "repeat" | "include" | "exception" => Role::Keyword,
             // CSS at-rules.
-            "import" | "media" | "charset" | "keyframes" | "supports" => fg(Magenta),
-            "function" | "method" | "tag" => fg(Blue),
-            "type" => fg(Cyan),
-            "constant" | "number" => fg(Yellow),
+            "import" | "media" | "charset" | "keyframes" | "supports" => Role::Keyword,
+            "function" | "method" => Role::Function,
+            "tag" => Role::Tag,
+            "type" => Role::Type,
+            "constant" | "number" => Role::Number,
             _ => return None,
         },
     };
-    Some(st)
+    Some(role)
 }
 
 /// What a block's previous highlighting leaves to go on from.
@@ -221,6 +221,7 @@ pub(super) fn highlight(
     g: &Compiled,
     text: &str,
     previous: Option<Previous>,
+    palette: &Palette,
 ) -> Option<(Vec<Vec<Span>>, Tree)> {
     let mut parser = Parser::new();
     parser.set_language(&g.language).ok()?;
@@ -268,7 +269,12 @@ pub(super) fn highlight(
     let mut at = from;
     for line in text[from..].split_inclusive('\n') {
         let body = line.trim_end_matches(['\n', '\r']);
-        lines.push(spans(body, &paint[at - from..at - from + body.len()], g));
+        lines.push(spans(
+            body,
+            &paint[at - from..at - from + body.len()],
+            g,
+            palette,
+        ));
         at += line.len();
     }
     Some((lines, tree))
@@ -312,7 +318,7 @@ fn paint(g: &Compiled, tree: &Tree, source: &[u8], from: usize) -> Vec<u16> {
     let mut paint = vec![u16::MAX; source.len() - from];
     for (s, e, _, capture) in caps {
         let (s, e) = (s.max(from) - from, e.min(source.len()).saturating_sub(from));
-        if s < e && g.styles[capture as usize].is_some() {
+        if s < e && g.roles[capture as usize].is_some() {
             paint[s..e].fill(capture);
         }
     }
@@ -320,15 +326,12 @@ fn paint(g: &Compiled, tree: &Tree, source: &[u8], from: usize) -> Vec<u16> {
 }
 
 /// A line's spans from its bytes' capture indexes; tabs become spaces as in plain code.
-fn spans(body: &str, paint: &[u16], g: &Compiled) -> Vec<Span> {
+fn spans(body: &str, paint: &[u16], g: &Compiled, palette: &Palette) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
     let mut start = 0;
-    let style = |c: u16| {
-        g.styles
-            .get(c as usize)
-            .copied()
-            .flatten()
-            .unwrap_or(Style::PLAIN)
+    let style = |c: u16| match g.roles.get(c as usize).copied().flatten() {
+        Some(role) => palette[role as usize],
+        None => Style::PLAIN,
     };
     for i in 1..=body.len() {
         if i < body.len() && (paint[i] == paint[start] || !body.is_char_boundary(i)) {
