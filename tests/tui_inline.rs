@@ -329,6 +329,19 @@ fn fg_of(t: &Tui, text: &str) -> Option<vt100::Color> {
     })
 }
 
+/// A full-screen TUI that was asked "go" and has shown `answer` (a mock script ending in
+/// "end of answer").
+fn answered(s: &Sandbox, answer: &serde_json::Value) -> Tui {
+    let path = script(s, &answer.to_string());
+    let mut t = Tui::spawn(s, &["--mock-script", &path], 100, 30, &[]);
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    t.wait("the answer, idle", |s| {
+        s.contains("end of answer") && !s.contains("working")
+    });
+    t
+}
+
 /// Waits (10 s at most) until the row holding `text` starts in colour `want`.
 fn wait_fg_of(t: &Tui, text: &str, want: vt100::Color) {
     let start = Instant::now();
@@ -384,13 +397,7 @@ fn a_user_theme_restyles_markdown_and_code_and_a_misspelt_name_is_a_notice() {
             "config/fen/settings.json",
             &format!(r#"{{"tui": {{"theme": {theme}}}}}"#),
         );
-        let path = script(&s, &answer.to_string());
-        let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[]);
-        t.wait_for("Ask anything");
-        t.send("go\r");
-        t.wait("the answer, idle", |s| {
-            s.contains("end of answer") && !s.contains("working")
-        });
+        let mut t = answered(&s, &answer);
         wait_fg_of(&t, "fn themed", keyword);
         assert_eq!(fg_of(&t, "Big title"), Some(heading), "{theme}");
         let misspelt = theme.contains("keywrd");
@@ -407,13 +414,7 @@ fn a_user_theme_restyles_markdown_and_code_and_a_misspelt_name_is_a_notice() {
 fn restyling_code_and_reloading_redraws_the_transcript() {
     let s = Sandbox::new();
     let answer = serde_json::json!([{ "text": "```rust\nfn redrawn() {}\n```\n\nend of answer" }]);
-    let path = script(&s, &answer.to_string());
-    let mut t = Tui::spawn(&s, &["--mock-script", &path], 100, 30, &[]);
-    t.wait_for("Ask anything");
-    t.send("go\r");
-    t.wait("the answer, idle", |s| {
-        s.contains("end of answer") && !s.contains("working")
-    });
+    let mut t = answered(&s, &answer);
     wait_fg_of(&t, "fn redrawn", vt100::Color::Idx(5));
     s.write(
         "config/fen/extensions/restyle.lua",
