@@ -376,9 +376,9 @@ fn a_user_theme_from_settings_colours_the_rows() {
 }
 
 /// The theme reaches what native draws itself: markdown headings and highlighted code; a
-/// misspelt name is a notice and the defaults stay.
+/// misspelt name or a bad colour is a notice naming it, and the defaults stay.
 #[test]
-fn a_user_theme_restyles_markdown_and_code_and_a_misspelt_name_is_a_notice() {
+fn a_user_theme_restyles_markdown_and_code_and_a_bad_entry_is_a_notice() {
     let s = Sandbox::new();
     let answer = serde_json::json!([{ "text": "# Big title\n\n```rust\nfn themed() {}\n```\n\nend of answer" }]);
     for (theme, heading, keyword) in [
@@ -392,6 +392,11 @@ fn a_user_theme_restyles_markdown_and_code_and_a_misspelt_name_is_a_notice() {
             vt100::Color::Idx(5),
             vt100::Color::Idx(5),
         ),
+        (
+            r##"{"code.keyword": "reddish", "markdown.heading": "green"}"##,
+            vt100::Color::Idx(5),
+            vt100::Color::Idx(5),
+        ),
     ] {
         s.write(
             "config/fen/settings.json",
@@ -400,9 +405,19 @@ fn a_user_theme_restyles_markdown_and_code_and_a_misspelt_name_is_a_notice() {
         let mut t = answered(&s, &answer);
         wait_fg_of(&t, "fn themed", keyword);
         assert_eq!(fg_of(&t, "Big title"), Some(heading), "{theme}");
-        let misspelt = theme.contains("keywrd");
-        let noticed = t.screen().contains("unknown style \"code.keywrd\"");
-        assert_eq!(noticed, misspelt, "{}", t.screen());
+        // A bad entry is named; the whole theme's markdown and code styles stay the defaults.
+        let notice = if theme.contains("keywrd") {
+            Some("tui.theme: unknown style \"code.keywrd\"")
+        } else if theme.contains("reddish") {
+            Some("tui.theme: code.keyword: unknown colour \"reddish\"")
+        } else {
+            None
+        };
+        let screen = t.screen();
+        match notice {
+            Some(n) => assert_eq!(screen.matches(n).count(), 1, "{n}\n{screen}"),
+            None => assert!(!screen.contains("tui.theme:"), "{screen}"),
+        }
         t.send("\x04");
         t.wait_exit();
     }

@@ -645,15 +645,31 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
     m.set(
         "palette",
         lua.create_function(|lua, styles: Value| {
-            use crate::native::term::palette;
-            let styles: std::collections::HashMap<String, crate::native::term::style::Style> =
-                match styles {
-                    Value::Nil => Default::default(),
-                    v => lua.from_value(v).map_err(|e| {
-                        mlua::Error::runtime(format!("native.term.palette: bad style: {e}"))
-                    })?,
-                };
-            palette::set(&styles)
+            use crate::native::term::{palette, style::Style};
+            let mut map = std::collections::HashMap::new();
+            match styles {
+                Value::Nil => {}
+                Value::Table(t) => {
+                    for pair in t.pairs::<String, Value>() {
+                        let (name, v) = pair?;
+                        let style: Style = lua.from_value(v).map_err(|e| {
+                            let why = match e {
+                                mlua::Error::DeserializeError(why) => why,
+                                e => e.to_string(),
+                            };
+                            mlua::Error::runtime(format!("native.term.palette: {name}: {why}"))
+                        })?;
+                        map.insert(name, style);
+                    }
+                }
+                other => {
+                    return Err(mlua::Error::runtime(format!(
+                        "native.term.palette: expected a table of styles, got {}",
+                        other.type_name()
+                    )))
+                }
+            }
+            palette::set(&map)
                 .map_err(|e| mlua::Error::runtime(format!("native.term.palette: {e}")))?;
             if let Ok(u) = ui(lua) {
                 u.changed();

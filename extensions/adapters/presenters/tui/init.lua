@@ -77,7 +77,8 @@ return function(api)
     local ok, err = pcall(term.palette, style.native_styles())
     if ok then S.palette_error = nil return end
     pcall(term.palette, nil)
-    local msg = "tui.theme: " .. (tostring(err):gsub("^.-native%.term%.palette: ", ""))
+    local first = tostring(err):match("[^\n]*")
+    local msg = "tui.theme: " .. (first:gsub("^.-native%.term%.palette: ", ""))
     if msg ~= S.palette_error then
       S.palette_error = msg
       notice(msg, style.error)
