@@ -14,6 +14,7 @@ mod treesitter;
 
 use super::palette;
 use super::style::Span;
+use super::width::clean;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -64,6 +65,9 @@ enum Resume {
     },
     /// The tree-sitter tree of the whole text, for an incremental parse.
     TreeSitter(tree_sitter::Tree),
+    /// Nothing: a block too much for tree-sitter in a language syntect does not know, shown
+    /// as plain code (and again from scratch if it grows).
+    Plain,
 }
 
 /// A highlighted prefix of some block: its text (whole lines, each ending in `\n`), one span
@@ -280,12 +284,15 @@ fn forget_language(lang: &str) {
 }
 
 /// Highlights `text` in `lang` with the engine that covers it, going on from the longest
-/// highlighted prefix.
+/// highlighted prefix. A block tree-sitter could not do within its budget goes to the
+/// TextMate engine, and stays there as it grows.
 fn highlight_request(lang: &str, text: &str) {
     // The styles this pass draws in (a theme changing meanwhile drops its result).
     let styles = (palette::epoch(), palette::snapshot());
     if let Some(g) = treesitter::grammar(lang) {
-        return tree_sitter_request(g, lang, text, styles);
+        if tree_sitter_request(g, lang, text, styles) {
+            return;
+        }
     }
     textmate_request(lang, text, styles)
 }
@@ -294,28 +301,39 @@ fn highlight_request(lang: &str, text: &str) {
 type Styles = (u64, palette::Palette);
 
 /// The whole block at once (tens of milliseconds even for a long one), parsed incrementally
-/// from the previous tree when the block grew.
-fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str, styles: Styles) {
+/// from the previous tree when the block grew. False when the TextMate engine should take the
+/// block: it had it before, or this pass ran past [`treesitter::BUDGET`].
+fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str, styles: Styles) -> bool {
     // The previous entry's parts, copied out so the lock is not held while parsing.
     let previous = {
         let st = lock();
-        best(&st, lang, text).and_then(|(i, bytes, n)| {
-            let e = &st.entries[i];
-            match &e.resume {
-                Resume::TreeSitter(tree) => {
-                    Some((tree.clone(), e.text.clone(), e.lines.clone(), (bytes, n)))
+        match best(&st, lang, text) {
+            Some((i, bytes, n)) => {
+                let e = &st.entries[i];
+                match &e.resume {
+                    Resume::TreeSitter(tree) => Some(Some((
+                        tree.clone(),
+                        e.text.clone(),
+                        e.lines.clone(),
+                        (bytes, n),
+                    ))),
+                    Resume::TextMate { .. } | Resume::Plain => None,
                 }
-                Resume::TextMate { .. } => None,
             }
-        })
+            None => Some(None),
+        }
+    };
+    let Some(previous) = previous else {
+        return false;
     };
     if previous
         .as_ref()
         .is_some_and(|(_, old, _, _)| old.as_str() == text)
     {
-        return;
+        return true;
     }
     let started = Instant::now();
+    let deadline = started + treesitter::BUDGET;
     let result = match &previous {
         Some((tree, old, lines, kept)) => treesitter::highlight(
             g,
@@ -327,23 +345,29 @@ fn tree_sitter_request(g: &treesitter::Compiled, lang: &str, text: &str, styles:
                 kept: *kept,
             }),
             &styles.1,
+            deadline,
         ),
-        None => treesitter::highlight(g, text, None, &styles.1),
+        None => treesitter::highlight(g, text, None, &styles.1, deadline),
     };
-    match result {
-        Some((lines, tree)) => {
-            let last_start = last_line_start(text);
-            let resume = Resume::TreeSitter(tree);
-            publish(lang, text, lines, resume, last_start, styles.0);
-        }
-        None => return forget_language(lang),
-    }
+    let Some((lines, tree)) = result else {
+        return false;
+    };
+    let last_start = last_line_start(text);
+    publish(
+        lang,
+        text,
+        lines,
+        Resume::TreeSitter(tree),
+        last_start,
+        styles.0,
+    );
     // A block growing while an answer streams: its error-recovering parse often changes from
     // the top, so a pass can cost the whole block. Resting as long as the pass took keeps
     // this thread under half a core; the deltas arriving meanwhile coalesce into one pass.
     if previous.is_some() {
         std::thread::sleep(started.elapsed().min(Duration::from_millis(50)));
     }
+    true
 }
 
 /// Where the last line of `text` (ending in `\n`) starts.
@@ -365,7 +389,7 @@ fn textmate_request(lang: &str, text: &str, styles: Styles) {
                 let from = match &e.resume {
                     Resume::TextMate { after, .. } if n == e.lines.len() => Some((**after).clone()),
                     Resume::TextMate { before_last, .. } => Some((**before_last).clone()),
-                    Resume::TreeSitter(_) => None,
+                    Resume::TreeSitter(_) | Resume::Plain => None,
                 };
                 match from {
                     Some(from) => (text[..bytes].to_string(), e.lines[..n].to_vec(), Some(from)),
@@ -376,6 +400,16 @@ fn textmate_request(lang: &str, text: &str, styles: Styles) {
         }
     };
     let Some(mut run) = textmate::Run::new(lang, from, styles.1) else {
+        if treesitter::covers(lang) {
+            // Too much for tree-sitter and no TextMate syntax: this block shows as plain code.
+            let plain = palette::get(palette::Role::CodeBlock);
+            let lines = text
+                .split_inclusive('\n')
+                .map(|l| vec![Span::new(clean(l.trim_end_matches('\n')), plain)])
+                .collect();
+            let resume = Resume::Plain;
+            return publish(lang, text, lines, resume, last_line_start(text), styles.0);
+        }
         return forget_language(lang);
     };
     let mut last = Instant::now();
@@ -465,7 +499,11 @@ pub fn highlight_now(lang: &str, code: &str) -> Option<Vec<Vec<Span>>> {
     let mut text = code.to_string();
     text.push('\n');
     if let Some(g) = treesitter::grammar(&lang) {
-        return treesitter::highlight(g, &text, None, &palette::snapshot()).map(|(lines, _)| lines);
+        let deadline = Instant::now() + treesitter::BUDGET;
+        let done = treesitter::highlight(g, &text, None, &palette::snapshot(), deadline);
+        if let Some((lines, _)) = done {
+            return Some(lines);
+        }
     }
     textmate_now(&lang, &text)
 }
@@ -600,6 +638,7 @@ mod tests {
     fn incremental_tree_sitter_highlighting_matches_a_fresh_one() {
         let g = treesitter::grammar("rust").unwrap();
         let pal = palette::snapshot();
+        let far = Instant::now() + Duration::from_secs(60);
         let steps = [
             "fn a() {\n",
             "fn a() {\n    let x = \"str",
@@ -627,11 +666,12 @@ mod tests {
                         kept,
                     }),
                     &pal,
+                    far,
                 ),
-                _ => treesitter::highlight(g, &text, None, &pal),
+                _ => treesitter::highlight(g, &text, None, &pal, far),
             }
             .unwrap();
-            let fresh = treesitter::highlight(g, &text, None, &pal).unwrap().0;
+            let fresh = treesitter::highlight(g, &text, None, &pal, far).unwrap().0;
             assert_eq!(out.0, fresh, "after {step:?}");
             prev = Some((out.0, out.1, text));
         }
@@ -639,6 +679,35 @@ mod tests {
         let lines = prev.unwrap().0;
         assert_eq!(lines[3][0].style.fg, Some(Color::BrightBlack));
         assert_eq!(fg_of(&lines, "let"), Some(Some(Color::Magenta)));
+    }
+
+    /// Deeply nested broken input makes tree-sitter's error recovery quadratic: past its
+    /// budget the block goes to the TextMate engine (linear), and stays there as it grows.
+    #[test]
+    fn a_block_too_slow_for_tree_sitter_goes_to_the_textmate_engine() {
+        let g = treesitter::grammar("rust").unwrap();
+        let pal = palette::snapshot();
+        let past = Instant::now();
+        assert!(treesitter::highlight(g, "fn a() {}\n", None, &pal, past).is_none());
+        let code = format!("fn nested() {{}}\n{}", "{(".repeat(40_000));
+        let engine_of = |code: &str| {
+            let done = wait_done("rust", code, Duration::from_secs(120));
+            assert!(
+                matches!(&done, Lookup::Done(l) if fg_of(l, "fn") == Some(Some(Color::Magenta)))
+            );
+            let st = lock();
+            let e = st
+                .entries
+                .iter()
+                .find(|e| e.text == format!("{code}\n"))
+                .unwrap();
+            matches!(e.resume, Resume::TextMate { .. })
+        };
+        assert!(engine_of(&code), "tree-sitter kept a block past its budget");
+        assert!(
+            engine_of(&format!("{code}\nfn more() {{}}")),
+            "the grown block went back"
+        );
     }
 
     /// Non-ASCII text reaches the grammar as ASCII stand-ins (tree-sitter-bash crashes on

@@ -12,10 +12,18 @@
 use super::super::palette::{Palette, Role};
 use super::super::style::{Span, Style};
 use super::super::width::clean;
+use std::ops::ControlFlow;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 use tree_sitter::{
-    InputEdit, Language, Parser, Point, Query, QueryCursor, StreamingIterator, Tree,
+    InputEdit, Language, ParseOptions, Parser, Point, Query, QueryCursor, QueryCursorOptions,
+    StreamingIterator, Tree,
 };
+
+/// How long one pass may take. Error recovery in deeply nested broken input is quadratic
+/// (80 KB of `{(` takes seconds); past this the block goes to the TextMate engine, which is
+/// linear.
+pub(super) const BUDGET: Duration = Duration::from_millis(500);
 use tree_sitter_language::LanguageFn;
 
 /// One grammar: the fence names that select it and its highlight queries (a grammar that
@@ -216,12 +224,13 @@ pub(super) struct Previous<'a> {
 
 /// Highlights `text` (whole lines, each ending in `\n`) into one span list per line, going
 /// on from `previous` when given; returns the lines and the tree to go on from next time.
-/// None when the parser gives up (the caller shows the block plain).
+/// None when the parse or the query ran past `deadline`.
 pub(super) fn highlight(
     g: &Compiled,
     text: &str,
     previous: Option<Previous>,
     palette: &Palette,
+    deadline: Instant,
 ) -> Option<(Vec<Vec<Span>>, Tree)> {
     let mut parser = Parser::new();
     parser.set_language(&g.language).ok()?;
@@ -250,7 +259,7 @@ pub(super) fn highlight(
                 old_end_position: Point::new(rows(p.text), 0),
                 new_end_position: Point::new(rows(text), 0),
             });
-            let tree = parser.parse(&source, Some(&old))?;
+            let tree = parse(&mut parser, &source, Some(&old), deadline)?;
             // Lines before the edit keep their colours unless the parse changed them (a
             // string or comment left open above, closed now).
             let changed = old
@@ -261,11 +270,11 @@ pub(super) fn highlight(
             let first = rows(&text[..line_start(text, changed)]);
             (tree, first, p.lines[..first.min(p.lines.len())].to_vec())
         }
-        None => (parser.parse(&source, None)?, 0, Vec::new()),
+        None => (parse(&mut parser, &source, None, deadline)?, 0, Vec::new()),
     };
     let from = line_offset(text, lines.len());
     debug_assert_eq!(lines.len(), first_line);
-    let paint = paint(g, &tree, &source, from);
+    let paint = paint(g, &tree, &source, from, deadline)?;
     let mut at = from;
     for line in text[from..].split_inclusive('\n') {
         let body = line.trim_end_matches(['\n', '\r']);
@@ -278,6 +287,27 @@ pub(super) fn highlight(
         at += line.len();
     }
     Some((lines, tree))
+}
+
+/// Parses `source`, giving up (None) at `deadline`.
+fn parse(
+    parser: &mut Parser,
+    source: &[u8],
+    old: Option<&Tree>,
+    deadline: Instant,
+) -> Option<Tree> {
+    let mut read = |i: usize, _: Point| source.get(i..).unwrap_or_default();
+    let mut stop = |_: &tree_sitter::ParseState| past(deadline);
+    let options = ParseOptions::new().progress_callback(&mut stop);
+    parser.parse_with_options(&mut read, old, Some(options))
+}
+
+fn past(deadline: Instant) -> ControlFlow<()> {
+    if Instant::now() > deadline {
+        ControlFlow::Break(())
+    } else {
+        ControlFlow::Continue(())
+    }
 }
 
 /// The start of the line holding byte `at`.
@@ -297,12 +327,21 @@ fn line_offset(text: &str, n: usize) -> usize {
 }
 
 /// The capture index colouring each byte of `source[from..]` (u16::MAX: none). For a node
-/// captured twice, the first pattern wins; a node inside another is coloured over it.
-fn paint(g: &Compiled, tree: &Tree, source: &[u8], from: usize) -> Vec<u16> {
+/// captured twice, the first pattern wins; a node inside another is coloured over it. None
+/// past `deadline`.
+fn paint(
+    g: &Compiled,
+    tree: &Tree,
+    source: &[u8],
+    from: usize,
+    deadline: Instant,
+) -> Option<Vec<u16>> {
     let mut caps: Vec<(usize, usize, usize, u16)> = Vec::new();
     let mut cursor = QueryCursor::new();
     cursor.set_byte_range(from..source.len());
-    let mut it = cursor.captures(&g.query, tree.root_node(), source);
+    let mut stop = |_: &tree_sitter::QueryCursorState| past(deadline);
+    let options = QueryCursorOptions::new().progress_callback(&mut stop);
+    let mut it = cursor.captures_with_options(&g.query, tree.root_node(), source, options);
     while let Some((m, i)) = it.next() {
         let c = m.captures()[*i];
         caps.push((
@@ -311,6 +350,10 @@ fn paint(g: &Compiled, tree: &Tree, source: &[u8], from: usize) -> Vec<u16> {
             m.pattern_index,
             c.index as u16,
         ));
+    }
+    drop(it);
+    if past(deadline).is_break() {
+        return None;
     }
     // Outer nodes first (start ascending, end descending), then by pattern.
     caps.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
@@ -322,7 +365,7 @@ fn paint(g: &Compiled, tree: &Tree, source: &[u8], from: usize) -> Vec<u16> {
             paint[s..e].fill(capture);
         }
     }
-    paint
+    Some(paint)
 }
 
 /// A line's spans from its bytes' capture indexes; tabs become spaces as in plain code.
