@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 mod cpu;
 #[path = "support/pty.rs"]
 mod pty;
-use pty::{home, median, ms, p95, Pty};
+use pty::{home, median, ms, Pty};
 
 /// A Rust block of about `n` lines (varied, like real code).
 fn rust_code(n: usize) -> String {
@@ -51,22 +51,6 @@ fn session(home: &Path, name: &str, answer: &str) -> String {
     let asst = serde_json::json!({"id":"00000000-0000-7000-9000-000000000002","parent_id":"00000000-0000-7000-9000-000000000001","message":{"content":[{"type":"text","text":answer}],"role":"assistant","model":"mock","provider":"mock","stop_reason":"stop","timestamp":1795485446138u64,"usage":{"input":0,"output":0}},"timestamp":1795485446138u64,"type":"message"});
     std::fs::write(&path, format!("{head}\n{user}\n{asst}\n")).unwrap();
     path.to_string_lossy().into_owned()
-}
-
-/// Keystroke to the end of the frame showing it, `n` keys `gap` apart; the p95.
-fn keystrokes(p: &mut Pty, n: usize, gap: Duration) -> Duration {
-    let mut samples = Vec::with_capacity(n);
-    for i in 0..n {
-        let key: &[u8] = if i % 2 == 0 { b"x" } else { b"\x7f" };
-        let t0 = Instant::now();
-        p.send(key);
-        let end = p
-            .frame_end_after(t0, Duration::from_secs(5))
-            .expect("a frame after the key");
-        samples.push(end - t0);
-        std::thread::sleep(gap);
-    }
-    p95(samples)
 }
 
 fn main() {
@@ -271,9 +255,9 @@ fn main() {
         p.wait_text("end of answer");
         // Keys right away, 20 ms apart (frames are at least 16.7 ms apart: closer keys would
         // measure the frame pacing, not the work): the first ones land while the worker runs.
-        let during = keystrokes(&mut p, 25, Duration::from_millis(20));
+        let during = p.keystroke_p95(25, Duration::from_millis(20));
         std::thread::sleep(Duration::from_millis(500));
-        let after = keystrokes(&mut p, 25, Duration::from_millis(20));
+        let after = p.keystroke_p95(25, Duration::from_millis(20));
         println!(
             "keystroke to paint, 5,000-line block, {label}: p95 {:.2} ms in the first 0.5 s after the answer, {:.2} ms later",
             ms(during),

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 #[path = "support/pty.rs"]
 mod pty;
-use pty::{ms, p95, Pty};
+use pty::{ms, Pty};
 
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
@@ -90,24 +90,6 @@ fn session(home: &Path, n: usize) -> (String, usize) {
     }
     std::fs::write(&path, out).unwrap();
     (path.to_string_lossy().into_owned(), text_bytes)
-}
-
-/// Keystroke to the end of the frame that shows it, `n` times; returns the p95.
-fn keystrokes(p: &mut Pty, n: usize) -> Duration {
-    let mut samples = Vec::with_capacity(n);
-    for i in 0..n {
-        let key: &[u8] = if i % 2 == 0 { b"x" } else { b"\x7f" };
-        let t0 = Instant::now();
-        p.send(key);
-        let end = p
-            .frame_end_after(t0, Duration::from_secs(5))
-            .expect("a frame after the key");
-        samples.push(end - t0);
-        // About 30 keys a second: faster than people type, slower than the 60 fps cap, so
-        // the figure is the latency of a key, not the frame limiter's spacing of a burst.
-        std::thread::sleep(Duration::from_millis(30));
-    }
-    p95(samples)
 }
 
 /// Bytes written and CPU (% of a core) of `fen ARGS` over 10 idle seconds, and of `cat` in
@@ -206,8 +188,8 @@ fn main() {
             p.wait_text("Ask anything");
             let open = t0.elapsed();
             std::thread::sleep(Duration::from_millis(300));
-            keystrokes(&mut p, 20);
-            let k = keystrokes(&mut p, 200);
+            p.keystroke_p95(20, Duration::from_millis(30));
+            let k = p.keystroke_p95(200, Duration::from_millis(30));
             let rss = rss_kb(p.pid());
             let mode = if inline { "inline" } else { "full screen" };
             println!(

@@ -43,9 +43,26 @@ fn run_parent(s: &Sandbox, server: &FakeLlm, extra: &[&str]) -> Output {
     s.fen_env(&args, &[("OPENAI_API_KEY", "test-key")])
 }
 
-fn call(id: &str, args: Value) -> Turn {
-    Turn::default().with_tool_call(id, "subagent", &args.to_string())
+/// The model asks for `agent` to do `task`.
+fn delegate(id: &str, agent: &str, task: &str) -> Reply {
+    let args = json!({ "agent": agent, "task": task });
+    Reply::stream(
+        Api::OpenAiChat,
+        Turn::default().with_tool_call(id, "subagent", &args.to_string()),
+    )
 }
+
+/// The model asks to write "x" to `path`.
+fn write_call(id: &str, path: &str) -> Reply {
+    let args = json!({ "path": path, "content": "x" });
+    Reply::stream(
+        Api::OpenAiChat,
+        Turn::default().with_tool_call(id, "write", &args.to_string()),
+    )
+}
+
+/// An agent that may only write.
+const WRITER: &str = "---\nname: writer\ndescription: writes\ntools: write\n---\nYou write.\n";
 
 fn text(t: &str) -> Reply {
     Reply::stream(Api::OpenAiChat, Turn::text(t))
@@ -93,10 +110,7 @@ fn a_childs_answer_comes_back_with_its_details() {
     let s = Sandbox::new();
     let server = FakeLlm::start(
         Scenario::new()
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                call("c1", json!({"agent": "scout", "task": "where is main?"})),
-            ))
+            .then(delegate("c1", "scout", "where is main?"))
             .then(text("main is in src/main.rs:1"))
             .then(text("the scout says src/main.rs")),
     );
@@ -441,10 +455,7 @@ fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
     );
     let server = FakeLlm::start(
         Scenario::new()
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                call("c1", json!({"agent": "scout", "task": "x"})),
-            ))
+            .then(delegate("c1", "scout", "x"))
             .then(text("parent done")),
     );
     let args = parent_args(&server, &["--extension", ext.to_str().unwrap()], "delegate");
@@ -477,24 +488,11 @@ fn a_crashing_child_gives_an_error_with_its_exit_status_and_output_tail() {
 fn a_childs_permission_ask_goes_to_the_parent() {
     for (answer, expect_file) in [("deny", false), ("allow", true)] {
         let s = Sandbox::new();
-        s.write(
-            "config/fen/agents/writer.md",
-            "---\nname: writer\ndescription: writes\ntools: write\n---\nYou write.\n",
-        );
+        s.write("config/fen/agents/writer.md", WRITER);
         let server = FakeLlm::start(
             Scenario::new()
-                .then(Reply::stream(
-                    Api::OpenAiChat,
-                    call("c1", json!({"agent": "writer", "task": "write it"})),
-                ))
-                .then(Reply::stream(
-                    Api::OpenAiChat,
-                    Turn::default().with_tool_call(
-                        "w1",
-                        "write",
-                        &json!({"path": "made.txt", "content": "x"}).to_string(),
-                    ),
-                ))
+                .then(delegate("c1", "writer", "write it"))
+                .then(write_call("w1", "made.txt"))
                 .then(text("child finished"))
                 .then(text("parent done")),
         );
@@ -625,20 +623,7 @@ fn a_background_childs_end_is_announced_once_before_the_next_model_call() {
 fn in_the_tui_a_childs_ask_names_the_child_and_the_answer_reaches_it() {
     use crate::tui::{script, Tui};
     let s = Sandbox::new();
-    let _child = child_server(
-        &s,
-        vec![
-            Reply::stream(
-                Api::OpenAiChat,
-                Turn::default().with_tool_call(
-                    "w1",
-                    "write",
-                    &json!({"path": "made.txt", "content": "x"}).to_string(),
-                ),
-            ),
-            text("child ok"),
-        ],
-    );
+    let _child = child_server(&s, vec![write_call("w1", "made.txt"), text("child ok")]);
     s.write(
         "config/fen/agents/scribe.md",
         "---\nname: scribe\ndescription: writes\nprovider: local\nmodel: tiny\ntools: write\n---\nYou write.\n",
@@ -692,28 +677,12 @@ fn a_granted_grandchilds_ask_is_forwarded_up_to_the_parent() {
         "config/fen/agents/boss.md",
         "---\nname: boss\ndescription: delegates\ntools: [subagent, write]\n---\nYou delegate.\n",
     );
-    s.write(
-        "config/fen/agents/writer.md",
-        "---\nname: writer\ndescription: writes\ntools: write\n---\nYou write.\n",
-    );
+    s.write("config/fen/agents/writer.md", WRITER);
     let server = FakeLlm::start(
         Scenario::new()
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                call("c1", json!({"agent": "boss", "task": "get it written"})),
-            ))
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                call("b1", json!({"agent": "writer", "task": "write it"})),
-            ))
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                Turn::default().with_tool_call(
-                    "w1",
-                    "write",
-                    &json!({"path": "deep.txt", "content": "x"}).to_string(),
-                ),
-            ))
+            .then(delegate("c1", "boss", "get it written"))
+            .then(delegate("b1", "writer", "write it"))
+            .then(write_call("w1", "deep.txt"))
             .then(text("writer done"))
             .then(text("boss done"))
             .then(text("parent done")),
@@ -742,15 +711,9 @@ fn a_definition_may_keep_the_childs_session_file() {
     );
     let server = FakeLlm::start(
         Scenario::new()
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                call("c1", json!({"agent": "keeper", "task": "kept task"})),
-            ))
+            .then(delegate("c1", "keeper", "kept task"))
             .then(text("kept"))
-            .then(Reply::stream(
-                Api::OpenAiChat,
-                call("c2", json!({"agent": "scout", "task": "unkept task"})),
-            ))
+            .then(delegate("c2", "scout", "unkept task"))
             .then(text("not kept"))
             .then(text("parent done")),
     );

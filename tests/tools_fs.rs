@@ -646,10 +646,11 @@ fn write_creates_parents_and_reports_bytes_lines_and_newness() {
     assert_eq!(d["created"], false);
     assert_eq!(d["lines_before"], 2);
     assert_eq!(get(&sb, "deep/er/new.txt"), b"x");
-    // The diff presenters show (the TUI's diff view): the whole rewrite, bounded.
+    // The diff presenters show (the TUI's diff view): the whole rewrite, bounded, marking a
+    // last line without a newline as `edit` diffs do.
     assert_eq!(
         d["diff"],
-        "--- a/deep/er/new.txt\n+++ b/deep/er/new.txt\n@@ -1,2 +1,1 @@\n-one\n-two\n+x\n"
+        "--- a/deep/er/new.txt\n+++ b/deep/er/new.txt\n@@ -1,2 +1,1 @@\n-one\n-two\n+x\n\\ No newline at end of file\n"
     );
     assert_eq!(d["diff_truncated"], false);
 

@@ -126,6 +126,24 @@ impl Pty {
         self.writer.write_all(s).expect("write");
         self.writer.flush().ok();
     }
+
+    /// Keystroke to the end of the frame that shows it, `n` keys (typing and erasing) `gap`
+    /// apart; the p95. Keep `gap` above the 60 fps frame spacing (16.7 ms), or the figure is
+    /// the frame limiter's spacing of a burst, not the latency of a key.
+    pub fn keystroke_p95(&mut self, n: usize, gap: Duration) -> Duration {
+        let mut samples = Vec::with_capacity(n);
+        for i in 0..n {
+            let key: &[u8] = if i % 2 == 0 { b"x" } else { b"\x7f" };
+            let t0 = Instant::now();
+            self.send(key);
+            let end = self
+                .frame_end_after(t0, Duration::from_secs(5))
+                .expect("a frame after the key");
+            samples.push(end - t0);
+            std::thread::sleep(gap);
+        }
+        p95(samples)
+    }
 }
 
 impl Drop for Pty {

@@ -5,7 +5,7 @@
 //! another agent).
 
 use serde_json::{Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Why a document's front matter could not be read.
@@ -96,24 +96,46 @@ pub struct FoundDoc {
 /// Every `ROOT/NAME/file_name` of the given roots, in root order and by name within a root.
 /// Names starting with `.` are skipped; missing roots are not an error.
 pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
+    scan_with(roots, |_, entry| {
+        entry
+            .is_dir()
+            .then(|| (entry.clone(), entry.join(file_name)))
+    })
+}
+
+/// Every `ROOT/*{suffix}` file of the given roots (agent definitions: `agents/NAME.md`), in
+/// root order and by name within a root; `dir` is the root. Names starting with `.` are
+/// skipped; missing roots are not an error.
+pub fn scan_files(roots: &[PathBuf], suffix: &str) -> Vec<FoundDoc> {
+    scan_with(roots, |root, entry| {
+        let named = entry.file_name()?.to_string_lossy().ends_with(suffix);
+        (named && entry.is_file()).then(|| (root.to_path_buf(), entry.clone()))
+    })
+}
+
+/// The documents `pick` names (its dir and file) among each root's entries not starting with
+/// `.`, sorted; a file that does not exist is skipped, one that cannot be read is kept with
+/// the reason.
+fn scan_with(
+    roots: &[PathBuf],
+    mut pick: impl FnMut(&Path, &PathBuf) -> Option<(PathBuf, PathBuf)>,
+) -> Vec<FoundDoc> {
     let mut out = Vec::new();
     for (i, root) in roots.iter().enumerate() {
         let Ok(entries) = std::fs::read_dir(root) else {
             continue;
         };
-        let mut dirs: Vec<PathBuf> = entries
+        let mut paths: Vec<PathBuf> = entries
             .flatten()
             .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
             .map(|e| e.path())
-            .filter(|p| p.is_dir())
             .collect();
-        dirs.sort();
-        for dir in dirs {
-            let file = dir.join(file_name);
+        paths.sort();
+        for (dir, file) in paths.iter().filter_map(|p| pick(root, p)) {
             let parsed = match std::fs::read(&file) {
                 Ok(bytes) => match String::from_utf8(bytes) {
                     Ok(text) => parse(&text).map_err(|e| e.to_string()),
-                    Err(_) => Err(format!("{file_name} is not UTF-8")),
+                    Err(_) => Err(format!("{} is not UTF-8", file.display())),
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => Err(format!("cannot read {}: {e}", file.display())),
@@ -121,44 +143,6 @@ pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
             out.push(FoundDoc {
                 root: i,
                 dir,
-                file,
-                parsed,
-            });
-        }
-    }
-    out
-}
-
-/// Every `ROOT/*{suffix}` file of the given roots (agent definitions: `agents/NAME.md`), in
-/// root order and by name within a root; `dir` is the root. Names starting with `.` are
-/// skipped; missing roots are not an error.
-pub fn scan_files(roots: &[PathBuf], suffix: &str) -> Vec<FoundDoc> {
-    let mut out = Vec::new();
-    for (i, root) in roots.iter().enumerate() {
-        let Ok(entries) = std::fs::read_dir(root) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                !n.starts_with('.') && n.ends_with(suffix)
-            })
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
-        for file in files {
-            let parsed = match std::fs::read(&file) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => parse(&text).map_err(|e| e.to_string()),
-                    Err(_) => Err(format!("{} is not UTF-8", file.display())),
-                },
-                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
-            };
-            out.push(FoundDoc {
-                root: i,
-                dir: root.clone(),
                 file,
                 parsed,
             });

@@ -10,12 +10,11 @@
 //! - The job table is process-wide, so [`terminate_all`] (called on every exit path of the
 //!   binary: normal end, Ctrl-C, SIGTERM) ends every job's group, whoever started it.
 
-use std::collections::BTreeMap;
+use crate::native::registry::Registry;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -27,7 +26,8 @@ use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
 use crate::native::process::{
-    default_shell, group_members, restrict, sandboxed_shell, terminate_groups, NON_INTERACTIVE_ENV,
+    default_shell, group_members, own_session, restrict, sandboxed_shell, terminate_groups,
+    NON_INTERACTIVE_ENV,
 };
 use crate::native::sandbox::{self, Launch, Sandbox, SandboxError};
 
@@ -174,23 +174,16 @@ impl Job {
     }
 }
 
-static JOBS: Mutex<BTreeMap<u32, Job>> = Mutex::new(BTreeMap::new());
-static NEXT: AtomicU32 = AtomicU32::new(1);
-
-fn with_jobs<R>(f: impl FnOnce(&mut BTreeMap<u32, Job>) -> R) -> R {
-    let mut g = JOBS.lock().unwrap_or_else(|e| e.into_inner());
-    f(&mut g)
-}
+static JOBS: Registry<Job> = Registry::new("bg");
 
 fn find(id: &str) -> Result<Job, JobError> {
-    let n = id.strip_prefix("bg").and_then(|n| n.parse::<u32>().ok());
-    n.and_then(|n| with_jobs(|j| j.get(&n).cloned()))
+    JOBS.get(id)
         .ok_or_else(|| JobError::Unknown(id.to_string()))
 }
 
 /// Every job, oldest first.
 pub fn list() -> Vec<JobInfo> {
-    with_jobs(|j| j.values().map(Job::info).collect())
+    JOBS.map(Job::info)
 }
 
 /// Jobs still running.
@@ -223,8 +216,7 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
                 })??
         }
     };
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let id = format!("bg{n}");
+    let (n, id) = JOBS.next_id();
     let log = spec
         .log_dir
         .join(format!("{}-{id}.log", std::process::id()));
@@ -255,15 +247,7 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
     for k in &spec.env_remove {
         cmd.env_remove(k);
     }
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent: the job leads
-    // its own session and process group, with no controlling terminal.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
+    own_session(cmd.as_std_mut());
     restrict(&mut cmd, &launch);
     let mut child = cmd.spawn().map_err(JobError::Spawn)?;
     drop(cmd);
@@ -287,7 +271,7 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
         started: SystemTime::now(),
         shared: shared.clone(),
     };
-    with_jobs(|j| j.insert(n, job.clone()));
+    JOBS.with(|j| j.insert(n, job.clone()));
     let reader = pipe::Receiver::from_owned_fd(read_fd).map_err(JobError::Spawn)?;
     tokio::spawn(log_writer(reader, file, spec.log_cap, shared.clone()));
     tokio::spawn(async move {
@@ -463,8 +447,11 @@ pub async fn wait_exit(id: &str) -> Result<JobInfo, JobError> {
 /// Ends every job's process group: SIGTERM to all, SIGKILL to whatever is left after a short
 /// grace. Blocking; for the binary's exit paths (outside or at the end of the runtime).
 pub fn terminate_all() {
-    let groups: Vec<i32> =
-        with_jobs(|j| j.values().map(|job| job.pid).filter(|&p| p > 0).collect());
+    let groups: Vec<i32> = JOBS
+        .map(|job| job.pid)
+        .into_iter()
+        .filter(|&p| p > 0)
+        .collect();
     terminate_groups(&groups, EXIT_GRACE);
 }
 

@@ -16,6 +16,7 @@ pub mod plain_deltas;
 pub mod policy;
 pub mod process;
 pub mod read;
+pub mod registry;
 pub mod sandbox;
 pub mod sanitize;
 pub mod search;

@@ -11,11 +11,11 @@
 //! - [`kill`] sends SIGTERM to the group, SIGKILL after a grace ([`KILL_GRACE`]); the table is
 //!   process-wide, so [`terminate_all`] (on every exit path of the binary) ends every run.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -24,7 +24,8 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
 
-use crate::native::process::{group_members, terminate_groups};
+use crate::native::process::{group_members, own_session, terminate_groups};
+use crate::native::registry::Registry;
 
 /// Children that may run at once.
 pub const MAX_RUNNING: usize = 4;
@@ -187,24 +188,17 @@ fn finished(s: &State) -> bool {
         && (s.stdout_done || s.exited_at.is_some_and(|t| t.elapsed() >= DRAIN))
 }
 
-static RUNS: Mutex<BTreeMap<u32, Run>> = Mutex::new(BTreeMap::new());
-static NEXT: AtomicU32 = AtomicU32::new(1);
+static RUNS: Registry<Run> = Registry::new("sa");
 static ASK_IDS: AtomicU64 = AtomicU64::new(1);
 
-fn with_runs<R>(f: impl FnOnce(&mut BTreeMap<u32, Run>) -> R) -> R {
-    let mut g = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-    f(&mut g)
-}
-
 fn find(id: &str) -> Result<Run, RunError> {
-    let n = id.strip_prefix("sa").and_then(|n| n.parse::<u32>().ok());
-    n.and_then(|n| with_runs(|r| r.get(&n).cloned()))
+    RUNS.get(id)
         .ok_or_else(|| RunError::Unknown(id.to_string()))
 }
 
 /// Every run, oldest first.
 pub fn list() -> Vec<RunInfo> {
-    with_runs(|r| r.values().map(Run::info).collect())
+    RUNS.map(Run::info)
 }
 
 /// One run's snapshot.
@@ -214,11 +208,10 @@ pub fn info(id: &str) -> Result<RunInfo, RunError> {
 
 /// Runs whose process is still running.
 pub fn running() -> usize {
-    with_runs(|r| {
-        r.values()
-            .filter(|run| run.shared.with(|s| s.status == RunStatus::Running))
-            .count()
-    })
+    RUNS.map(|run| run.shared.with(|s| s.status == RunStatus::Running))
+        .into_iter()
+        .filter(|&running| running)
+        .count()
 }
 
 /// Starts a run. Must be called inside a tokio runtime (the readers and the exit watcher are
@@ -259,17 +252,8 @@ pub async fn start(spec: RunSpec) -> Result<RunInfo, RunError> {
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent: the child leads
-    // its own session and process group, with no controlling terminal (so a terminal's Ctrl-C
-    // reaches only fen, which decides what to cancel).
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
-    let spawned = with_runs(|runs| {
+    own_session(cmd.as_std_mut());
+    let spawned = RUNS.with(|runs| {
         let live = runs
             .values()
             .filter(|r| r.shared.with(|s| s.status == RunStatus::Running))
@@ -280,7 +264,7 @@ pub async fn start(spec: RunSpec) -> Result<RunInfo, RunError> {
         let child = cmd
             .spawn()
             .map_err(|e| RunError::Spawn(spec.program.clone(), e))?;
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let (n, id) = RUNS.next_id();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 status: RunStatus::Running,
@@ -297,7 +281,7 @@ pub async fn start(spec: RunSpec) -> Result<RunInfo, RunError> {
             stdin: tokio::sync::Mutex::new(None),
         });
         let run = Run {
-            id: format!("sa{n}"),
+            id,
             pid: child.id().map_or(0, |p| p as i32),
             label: spec.label.clone(),
             background: spec.background,
@@ -511,8 +495,11 @@ pub async fn kill(id: &str, grace: Duration) -> Result<RunInfo, RunError> {
 /// Ends every run's process group: SIGTERM to all, SIGKILL to what is left after a short
 /// grace. Blocking; for the binary's exit paths.
 pub fn terminate_all() {
-    let groups: Vec<i32> =
-        with_runs(|r| r.values().map(|run| run.pid).filter(|&p| p > 0).collect());
+    let groups: Vec<i32> = RUNS
+        .map(|run| run.pid)
+        .into_iter()
+        .filter(|&p| p > 0)
+        .collect();
     terminate_groups(&groups, EXIT_GRACE);
 }
 

@@ -22,80 +22,66 @@ pub(crate) fn unified(label: &str, old: &str, placed: &[(usize, Match)], start: 
     let new_window = splice_window(old, placed, from, to);
     let line_offset = memchr::memchr_iter(b'\n', &old.as_bytes()[..from]).count();
 
-    let diff = TextDiff::configure()
-        .algorithm(Algorithm::Myers)
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(&old[from..to], &new_window);
-
-    let mut out = format!("--- a/{label}\n+++ b/{label}\n");
-    for group in diff.grouped_ops(CONTEXT) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            continue;
-        };
-        let old_range = first.old_range().start..last.old_range().end;
-        let new_range = first.new_range().start..last.new_range().end;
-        let _ = writeln!(
-            out,
-            "@@ -{} +{} @@",
-            hunk_range(line_offset + old_range.start, old_range.len()),
-            hunk_range(line_offset + new_range.start, new_range.len()),
-        );
-        for op in &group {
-            for change in diff.iter_changes(op) {
-                let sign = match change.tag() {
-                    ChangeTag::Equal => ' ',
-                    ChangeTag::Delete => '-',
-                    ChangeTag::Insert => '+',
-                };
-                out.push(sign);
-                out.push_str(change.value());
-                if change.missing_newline() {
-                    out.push_str("\n\\ No newline at end of file\n");
-                }
-            }
-        }
-    }
-    out
+    let diff = line_diff(&old[from..to], &new_window);
+    render(label, &diff, line_offset, usize::MAX).0
 }
 
 /// Unified diff of a whole-file rewrite (`write`), cut after the last whole line that fits in
 /// `max_bytes`; the flag says it was cut. Hunk headers keep their full counts.
 pub fn unified_whole(label: &str, old: &str, new: &str, max_bytes: usize) -> (String, bool) {
-    let diff = TextDiff::configure()
+    render(label, &line_diff(old, new), 0, max_bytes)
+}
+
+fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, 'a, str> {
+    TextDiff::configure()
         .algorithm(Algorithm::Myers)
         .timeout(DIFF_TIMEOUT)
-        .diff_lines(old, new);
+        .diff_lines(old, new)
+}
+
+/// The diff's hunks, their lines numbered from `line_offset`, cut before the first hunk
+/// header or line that would pass `max_bytes` (the flag says it was cut).
+fn render(
+    label: &str,
+    diff: &TextDiff<str>,
+    line_offset: usize,
+    max_bytes: usize,
+) -> (String, bool) {
     let mut out = format!("--- a/{label}\n+++ b/{label}\n");
+    let mut piece = String::new();
     for group in diff.grouped_ops(CONTEXT) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
         };
         let old_range = first.old_range().start..last.old_range().end;
         let new_range = first.new_range().start..last.new_range().end;
-        let header = format!(
-            "@@ -{} +{} @@\n",
-            hunk_range(old_range.start, old_range.len()),
-            hunk_range(new_range.start, new_range.len()),
+        piece.clear();
+        let _ = writeln!(
+            piece,
+            "@@ -{} +{} @@",
+            hunk_range(line_offset + old_range.start, old_range.len()),
+            hunk_range(line_offset + new_range.start, new_range.len()),
         );
-        if out.len() + header.len() > max_bytes {
+        if out.len() + piece.len() > max_bytes {
             return (out, true);
         }
-        out.push_str(&header);
+        out.push_str(&piece);
         for op in &group {
             for change in diff.iter_changes(op) {
-                let sign = match change.tag() {
+                piece.clear();
+                piece.push(match change.tag() {
                     ChangeTag::Equal => ' ',
                     ChangeTag::Delete => '-',
                     ChangeTag::Insert => '+',
-                };
-                let value = change.value();
-                let nl = if value.ends_with('\n') { "" } else { "\n" };
-                if out.len() + value.len() + 2 > max_bytes {
+                });
+                piece.push_str(change.value());
+                if change.missing_newline() {
+                    piece.push_str("\n\\ No newline at end of file\n");
+                }
+                if out.len() + piece.len() > max_bytes {
                     return (out, true);
                 }
-                out.push(sign);
-                out.push_str(value);
-                out.push_str(nl);
+                out.push_str(&piece);
             }
         }
     }

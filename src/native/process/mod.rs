@@ -21,8 +21,8 @@ pub mod spill;
 
 pub use clean::{clean_all, Cleaner};
 pub use groups::{
-    group_members, is_dead, live_groups, proc_stat, terminate_all_groups, terminate_group,
-    terminate_groups, EXIT_GRACE,
+    group_members, is_dead, live_groups, own_session, proc_stat, terminate_all_groups,
+    terminate_group, terminate_groups, EXIT_GRACE,
 };
 pub use kept::{Kept, KeptText};
 
@@ -560,11 +560,7 @@ fn spawn(
     }
     cmd.envs(NON_INTERACTIVE_ENV.iter().copied());
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent. It makes the
-    // shell a session and group leader without a controlling terminal.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
-    }
+    own_session(cmd.as_std_mut());
     restrict(&mut cmd, launch);
     let shell = match launch {
         Launch::Bubblewrap { bwrap, .. } => bwrap.as_path(),

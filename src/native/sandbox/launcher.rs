@@ -238,10 +238,7 @@ fn keep(req: &Request, out: &OwnedFd, chan: &OwnedFd) -> i32 {
         return 1;
     };
     cmd.stdin(Stdio::null()).stdout(o1).stderr(o2);
-    // SAFETY: setsid is async-signal-safe: the command leads its own session and group.
-    unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
-    }
+    crate::native::process::own_session(&mut cmd);
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
