@@ -32,6 +32,20 @@ fn settle(t: &Tui, quiet: Duration) {
     }
 }
 
+/// Exits (Ctrl-D) and checks every line of `body` is in the terminal's history exactly once;
+/// the history's rows and their text.
+fn exit_with_each_once(t: &mut Tui, body: &[String]) -> (Vec<String>, String) {
+    t.send("\x04");
+    assert_eq!(t.wait_exit(), 0);
+    settle(t, Duration::from_millis(200));
+    let rows = t.history();
+    let all = rows.join("\n");
+    for l in body {
+        assert_eq!(count(&rows, l), 1, "{l}\n{all}");
+    }
+    (rows, all)
+}
+
 fn inline_run(s: &Sandbox, env: &[(&str, &str)]) -> (Tui, Vec<String>) {
     let (body, json) = slow_answer(70, 60);
     let path = script(s, &json);
@@ -88,14 +102,7 @@ fn inline_mode_writes_each_finished_block_to_scrollback_once_across_resizes() {
         raw.windows(4).any(|w| w == b"\x1b[1;"),
         "no scroll region used"
     );
-    t.send("\x04");
-    assert_eq!(t.wait_exit(), 0);
-    settle(&t, Duration::from_millis(200));
-    let rows = t.history();
-    let all = rows.join("\n");
-    for l in &body {
-        assert_eq!(count(&rows, l), 1, "{l}\n{all}");
-    }
+    let (rows, all) = exit_with_each_once(&mut t, &body);
     assert_eq!(count(&rows, "› go"), 1, "{all}");
     // The band is gone: no status row, input or rule left anywhere.
     assert!(!all.contains("mock:mock"), "{all}");
@@ -167,14 +174,7 @@ fn inline_mode_under_zellij_uses_plain_newlines() {
         !raw.windows(4).any(|w| w == b"\x1b[1;"),
         "a scroll region under Zellij"
     );
-    t.send("\x04");
-    assert_eq!(t.wait_exit(), 0);
-    settle(&t, Duration::from_millis(200));
-    let rows = t.history();
-    let all = rows.join("\n");
-    for l in &body {
-        assert_eq!(count(&rows, l), 1, "{l}\n{all}");
-    }
+    let (_, all) = exit_with_each_once(&mut t, &body);
     assert!(!all.contains("mock:mock"), "{all}");
 }
 

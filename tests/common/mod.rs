@@ -62,15 +62,8 @@ impl Sandbox {
     /// script variable are cleared so only `env` configures a provider.
     pub fn fen_stdin(&self, args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
         use std::io::Write;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
-        cmd.args(args)
-            .current_dir(self.cwd())
-            .env("HOME", self.root())
-            .env("XDG_CONFIG_HOME", self.config())
-            .env("XDG_STATE_HOME", self.state())
-            .env_remove("FEN_EXTENSIONS_PATH")
-            .env_remove("FEN_EXTENSION_ROOT")
-            .env_remove("FEN_MOCK_SCRIPT")
+        let mut cmd = self.base_command(args);
+        cmd.env_remove("FEN_MOCK_SCRIPT")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .stdin(std::process::Stdio::piped())

@@ -559,13 +559,7 @@ fn forget(l: &Arc<Launcher>) {
 /// Starts `bwrap <args> -- <program> __fen-sandbox-launcher 3` with the launcher's end of a
 /// new control socket as descriptor 3, an empty environment, and its own session.
 fn launch(key: &Key, program: &Path) -> io::Result<Launcher> {
-    let (mine, theirs) = socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .map_err(io::Error::from)?;
+    let (mine, theirs) = packet_pair()?;
     let raw = theirs.as_raw_fd();
     let mut cmd = std::process::Command::new(&key.bwrap);
     cmd.args(&key.args)
@@ -633,15 +627,20 @@ fn spawn_from_a_lasting_thread(cmd: std::process::Command) -> io::Result<std::pr
         .map_err(|_| io::Error::other("the sandbox spawner thread is gone"))?
 }
 
-/// Sends one request and waits for the keeper's answer (started, or why not).
-fn send_request(l: &Launcher, body: &[u8], out: &OwnedFd) -> io::Result<(OwnedFd, i32)> {
-    let (mine, theirs) = socketpair(
+/// A connected pair of close-on-exec Unix packet sockets.
+fn packet_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    socketpair(
         AddressFamily::Unix,
         SockType::SeqPacket,
         None,
         SockFlag::SOCK_CLOEXEC,
     )
-    .map_err(io::Error::from)?;
+    .map_err(io::Error::from)
+}
+
+/// Sends one request and waits for the keeper's answer (started, or why not).
+fn send_request(l: &Launcher, body: &[u8], out: &OwnedFd) -> io::Result<(OwnedFd, i32)> {
+    let (mine, theirs) = packet_pair()?;
     {
         let ctl = l.ctl.lock().unwrap_or_else(|e| e.into_inner());
         let fds = [out.as_raw_fd(), theirs.as_raw_fd()];

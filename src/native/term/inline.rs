@@ -13,7 +13,7 @@
 
 use super::render::put_line;
 use super::style::Line;
-use super::writer::{sgr, SYNC_BEGIN, SYNC_END};
+use super::writer::{put_cell, Pen, SYNC_BEGIN, SYNC_END};
 use ratatui_core::buffer::Buffer;
 use ratatui_core::layout::Rect;
 use std::io::Write;
@@ -205,22 +205,14 @@ fn row_bytes(buf: &Buffer, y: u16, out: &mut Vec<u8>) {
         .rev()
         .find(|&x| buf[(x, y)] != blank)
         .map_or(0, |x| x + 1);
-    let mut style = None;
+    let mut style: Pen = None;
     let mut skip = 0usize;
     for x in 0..end {
         if skip > 0 {
             skip -= 1;
             continue;
         }
-        let cell = &buf[(x, y)];
-        let s = (cell.fg, cell.bg, cell.modifier);
-        if style != Some(s) {
-            sgr(cell, out);
-            style = Some(s);
-        }
-        let sym = cell.symbol();
-        out.extend_from_slice(if sym.is_empty() { b" " } else { sym.as_bytes() });
-        skip = super::width::str_width(sym).saturating_sub(1);
+        skip = put_cell(&buf[(x, y)], &mut style, out).saturating_sub(1);
     }
     out.extend_from_slice(b"\x1b[0m");
 }

@@ -67,19 +67,12 @@ impl Writer {
             out.extend_from_slice(b"\x1b[0m\x1b[H\x1b[2J");
         }
         let mut at: Option<(u16, u16)> = None;
-        let mut style: Option<(Color, Color, Modifier)> = None;
+        let mut style: Pen = None;
         for (x, y, cell) in diff {
             if at != Some((x, y)) {
                 let _ = write!(out, "\x1b[{};{}H", y + 1, x + 1);
             }
-            let s = (cell.fg, cell.bg, cell.modifier);
-            if style != Some(s) {
-                sgr(cell, out);
-                style = Some(s);
-            }
-            let sym = cell.symbol();
-            out.extend_from_slice(if sym.is_empty() { b" " } else { sym.as_bytes() });
-            let w = super::width::str_width(sym).max(1) as u16;
+            let w = put_cell(cell, &mut style, out).max(1) as u16;
             at = Some((x + w, y));
         }
         out.extend_from_slice(b"\x1b[0m");
@@ -92,7 +85,23 @@ impl Writer {
     }
 }
 
-pub(crate) fn sgr(cell: &Cell, out: &mut Vec<u8>) {
+/// The style currently set on the terminal (fg, bg, attributes), to skip repeating it.
+pub(crate) type Pen = Option<(Color, Color, Modifier)>;
+
+/// Writes one cell (its style first when it differs from `pen`); returns its display width
+/// (0 for the trailing half of a wide character's symbol).
+pub(crate) fn put_cell(cell: &Cell, pen: &mut Pen, out: &mut Vec<u8>) -> usize {
+    let s = (cell.fg, cell.bg, cell.modifier);
+    if *pen != Some(s) {
+        sgr(cell, out);
+        *pen = Some(s);
+    }
+    let sym = cell.symbol();
+    out.extend_from_slice(if sym.is_empty() { b" " } else { sym.as_bytes() });
+    super::width::str_width(sym)
+}
+
+fn sgr(cell: &Cell, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\x1b[0");
     for (bit, code) in [
         (Modifier::BOLD, ";1"),
