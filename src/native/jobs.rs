@@ -10,9 +10,8 @@
 //! - The job table is process-wide, so [`terminate_all`] (called on every exit path of the
 //!   binary: normal end, Ctrl-C, SIGTERM) ends every job's group, whoever started it.
 
-use crate::native::registry::Registry;
+use crate::native::registry::{ChildStatus, Registry};
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -61,22 +60,7 @@ pub struct JobSpec {
 }
 
 /// A job's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobStatus {
-    Running,
-    Exited(i32),
-    Signaled(i32),
-}
-
-impl std::fmt::Display for JobStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JobStatus::Running => write!(f, "running"),
-            JobStatus::Exited(n) => write!(f, "exited {n}"),
-            JobStatus::Signaled(n) => write!(f, "signal {n}"),
-        }
-    }
-}
+pub type JobStatus = ChildStatus;
 
 /// A snapshot of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,14 +259,7 @@ pub async fn start(spec: JobSpec) -> Result<JobInfo, JobError> {
     let reader = pipe::Receiver::from_owned_fd(read_fd).map_err(JobError::Spawn)?;
     tokio::spawn(log_writer(reader, file, spec.log_cap, shared.clone()));
     tokio::spawn(async move {
-        let status = match child.wait().await {
-            Ok(st) => match (st.code(), st.signal()) {
-                (Some(c), _) => JobStatus::Exited(c),
-                (None, Some(s)) => JobStatus::Signaled(s),
-                _ => JobStatus::Exited(-1),
-            },
-            Err(_) => JobStatus::Exited(-1),
-        };
+        let status = ChildStatus::of(child.wait().await);
         shared.with(|s| s.status = status);
         shared.changed.notify_waiters();
     });

@@ -3,8 +3,41 @@
 //! entries stay (finished ones too) so a late `output` or `wait` still answers.
 
 use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
+
+/// The state of a child fen started: running, or how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildStatus {
+    Running,
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl ChildStatus {
+    /// How a wait for the child ended (an error waiting counts as exit -1).
+    pub fn of(waited: std::io::Result<std::process::ExitStatus>) -> ChildStatus {
+        match waited {
+            Ok(st) => match (st.code(), st.signal()) {
+                (Some(c), _) => ChildStatus::Exited(c),
+                (None, Some(s)) => ChildStatus::Signaled(s),
+                _ => ChildStatus::Exited(-1),
+            },
+            Err(_) => ChildStatus::Exited(-1),
+        }
+    }
+}
+
+impl std::fmt::Display for ChildStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChildStatus::Running => write!(f, "running"),
+            ChildStatus::Exited(n) => write!(f, "exited {n}"),
+            ChildStatus::Signaled(n) => write!(f, "signal {n}"),
+        }
+    }
+}
 
 pub struct Registry<T> {
     prefix: &'static str,

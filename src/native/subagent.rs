@@ -12,7 +12,6 @@
 //!   process-wide, so [`terminate_all`] (on every exit path of the binary) ends every run.
 
 use std::collections::VecDeque;
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +24,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
 
 use crate::native::process::{group_members, own_session, terminate_groups};
-use crate::native::registry::Registry;
+use crate::native::registry::{ChildStatus, Registry};
 
 /// Children that may run at once.
 pub const MAX_RUNNING: usize = 4;
@@ -58,23 +57,8 @@ pub struct RunSpec {
     pub background: bool,
 }
 
-/// A run's process state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Running,
-    Exited(i32),
-    Signaled(i32),
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunStatus::Running => write!(f, "running"),
-            RunStatus::Exited(n) => write!(f, "exited {n}"),
-            RunStatus::Signaled(n) => write!(f, "signal {n}"),
-        }
-    }
-}
+/// A run's state.
+pub type RunStatus = ChildStatus;
 
 /// A snapshot of one run.
 #[derive(Debug, Clone)]
@@ -306,14 +290,7 @@ pub async fn start(spec: RunSpec) -> Result<RunInfo, RunError> {
     }
     let shared = run.shared.clone();
     tokio::spawn(async move {
-        let status = match child.wait().await {
-            Ok(st) => match (st.code(), st.signal()) {
-                (Some(c), _) => RunStatus::Exited(c),
-                (None, Some(s)) => RunStatus::Signaled(s),
-                _ => RunStatus::Exited(-1),
-            },
-            Err(_) => RunStatus::Exited(-1),
-        };
+        let status = ChildStatus::of(child.wait().await);
         shared.with(|s| {
             s.status = status;
             s.exited_at = Some(Instant::now());

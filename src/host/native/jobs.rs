@@ -1,7 +1,7 @@
 //! `native.jobs`: background shell jobs ([`crate::native::jobs`]). Logs go to
 //! `$XDG_STATE_HOME/fen/jobs/`.
 
-use crate::native::jobs::{self, JobInfo, JobSpec, JobStatus};
+use crate::native::jobs::{self, JobInfo, JobSpec};
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
 
@@ -11,13 +11,7 @@ fn info_table(lua: &Lua, info: &JobInfo) -> mlua::Result<Table> {
     t.set("pid", info.pid)?;
     t.set("command", info.command.as_str())?;
     t.set("log", info.log.to_string_lossy().as_ref())?;
-    t.set("status", info.status.to_string())?;
-    t.set("running", info.status == JobStatus::Running)?;
-    match info.status {
-        JobStatus::Exited(n) => t.set("exit_code", n)?,
-        JobStatus::Signaled(n) => t.set("signal", n)?,
-        JobStatus::Running => {}
-    }
+    super::set_child_status(&t, info.status)?;
     t.set("logged", info.logged)?;
     t.set("killed", info.killed)?;
     Ok(t)

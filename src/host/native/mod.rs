@@ -189,6 +189,22 @@ pub(crate) fn check_keys(t: &Table, known: &[&str], what: &str) -> mlua::Result<
     Ok(())
 }
 
+/// A child's state on its info table: `status` ("running" | "exited N" | "signal N"),
+/// `running`, and `exit_code` or `signal` once it ended (jobs and subagent runs).
+pub(crate) fn set_child_status(
+    t: &Table,
+    status: crate::native::registry::ChildStatus,
+) -> mlua::Result<()> {
+    use crate::native::registry::ChildStatus;
+    t.set("status", status.to_string())?;
+    t.set("running", status == ChildStatus::Running)?;
+    match status {
+        ChildStatus::Exited(n) => t.set("exit_code", n),
+        ChildStatus::Signaled(n) => t.set("signal", n),
+        ChildStatus::Running => Ok(()),
+    }
+}
+
 /// `value, nil`.
 pub(crate) fn success(value: Table) -> mlua::Result<(Value, Value)> {
     Ok((Value::Table(value), Value::Nil))

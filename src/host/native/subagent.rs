@@ -7,7 +7,7 @@
 
 use crate::kernel::calls::{self, Scope};
 use crate::kernel::convert;
-use crate::native::subagent::{self as sa, RunInfo, RunSpec, RunStatus};
+use crate::native::subagent::{self as sa, RunInfo, RunSpec};
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
 
@@ -20,14 +20,8 @@ fn info_table(lua: &Lua, info: &RunInfo) -> mlua::Result<Table> {
     t.set("pid", info.pid)?;
     t.set("label", info.label.as_str())?;
     t.set("background", info.background)?;
-    t.set("status", info.status.to_string())?;
-    t.set("running", info.status == RunStatus::Running)?;
+    super::set_child_status(&t, info.status)?;
     t.set("finished", info.finished)?;
-    match info.status {
-        RunStatus::Exited(n) => t.set("exit_code", n)?,
-        RunStatus::Signaled(n) => t.set("signal", n)?,
-        RunStatus::Running => {}
-    }
     t.set("killed", info.killed)?;
     t.set("turns", info.turns)?;
     if let Some(r) = &info.result {
