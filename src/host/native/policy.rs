@@ -176,13 +176,15 @@ fn new_fn(lua: &Lua, t: Table) -> mlua::Result<(Value, Value)> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"));
-    let config_dir = crate::kernel::settings::Paths::from_env().config_dir;
+    let paths = crate::kernel::settings::Paths::from_env();
+    let config_dir = paths.config_dir.clone();
     let dirs: Vec<PathBuf> = o
         .additional_dirs
         .iter()
         .map(|d| crate::native::fs::expand_path(d))
         .collect();
-    let ws = Workspace::new(&PathBuf::from(&o.cwd), &dirs, &home, &config_dir);
+    let ws = Workspace::new(&PathBuf::from(&o.cwd), &dirs, &home, &config_dir)
+        .with_state_dir(&paths.state_dir);
     let mut inputs = Vec::new();
     for r in &o.rules {
         inputs.push(RuleInput {
@@ -398,8 +400,8 @@ fn session_workspace() -> Workspace {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"));
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let config_dir = crate::kernel::settings::Paths::from_env().config_dir;
-    Workspace::new(&cwd, &[], &home, &config_dir)
+    let paths = crate::kernel::settings::Paths::from_env();
+    Workspace::new(&cwd, &[], &home, &paths.config_dir).with_state_dir(&paths.state_dir)
 }
 
 /// The unsandboxed rules of this state (created empty on first use).
