@@ -249,6 +249,16 @@ impl UserData for Policy {
                 out.set("reason", d.reason.as_str())?;
                 out.set("subject", d.subject.as_str())?;
                 out.set("parse_error", d.parse_error)?;
+                if let Source::Rule { rule, source } = &d.source {
+                    // The rule that decided, with where it is written (for the audit).
+                    let r = lua.create_table()?;
+                    r.set("text", rule.as_str())?;
+                    if let Some(src) = source {
+                        r.set("file", src.file.as_str())?;
+                        r.set("line", src.line)?;
+                    }
+                    out.set("rule", r)?;
+                }
                 let items = lua.create_table()?;
                 for it in &d.items {
                     let i = lua.create_table()?;

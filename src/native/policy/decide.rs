@@ -686,7 +686,16 @@ fn judge_segment(
         });
     };
     if let Some(f) = hz.floor {
-        push(items, Verdict::Deny, Source::Floor, f);
+        items.push(Item {
+            kind: ItemKind::Segment,
+            // A floor about a path names the path refused, not the command around it.
+            subject: hz.floor_path.clone().unwrap_or_else(|| subject.clone()),
+            path: hz.floor_path.as_ref().map(PathBuf::from),
+            class: None,
+            verdict: Verdict::Deny,
+            source: Source::Floor,
+            reason: f,
+        });
         return;
     }
     let cmd_rule = |kind: RuleKind| {

@@ -15,6 +15,8 @@ return function(api)
   end
   api.on("tool-call", function(ev) progress("tool> run " .. rows.call_summary(ev.tool_call)) end)
   api.on("tool-result", function(ev) progress(rows.result_row(ev.result)) end)
+  -- Errors outside a tool call (bad permission rules at start, an extension that failed).
+  api.on("error", function(ev) progress("error> " .. tostring(ev.error)) end)
   -- A heartbeat at most once a second while an answer streams, so a long one shows life.
   local beat, streamed = nil, 0
   api.on("llm-start", function() beat, streamed = os.time(), 0 end)
@@ -47,6 +49,8 @@ return function(api)
 
   api.register("presenter", {
     name = "print",
+    -- Active from init on: `agent-started` handlers (bad permission rules) report before run.
+    init = function() S.active = true end,
     run = function(ctx)
       S.active = true
       local r = api.turn.submit(ctx.prompt or "")

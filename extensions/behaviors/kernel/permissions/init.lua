@@ -191,10 +191,14 @@ return function(api)
       segments = d and d.segments or {}, scope = extra and extra.scope or nil,
       mode = state.settings and state.settings.mode or "default",
     }
+    -- `scope`: what an approval covered (the user's answer) or would cover (the decision's
+    -- suggested rules); `rule`: the rule that decided, with its file and line.
+    local scope = ev.scope
+    if scope == nil and d and d.scope and #d.scope > 0 then scope = d.scope end
     native.policy.audit({
       session = (api.session.info() or {}).id, call_id = call_id, tool = tool,
       segments = ev.segments, decision = decision, source = source, subject = ev.subject,
-      reason = ev.reason, mode = ev.mode, scope = ev.scope,
+      reason = ev.reason, mode = ev.mode, scope = scope, rule = d and d.rule or nil,
     })
     api.emit(ev)
   end
