@@ -621,3 +621,45 @@ fn rules_denials_and_audit_name_what_decided() {
         .expect("the redirect audited");
     assert!(asked["scope"].is_array(), "{asked}");
 }
+
+/// Secret files inside the workspace are masked from sandboxed commands in auto mode, so a
+/// script the policy lets run cannot print them to the model; a `Read(...)` allow rule naming
+/// one keeps it readable.
+#[test]
+fn auto_mode_masks_workspace_secrets_from_sandboxed_commands() {
+    let tier = fen::native::sandbox::detect().tier;
+    if tier == fen::native::sandbox::Tier::None {
+        eprintln!("note: no OS sandbox on this machine; the masking test is skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write("work/.env", "TOKEN=sk-in-dotenv\n");
+    s.write(
+        "work/config/credentials.json",
+        "{\"k\": \"sk-in-credentials\"}\n",
+    );
+    s.write(
+        "work/show.sh",
+        "cat .env config/credentials.json 2>&1; echo shown\n",
+    );
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "sh show.sh"}))],
+    );
+    let run = |settings: &str| {
+        s.write("config/fen/settings.json", settings);
+        let (results, _, out) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "auto"]);
+        assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+        results[0].clone()
+    };
+    let masked = run(r#"{"permissions": {"mode": "auto"}}"#);
+    assert!(masked.contains("shown"), "the script ran: {masked}");
+    assert!(
+        !masked.contains("sk-in-dotenv") && !masked.contains("sk-in-credentials"),
+        "{tier:?}: {masked}"
+    );
+    let readable = run(r#"{"permissions": {"mode": "auto", "allow": ["Read(./.env)"]}}"#);
+    assert!(readable.contains("sk-in-dotenv"), "{readable}");
+    assert!(!readable.contains("sk-in-credentials"), "{readable}");
+}

@@ -27,7 +27,7 @@ use crate::native::policy::{
 };
 use crate::native::sandbox;
 use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataMethods, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
@@ -391,6 +391,10 @@ struct SandboxOpts {
     workspace: String,
     #[serde(default)]
     unsandboxed: Vec<String>,
+    /// Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable
+    /// to sandboxed commands; every other secret file there is masked.
+    #[serde(default)]
+    allow_rules: Vec<String>,
 }
 
 /// The sandbox tool commands run in (app data of the state; `process.run` reads it).
@@ -497,7 +501,7 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
         }
     }
     lua.set_app_data(Unsandboxed {
-        workspace: ws,
+        workspace: ws.clone(),
         rules: Arc::new(Mutex::new(set)),
     });
     let problems = lua.to_value(&problems)?;
@@ -508,6 +512,21 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
     let mut inputs = sandbox::inputs_from_env(PathBuf::from(&o.workspace));
     inputs.network = o.network;
     inputs.writable_roots.extend(o.writable_roots);
+    // Secret files in the workspace are masked unless a rule lets them be read.
+    let mut readable = RuleSet::default();
+    for r in &o.allow_rules {
+        let input = RuleInput {
+            text: r.clone(),
+            kind: RuleKind::Allow,
+            source: None,
+        };
+        let _ = readable.add(&input, &ws);
+    }
+    for secret in sandbox::secrets::in_tree(Path::new(&o.workspace)) {
+        if !readable.allows_read(&secret) {
+            inputs.hidden.push(secret.display().to_string());
+        }
+    }
     let policy = sandbox::SandboxPolicy::build(&inputs);
     lua.set_app_data(ToolSandbox(Some(sandbox::Sandbox::detected(
         policy, o.required,
