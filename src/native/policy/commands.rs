@@ -586,11 +586,43 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
         };
     }
-    match name {
-        "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put" => {
-            let (ops, _) = operands(args, &["--interactive"]);
-            each!(&ops, Access::Delete);
+    // The command table: files named by option values, and operands with one role.
+    if let Some(row) = table().program(name) {
+        for hit in Program::find_all(&row.writes, args) {
+            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
+                out.push(pr(&v, Access::Write, cwd));
+            }
         }
+        for hit in Program::find_all(&row.reads, args) {
+            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
+                out.push(pr(&v, Access::Read, cwd));
+            }
+        }
+        let role = match row.operands.as_deref() {
+            Some("read") => Some(Access::Read),
+            Some("write") => Some(Access::Write),
+            Some("delete") => Some(Access::Delete),
+            _ => None,
+        };
+        if let Some(role) = role {
+            let with: Vec<&str> = row
+                .value_options
+                .iter()
+                .chain(&row.writes)
+                .chain(&row.reads)
+                .map(String::as_str)
+                .collect();
+            let (ops, _) = operands(args, &with);
+            if ops.is_empty() {
+                for d in &row.default_operands {
+                    out.push(pr(d, role, cwd));
+                }
+            }
+            each!(&ops, role);
+            return (out, None);
+        }
+    }
+    match name {
         "mv" => {
             let (ops, vals) = operands(args, &["-t", "-S", "--target-directory", "--suffix"]);
             if let Some((_, t)) = vals
@@ -663,36 +695,6 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                 let base = one.rsplit('/').next().unwrap_or(one);
                 each!(&[base], Access::Write);
             }
-        }
-        "tee" | "sponge" | "mkfifo" | "mknod" | "vi" | "vim" | "nvim" | "nano" | "emacs" | "ed"
-        | "ex" | "sudoedit" | "wipefs" | "sfdisk" | "blkdiscard" | "parted" | "cfdisk"
-        | "badblocks" => {
-            let (ops, _) = operands(args, &["--output-error", "-m", "--mode", "-c", "-u"]);
-            each!(&ops, Access::Write);
-        }
-        "touch" => {
-            let (ops, _) = operands(args, &["-d", "-r", "-t", "--date", "--reference"]);
-            each!(&ops, Access::Write);
-        }
-        "mkdir" => {
-            let (ops, _) = operands(args, &["-m", "--mode", "--context"]);
-            each!(&ops, Access::Write);
-        }
-        "truncate" | "fallocate" => {
-            let (ops, _) = operands(
-                args,
-                &[
-                    "-s",
-                    "--size",
-                    "-r",
-                    "--reference",
-                    "-l",
-                    "-o",
-                    "--length",
-                    "--offset",
-                ],
-            );
-            each!(&ops, Access::Write);
         }
         "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "chcon" => {
             // chmod modes like `-x` look like options.
@@ -776,68 +778,6 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                     out.push(pr(f, Access::Write, cwd));
                 }
             }
-        }
-        "cat" | "tac" | "less" | "more" | "most" | "wc" | "nl" | "od" | "xxd" | "hexdump"
-        | "hd" | "strings" | "file" | "stat" | "md5sum" | "sha1sum" | "sha224sum" | "sha256sum"
-        | "sha384sum" | "sha512sum" | "b2sum" | "cksum" | "sum" | "base64" | "base32" | "bat"
-        | "batcat" | "view" | "column" | "fold" | "fmt" | "rev" | "paste" | "comm" | "join"
-        | "diff" | "cmp" | "readlink" | "realpath" | "ls" | "tree" | "du" | "source" | "."
-        | "zcat" | "bzcat" | "xzcat" | "zless" | "lsattr" | "getfacl" | "exa" | "eza"
-        | "expand" | "unexpand" | "pr" | "tsort" | "ptx" | "look" | "iconv" | "colordiff"
-        | "delta" | "difft" => {
-            let with = [
-                "-n",
-                "-c",
-                "-w",
-                "-W",
-                "-I",
-                "-L",
-                "-U",
-                "-C",
-                "-s",
-                "-t",
-                "-o",
-                "--label",
-                "--ignore",
-                "--hide",
-                "-P",
-                "-d",
-                "-f",
-                "-T",
-                "--format",
-                "-x",
-                "--exclude",
-                "--max-depth",
-                "-B",
-                "--block-size",
-                "--time-style",
-                "--width",
-                "--tabsize",
-                "-S",
-                "--line-format",
-            ];
-            let with: &[&str] = match name {
-                // Their `-x`/`-d`/... are plain flags.
-                "cat" | "tac" | "wc" | "readlink" | "realpath" | "stat" | "file" | "md5sum"
-                | "sha1sum" | "sha256sum" | "sha512sum" | "base64" => {
-                    &["-c", "--format", "-f", "-m"]
-                }
-                _ => &with,
-            };
-            let (ops, vals) = operands(args, with);
-            let ops = if ops.is_empty() && matches!(name, "ls" | "tree" | "du" | "exa" | "eza") {
-                vec!["."]
-            } else {
-                ops
-            };
-            if name == "iconv" {
-                for (k, v) in &vals {
-                    if *k == "-o" || *k == "--output" {
-                        out.push(pr(v, Access::Write, cwd));
-                    }
-                }
-            }
-            each!(&ops, Access::Read);
         }
         "head" | "tail" => {
             let (ops, _) = operands(

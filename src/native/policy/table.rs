@@ -35,6 +35,18 @@ pub struct Program {
     pub inline_code: Vec<String>,
     #[serde(default)]
     pub exec_operands: Vec<String>,
+    /// The role of every operand (word that is not an option or an option's value): `read`,
+    /// `write` or `delete`.
+    pub operands: Option<String>,
+    /// Options that take a separate value (so the value is not an operand).
+    #[serde(default)]
+    pub value_options: Vec<String>,
+    /// Operands assumed when none is given (`ls` lists `.`).
+    #[serde(default)]
+    pub default_operands: Vec<String>,
+    /// Options whose value is a file it reads.
+    #[serde(default)]
+    pub reads: Vec<String>,
     #[serde(default)]
     pub aliases: Vec<String>,
     #[serde(default)]
@@ -54,6 +66,9 @@ struct Env {
 #[serde(deny_unknown_fields)]
 struct File {
     env: Env,
+    /// Named lists of options, used in a row as `"@name"`.
+    #[serde(default)]
+    option_sets: HashMap<String, Vec<String>>,
     program: HashMap<String, Program>,
 }
 
@@ -81,7 +96,29 @@ pub fn table() -> &'static Table {
 
 /// Parses the table text; names and aliases must be unique.
 pub fn parse(text: &str) -> Result<Table, String> {
-    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    for (name, p) in file.program.iter_mut() {
+        for list in [&mut p.value_options, &mut p.writes, &mut p.reads] {
+            let mut expanded = Vec::with_capacity(list.len());
+            for o in list.drain(..) {
+                match o.strip_prefix('@') {
+                    Some(set) => match file.option_sets.get(set) {
+                        Some(v) => expanded.extend(v.iter().cloned()),
+                        None => return Err(format!("row `{name}`: no option set `{set}`")),
+                    },
+                    None => expanded.push(o),
+                }
+            }
+            *list = expanded;
+        }
+        if let Some(role) = p.operands.as_deref() {
+            if !matches!(role, "read" | "write" | "delete") {
+                return Err(format!(
+                    "row `{name}`: operands is read, write or delete, not `{role}`"
+                ));
+            }
+        }
+    }
     let mut rows = HashMap::new();
     for (name, p) in &file.program {
         for n in std::iter::once(name).chain(&p.aliases) {
@@ -144,6 +181,23 @@ impl Program {
             }
         }
         None
+    }
+
+    /// Every option of `patterns` present in `args`, in order, with its value.
+    pub fn find_all<'p>(patterns: &'p [String], args: &[&str]) -> Vec<Hit<'p>> {
+        let mut hits = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if *a == "--" {
+                break;
+            }
+            if let Some(hit) = patterns
+                .iter()
+                .find_map(|p| match_option(p, a, args.get(i + 1).copied()))
+            {
+                hits.push(hit);
+            }
+        }
+        hits
     }
 
     /// The subcommand position (first word after the program), if the row lists subcommands.
