@@ -434,14 +434,23 @@ impl Walker {
             }
             "for_statement" | "select_statement" => {
                 let mut cur = node.walk();
+                let mut var = None;
                 for (i, child) in node.children(&mut cur).enumerate() {
                     match node.field_name_for_child(i as u32) {
                         Some("variable") => {
                             let name = text(src, child).to_string();
-                            state.vars.insert(name, None);
+                            state.vars.insert(name.clone(), None);
+                            state.tainted.remove(&name);
+                            var = Some(name);
                         }
                         Some("value") => {
-                            self.eval_word(child, src, state, frame);
+                            // `for x in $(cat f)`: the loop variable may hold code.
+                            let v = self.eval_word(child, src, state, frame);
+                            if v.dynamic || v.text.contains(['$', '`', '[']) {
+                                if let Some(name) = &var {
+                                    state.tainted.insert(name.clone());
+                                }
+                            }
                         }
                         Some("body") => self.statement(child, src, state, frame, &[]),
                         _ => {}
