@@ -571,6 +571,24 @@ fn has_short(args: &[&str], flag: char) -> bool {
         .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(flag))
 }
 
+/// The files a command's options name, from the command table (`sort -o FILE`, `grep -f
+/// FILE`, `time -o FILE`): written or read.
+pub(crate) fn option_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>, ()) {
+    let mut out = Vec::new();
+    let Some(row) = argv.first().and_then(|n| table().program(n)) else {
+        return (out, ());
+    };
+    let args = &argv[1..];
+    for (list, access) in [(&row.writes, Access::Write), (&row.reads, Access::Read)] {
+        for hit in Program::find_all(list, args) {
+            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
+                out.push(pr(&v, access, cwd));
+            }
+        }
+    }
+    (out, ())
+}
+
 /// The paths a (peeled) command reads, writes or deletes through its operands. The second
 /// value is an opaque reason when the command's effect on files cannot be told.
 pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>, Option<String>) {
@@ -588,16 +606,7 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
     }
     // The command table: files named by option values, and operands with one role.
     if let Some(row) = table().program(name) {
-        for hit in Program::find_all(&row.writes, args) {
-            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
-                out.push(pr(&v, Access::Write, cwd));
-            }
-        }
-        for hit in Program::find_all(&row.reads, args) {
-            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
-                out.push(pr(&v, Access::Read, cwd));
-            }
-        }
+        out = option_paths(argv, cwd).0;
         let role = match row.operands.as_deref() {
             Some("read") => Some(Access::Read),
             Some("write") => Some(Access::Write),

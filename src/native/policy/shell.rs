@@ -1022,6 +1022,17 @@ impl Walker {
                             }
                         }
                     }
+                    // The wrapper's own options are judged by the command table too: files
+                    // they write (`time -o FILE`) and code they run.
+                    let own: Vec<String> = std::iter::once(name.clone())
+                        .chain(texts[1..n.min(texts.len())].iter().map(|t| t.to_string()))
+                        .collect();
+                    let own_texts: Vec<&str> = own.iter().map(String::as_str).collect();
+                    let (wpaths, _) = commands::option_paths(&own_texts, seg.cwd.as_deref());
+                    seg.paths.extend(wpaths);
+                    if let Some((why, _)) = commands::runs_code(&own) {
+                        seg.opaque.get_or_insert(why);
+                    }
                     if name == "env" {
                         // `env -C DIR` changes the directory; `env -S STRING` splits a string.
                         if let Some(dir) = commands::env_chdir(&texts) {
