@@ -638,3 +638,24 @@ end
     assert!(!out.contains("never seen"), "{out}");
     assert_eq!(server.requests().len(), 2);
 }
+
+/// Every recording names its origin (repository, path, commit) in the README beside it.
+#[test]
+fn every_recorded_stream_names_its_origin() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/streams");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "README.md" {
+            continue;
+        }
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("{name} has no row in tests/data/streams/README.md"));
+        assert!(
+            row.contains('/') && row.split_whitespace().any(|w| w.len() == 40 && w.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{name}: the row names no repository and commit: {row}"
+        );
+    }
+}
