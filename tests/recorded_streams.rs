@@ -109,7 +109,10 @@ fn anthropic_usage_is_the_last_value_of_each_field() {
         .iter()
         .rfind(|e| e["type"] == "message_delta")
         .unwrap();
-    let start = events.iter().find(|e| e["type"] == "message_start").unwrap();
+    let start = events
+        .iter()
+        .find(|e| e["type"] == "message_start")
+        .unwrap();
     let want_input = last["usage"]["input_tokens"].as_u64().unwrap();
     assert_ne!(
         Some(want_input),
@@ -222,9 +225,8 @@ fn empty_content_is_an_array_in_the_session_and_the_json_stream() {
     assert_eq!(messages.last().unwrap()["content"], json!([]));
     // A request that fails before anything arrived: an error message, content [] too.
     let s = Sandbox::new();
-    let server = FakeLlm::start(
-        Scenario::new().then(Reply::status(400, r#"{"error":{"message":"bad"}}"#)),
-    );
+    let server =
+        FakeLlm::start(Scenario::new().then(Reply::status(400, r#"{"error":{"message":"bad"}}"#)));
     let out = fen(&s, "openai", &server, &["-p"]);
     assert_eq!(out.status.code(), Some(1));
     let messages = session_assistant_messages(&s);
@@ -241,9 +243,10 @@ fn an_openai_chat_refusal_is_the_answer_marked_as_a_refusal() {
     let refusal = joined_delta(&recorded_events("openai-chat-refusal.sse"), "refusal");
     assert!(refusal.starts_with("I'm sorry"), "{refusal}");
     let s = Sandbox::new();
-    let server = FakeLlm::start(
-        Scenario::new().then(Reply::recorded("openai-chat-refusal.sse", Chunking::events())),
-    );
+    let server = FakeLlm::start(Scenario::new().then(Reply::recorded(
+        "openai-chat-refusal.sse",
+        Chunking::events(),
+    )));
     let out = fen(&s, "openai", &server, &["-p"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), format!("{refusal}\n"));
@@ -338,7 +341,16 @@ fn a_model_prefix_naming_the_chosen_provider_is_removed() {
     let env = [("OPENAI_API_KEY", "k")];
     for model in ["openai/gpt-4.1", "meta-llama/llama-3"] {
         let out = s.fen_env(
-            &["--provider", "openai", "--model", model, "--base-url", &url, "-p", "hi"],
+            &[
+                "--provider",
+                "openai",
+                "--model",
+                model,
+                "--base-url",
+                &url,
+                "-p",
+                "hi",
+            ],
             &env,
         );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -378,7 +390,10 @@ fn integer_options_given_as_integral_floats_are_accepted() {
     s.write("work/sub/c.txt", "x\n");
     let cases = [
         ("find", r#"{"pattern": "*.txt", "limit": 1.0}"#),
-        ("grep", r#"{"pattern": "two", "head_limit": 2.0, "context": 1.0}"#),
+        (
+            "grep",
+            r#"{"pattern": "two", "head_limit": 2.0, "context": 1.0}"#,
+        ),
         ("ls", r#"{"path": ".", "depth": 2.0}"#),
         ("read", r#"{"path": "a.txt", "offset": 2.0, "limit": 1.0}"#),
         ("bash", r#"{"command": "echo ok", "timeout": 5.0}"#),
@@ -388,13 +403,21 @@ fn integer_options_given_as_integral_floats_are_accepted() {
         assert_eq!(code, Some(0), "{name}: {err}");
         assert_eq!(v["is_error"], false, "{name} {args}: {v}");
     }
-    let (_, v, _) = tool(&s, "read", r#"{"path": "a.txt", "offset": 2.0, "limit": 1.0}"#);
+    let (_, v, _) = tool(
+        &s,
+        "read",
+        r#"{"path": "a.txt", "offset": 2.0, "limit": 1.0}"#,
+    );
     assert!(result_text(&v).contains("two") && !result_text(&v).contains("three"));
     let (_, v, _) = tool(&s, "find", r#"{"pattern": "*.txt", "limit": 1.0}"#);
     assert!(!result_text(&v).contains("b.txt") || !result_text(&v).contains("a.txt"));
     for (name, args, field) in [
         ("find", r#"{"pattern": "*.txt", "limit": 1.5}"#, "limit"),
-        ("grep", r#"{"pattern": "two", "head_limit": 2.5}"#, "head_limit"),
+        (
+            "grep",
+            r#"{"pattern": "two", "head_limit": 2.5}"#,
+            "head_limit",
+        ),
     ] {
         let (_, v, err) = tool(&s, name, args);
         let all = format!("{v} {err}");
@@ -414,7 +437,10 @@ fn a_corrupt_png_is_reported_in_one_readable_line() {
     let (_, v, _) = tool(&s, "read", r#"{"path": "broken.png"}"#);
     let t = result_text(&v);
     assert!(t.contains("the PNG image is corrupt: "), "{t}");
-    assert!(!t.contains('{') && !t.contains("\\0") && !t.contains('\0'), "{t}");
+    assert!(
+        !t.contains('{') && !t.contains("\\0") && !t.contains('\0'),
+        "{t}"
+    );
     assert_eq!(t.lines().count(), 1, "{t}");
 }
 
@@ -474,8 +500,7 @@ fn mcp_list_names_the_project_servers_an_untrusted_folder_leaves_off() {
     let s = Sandbox::new();
     s.write(
         "work/.mcp.json",
-        &json!({"mcpServers": {"proj": {"command": "python3", "args": [MCP_SERVER]}}})
-            .to_string(),
+        &json!({"mcpServers": {"proj": {"command": "python3", "args": [MCP_SERVER]}}}).to_string(),
     );
     let out = s.fen(&["mcp", "list"]);
     assert_eq!(out.status.code(), Some(0));
@@ -517,7 +542,9 @@ fn tui_history_follows_the_working_directory_not_pwd() {
     );
     t.wait_for("Ask anything");
     t.send("remember me\r");
-    t.wait("a1 and idle", |sc| sc.contains("a1") && !sc.contains("working"));
+    t.wait("a1 and idle", |sc| {
+        sc.contains("a1") && !sc.contains("working")
+    });
     t.send("\x04\x04");
     t.wait_exit();
     drop(t);
@@ -604,7 +631,14 @@ end
     );
     let url = server.base_url();
     let mut child = s
-        .command(&["--presenter", "stdio", "--provider", "openai", "--base-url", &url])
+        .command(&[
+            "--presenter",
+            "stdio",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+        ])
         .env("OPENAI_API_KEY", "k")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -625,9 +659,19 @@ end
     stdin.write_all(b"/ask second\n").unwrap();
     drop(stdin);
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let status = child.wait().unwrap();
     // The stall is 20 s: finishing well before it means the first call was dropped (a hang
     // bound, not a speed claim).
@@ -636,6 +680,8 @@ end
     assert!(!err.contains("again to quit"), "{err}");
     assert!(out.contains("second answer"), "{out}\n{err}");
     assert!(!out.contains("never seen"), "{out}");
+    // The cancelled call answers with an aborted message, as a cancelled turn does.
+    assert!(out.contains("answer> aborted"), "{out}");
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -654,7 +700,10 @@ fn every_recorded_stream_names_its_origin() {
             .find(|l| l.starts_with(&format!("| `{name}` |")))
             .unwrap_or_else(|| panic!("{name} has no row in tests/data/streams/README.md"));
         assert!(
-            row.contains('/') && row.split_whitespace().any(|w| w.len() == 40 && w.bytes().all(|b| b.is_ascii_hexdigit())),
+            row.contains('/')
+                && row
+                    .split_whitespace()
+                    .any(|w| w.len() == 40 && w.bytes().all(|b| b.is_ascii_hexdigit())),
             "{name}: the row names no repository and commit: {row}"
         );
     }

@@ -317,7 +317,9 @@ mod tests {
     fn a_refusal_or_a_list_of_typed_parts_goes_to_lua() {
         let w = Wire::OpenAiCompletions;
         let chunk = |delta: &str| {
-            format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#)
+            format!(
+                r#"{{"id":"c","choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#
+            )
         };
         assert_eq!(plain(w, None, &chunk(r#"{"refusal":"I'm"}"#)), None);
         assert_eq!(
@@ -333,7 +335,9 @@ mod tests {
             plain(
                 w,
                 None,
-                &chunk(r#"{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Ok"}]}]}"#)
+                &chunk(
+                    r#"{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Ok"}]}]}"#
+                )
             ),
             None
         );
