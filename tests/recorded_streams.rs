@@ -708,3 +708,80 @@ fn every_recorded_stream_names_its_origin() {
         );
     }
 }
+
+/// What already worked stays working: o3-mini's reasoning summaries stream as thinking, and
+/// its reasoning item goes back (id and `encrypted_content`) on the next request of the
+/// session (`fen -p -c`).
+#[test]
+fn responses_encrypted_reasoning_streams_and_goes_back_on_the_next_request() {
+    let events = recorded_events("openai-responses-encrypted-reasoning.sse");
+    let item = events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "reasoning")
+        .map(|e| e["item"].clone())
+        .unwrap();
+    let answer: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    let s = Sandbox::new();
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::recorded(
+                "openai-responses-encrypted-reasoning.sse",
+                Chunking::bytes(8192),
+            ))
+            .then(Reply::stream(Api::OpenAiResponses, Turn::text("again"))),
+    );
+    let out = fen(&s, "openai-responses", &server, &["-p"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{answer}\n"));
+    let out = fen(&s, "openai-responses", &server, &["-p", "-c"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = server.requests();
+    let input = reqs[1].body["input"].as_array().unwrap();
+    let back = input
+        .iter()
+        .find(|i| i["type"] == "reasoning")
+        .unwrap_or_else(|| panic!("no reasoning item sent back: {}", reqs[1].body));
+    assert_eq!(back["id"], item["id"]);
+    assert_eq!(back["encrypted_content"], item["encrypted_content"]);
+}
+
+/// gpt-4o's two parallel calls with `{}` arguments: both are answered, each with its own id.
+#[test]
+fn parallel_tool_calls_of_a_recorded_chat_stream_are_each_answered() {
+    let events = recorded_events("openai-chat-parallel-tool-calls.sse");
+    let ids: Vec<String> = events
+        .iter()
+        .flat_map(|e| {
+            e["choices"][0]["delta"]["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|c| c["id"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let s = Sandbox::new();
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::recorded(
+                "openai-chat-parallel-tool-calls.sse",
+                Chunking::bytes(100),
+            ))
+            .then(Reply::stream(Api::OpenAiChat, Turn::text("done"))),
+    );
+    let out = fen(&s, "openai", &server, &["-p"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "done\n");
+    let reqs = server.requests();
+    let messages = reqs[1].body["messages"].as_array().unwrap();
+    let answered: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["tool_call_id"].as_str())
+        .collect();
+    assert_eq!(answered, ids);
+}
