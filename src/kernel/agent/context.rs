@@ -102,7 +102,8 @@ pub fn system_prompt(inner: &Inner, agent: &Agent) -> String {
 /// Tools as providers see them: `{name, description, parameters}` of every active tool, less
 /// those with `exposure = "search"` (offered once their owner flips it to `direct`).
 pub fn tool_specs(lua: &Lua, inner: &Inner) -> mlua::Result<Table> {
-    let out = lua.create_table()?;
+    // `--no-tools` leaves it empty: still a JSON array for a provider that encodes it.
+    let out = empty_array(lua)?;
     let filter = inner.tool_filter.borrow();
     let specs: Vec<Table> = inner
         .registry
