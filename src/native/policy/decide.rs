@@ -640,6 +640,42 @@ fn judge_path(
     }
 }
 
+/// The first secret file a glob operand matches (`cat .e*v`, `cat certs/*.pem`), looked up
+/// on the file system a few levels deep.
+fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
+    if !p.contents || !p.raw.contains(['*', '?', '[']) {
+        return None;
+    }
+    let base = p.path.as_ref()?;
+    let pattern = if Path::new(&p.raw).is_absolute() {
+        PathBuf::from(&p.raw)
+    } else {
+        // The glob's base is its directory part joined to the cwd; the rest is the pattern.
+        let first_wild = p.raw.find(['*', '?', '['])?;
+        let rest = match p.raw[..first_wild].rfind('/') {
+            Some(slash) => &p.raw[slash + 1..],
+            None => p.raw.as_str(),
+        };
+        base.join(rest)
+    };
+    let depth = p.raw.matches('/').count() + 1;
+    let glob = globset::GlobBuilder::new(&pattern.to_string_lossy())
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    let walker = ignore::WalkBuilder::new(base)
+        .standard_filters(false)
+        .hidden(false)
+        .max_depth(Some(depth.min(4)))
+        .build();
+    walker
+        .flatten()
+        .take(5_000)
+        .map(|e| e.into_path())
+        .find(|path| glob.is_match(path) && ws.is_secret(path))
+}
+
 fn show(info: &PathInfo, p: &PathRef) -> String {
     info.path
         .as_ref()
@@ -660,6 +696,20 @@ fn judge_segment(
     let mut infos: Vec<PathInfo> = Vec::with_capacity(seg.paths.len());
     for p in &seg.paths {
         let info = classify(req.workspace, p, cache);
+        // A glob reads what it matches: `cat .e*v` reads `.env`.
+        if let Some(secret) = glob_secret(req.workspace, p) {
+            let sp = PathRef {
+                raw: secret.display().to_string(),
+                path: Some(secret),
+                contents: false,
+                access: p.access,
+                redirect: p.redirect,
+                implicit: false,
+            };
+            let si = classify(req.workspace, &sp, cache);
+            paths.push(sp);
+            infos.push(si);
+        }
         if p.implicit && !(info.secret && info.class == PathClass::Secret) {
             continue;
         }

@@ -914,6 +914,7 @@ impl Walker {
         let mut all_redirs: Vec<Node> = Vec::new();
         let mut name_dynamic = false;
         let mut prefix_env: Vec<(String, Val)> = Vec::new();
+        let mut last_word_end: Option<usize> = None;
         let mut cur = node.walk();
         let kids: Vec<Node> = node.children(&mut cur).collect();
         for child in kids {
@@ -940,6 +941,7 @@ impl Walker {
                         name_dynamic = true;
                     }
                     words.push(v);
+                    last_word_end = Some(child.end_byte());
                 }
                 "subshell" => {
                     // `cmd (...)`: odd, but still run what is inside.
@@ -952,7 +954,19 @@ impl Walker {
                     self.children_statements(child, src, state, frame);
                 }
                 k if child.is_named() && (is_word_kind(k) || k == "regex") => {
-                    words.push(self.eval_word(child, src, state, frame));
+                    let w = self.eval_word(child, src, state, frame);
+                    // The parser splits `"a"\;" b"` into two nodes; bash reads one word when
+                    // nothing separates them.
+                    match words.last_mut() {
+                        Some(prev) if last_word_end == Some(child.start_byte()) => {
+                            prev.text.push_str(&w.text);
+                            prev.dynamic |= w.dynamic;
+                            prev.glob |= w.glob;
+                            prev.procsub |= w.procsub;
+                        }
+                        _ => words.push(w),
+                    }
+                    last_word_end = Some(child.end_byte());
                 }
                 _ if !child.is_named() => {
                     let t = text(src, child);
@@ -1118,9 +1132,24 @@ impl Walker {
             }
         }
 
-        // Containers whose argument is more shell.
+        // Containers whose argument is more shell. What the container itself writes or reads
+        // (its redirects, `xargs -a FILE`) stays a segment of its own: `eval echo x > f`
+        // writes `f` whatever `eval` runs.
         let texts: Vec<&str> = seg.argv.iter().map(String::as_str).collect();
-        match commands::container(&texts) {
+        let container = commands::container(&texts);
+        if !matches!(container, commands::Container::None) {
+            let (own, _) = commands::option_paths(&texts, seg.cwd.as_deref());
+            let mut carrier = seg.clone();
+            carrier.paths.extend(own);
+            carrier.redirect_only = true;
+            let returns = !matches!(container, commands::Container::Stdin { .. })
+                || stdin_text.as_ref().is_some_and(|b| !b.text.is_empty());
+            if returns && !carrier.paths.is_empty() {
+                carrier.opaque = None;
+                self.out.push(carrier);
+            }
+        }
+        match container {
             commands::Container::None => {}
             commands::Container::Script { how, script } => {
                 let mut sub = state.clone();
@@ -1354,9 +1383,9 @@ impl Walker {
                         "the analyser does not understand `{t}` in `${{...}}`"
                     ));
                 }
-            } else if child.kind() == "subscript" {
-                arithmetic_parts.push(*child);
-            } else if substring && child.kind() != "variable_name" {
+            } else if child.kind() == "subscript" || (substring && child.kind() != "variable_name")
+            {
+                // A subscript and a substring's offset and length are arithmetic.
                 arithmetic_parts.push(*child);
             } else if after_at {
                 // `${x@P}` parses the letter as a word in some versions.
