@@ -1,7 +1,10 @@
-//! Persistent bubblewrap sandbox: one long-lived `bwrap` per sandbox configuration, running a
-//! tiny launcher (fen's own executable started as `fen __fen-sandbox-launcher FD`) that starts
-//! each command on request. A bwrap start (namespaces, ~20 mounts) costs 5–10 ms; a request to
-//! a running launcher costs a fork and an exec inside the sandbox that already exists.
+//! Persistent sandbox: one long-lived `bwrap` per sandbox configuration, running a tiny
+//! launcher (fen's own executable started as `fen __fen-sandbox-launcher FD`) that starts each
+//! command on request. A bwrap start (namespaces, ~20 mounts) costs 5–10 ms; a request to a
+//! running launcher costs a fork and an exec inside the sandbox that already exists. The
+//! Landlock tier runs the same launcher without bwrap, restricted by the ruleset and seccomp
+//! filter before its exec: there its keepers are what ends a command's background children
+//! (no pid namespace would).
 //!
 //! Protocol. fen and the launcher share a `SOCK_SEQPACKET` socket pair (the control socket).
 //! A request is one message: the shell, the working directory, the command and the complete
@@ -427,7 +430,8 @@ enum Via {
         binds: Vec<Option<(u64, u64)>>,
     },
     /// This Landlock ruleset and seccomp filter, applied to the launcher itself (so to every
-    /// command it starts); one preparation, compared by identity.
+    /// command it starts); compared by what the rules were attached to (with the policy, which
+    /// decides the network filter).
     #[cfg(target_os = "linux")]
     Landlock(Arc<super::lsm::Prepared>),
 }
@@ -444,7 +448,9 @@ impl PartialEq for Via {
                 },
             ) => bwrap == b2 && args == a2 && binds == s2,
             #[cfg(target_os = "linux")]
-            (Via::Landlock(a), Via::Landlock(b)) => Arc::ptr_eq(a, b),
+            (Via::Landlock(a), Via::Landlock(b)) => {
+                Arc::ptr_eq(a, b) || (a.writable == b.writable && a.identity == b.identity)
+            }
             #[cfg(target_os = "linux")]
             _ => false,
         }

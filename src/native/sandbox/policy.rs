@@ -56,8 +56,9 @@ pub struct SandboxPolicy {
     /// Paths inside the writable roots kept read-only (bubblewrap only; Landlock cannot carve a
     /// read-only hole in a writable root).
     pub read_only: Vec<PathBuf>,
-    /// Whether `.git/config`, `.git/hooks` and `.git` pointer files of every repository under
-    /// the workspace and settings roots are kept read-only (bubblewrap only).
+    /// Whether `.git/config`, `.git/hooks` and `.git` pointer files are kept read-only
+    /// (bubblewrap only): of every repository under the workspace and settings roots, of the
+    /// workspace's and the command's repository, and of their worktrees' common dirs.
     pub protect_git: bool,
 }
 

@@ -48,8 +48,8 @@ impl TierInfo {
         match self.tier {
             Tier::Bubblewrap => format!(
                 "sandbox: bubblewrap ({}). Writes only in the writable roots; .git/config, \
-                 .git/hooks and .git pointer files of every repository under the workspace are \
-                 read-only; ~/.ssh, ~/.aws, ~/.gnupg and fen's credential files are hidden; \
+                 .git/hooks and .git pointer files of every repository under the workspace, of \
+                 the workspace's own and its worktree's main repository are read-only; ~/.ssh, ~/.aws, ~/.gnupg and fen's credential files are hidden; \
                  network off unless sandbox.network = true; processes end with the command.",
                 self.bwrap
                     .as_deref()
@@ -58,7 +58,8 @@ impl TierInfo {
             Tier::Landlock => format!(
                 "sandbox: Landlock ABI {}{} + seccomp network filter. Writes only in the \
                  writable roots; ~/.ssh, ~/.aws, ~/.gnupg and fen's credential files are \
-                 unreadable; network off unless sandbox.network = true. Landlock cannot make \
+                 unreadable; network off unless sandbox.network = true; processes end with the \
+                 command. Landlock cannot make \
                  part of a writable root read-only: .git/config, .git/hooks and secrets inside \
                  the workspace rest on the permission analyser.",
                 self.landlock_abi,
