@@ -351,10 +351,37 @@ fn kill_rest(pid: i32, sig: i32) {
     }
 }
 
-/// Pids whose parent is this process (inside the sandbox /proc shows only its processes).
+/// Whether this process has any child, running or not (one `waitid` that reaps nothing).
+fn has_children() -> bool {
+    // SAFETY: waitid with WNOWAIT|WNOHANG only inspects; `info` is a valid siginfo_t.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        ) == 0
+    }
+}
+
+/// Pids whose parent is this process: none without asking /proc when [`has_children`] says
+/// so (the common case: a command that left nothing behind), else the kernel's list of the
+/// (single-threaded) keeper's children when it has one (`CONFIG_PROC_CHILDREN`), else a scan
+/// of /proc (inside bubblewrap it shows only the sandbox's processes; under Landlock it is the
+/// whole machine's).
 fn children() -> Vec<i32> {
+    if !has_children() {
+        return Vec::new();
+    }
     // SAFETY: getpid cannot fail.
     let me = unsafe { libc::getpid() };
+    if let Ok(list) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
+        return list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+    }
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
