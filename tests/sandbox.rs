@@ -1429,14 +1429,20 @@ fn a_headless_sandbox_denial_names_the_boundary_and_the_way_out() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     // A refused connection (ECONNREFUSED in bubblewrap's own network namespace, EACCES under
-    // Landlock) with nothing in the message that says "sandbox".
-    let py =
-        format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\"");
+    // Landlock) with nothing in the message that says "sandbox". Scripts, not `python3 -c`:
+    // inline code is opaque to the analyser and would be asked (so refused) headless.
+    std::fs::write(
+        fx.ws.join("net.py"),
+        format!("import socket\nsocket.create_connection(('127.0.0.1', {port}))\n"),
+    )
+    .unwrap();
     let victim = fx.out.join("victim");
-    let write = format!(
-        "python3 -c \"import os; os.open('{}', os.O_WRONLY)\"",
-        victim.display()
-    );
+    std::fs::write(
+        fx.ws.join("touch.py"),
+        format!("import os\nos.open('{}', os.O_WRONLY)\n", victim.display()),
+    )
+    .unwrap();
+    let (py, write) = ("python3 net.py".to_string(), "python3 touch.py".to_string());
     for (cmd, boundary, setting) in [
         (
             py.as_str(),
