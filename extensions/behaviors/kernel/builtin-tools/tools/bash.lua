@@ -95,6 +95,10 @@ return function(api)
       end
       parts[#parts + 1] = status
       if r.sandbox_blocked then
+        -- Nobody could be asked to rerun it outside (a headless run): the line says which
+        -- setting lifts the boundary, or that an interactive session would ask.
+        local headless = api.kernel.run_options().headless
+        if headless and r.sandbox_hint then r.sandbox_blocked = r.sandbox_hint end
         parts[#parts + 1] = "[fen: " .. r.sandbox_blocked .. "]"
         if #scope > 0 then
           parts[#parts + 1] = string.format(
