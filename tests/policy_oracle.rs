@@ -9,7 +9,7 @@
 //! Without bubblewrap or strace the analyser still judges every candidate (no panic, counts
 //! printed) and the running part is skipped with a notice.
 //!
-//! Knobs: `ORACLE_RANDOM` (compositions, default 1500), `ORACLE_BUDGET_SECS` (total cap on
+//! Knobs: `ORACLE_RANDOM` (compositions, default 1000), `ORACLE_BUDGET_SECS` (total cap on
 //! running, default 400), `ORACLE_JOBS` (parallel jails, default: the cores, at most 4).
 
 #[path = "policy_oracle/gen.rs"]
@@ -162,9 +162,14 @@ fn class_name(class: &str) -> &'static str {
     "other"
 }
 
-/// The class a finding is reported under, for the lead: what it did when that names the
-/// class (a secret read, a write to fen's files), else what was done to the command.
+/// The class a finding is reported under, for the lead: what was done to the command when a
+/// program ran unseen, else what it did when that names the class (a secret read, a write to
+/// fen's files), else what was done to the command.
 fn class_of(f: &Finding) -> &'static str {
+    // A program the analyser did not see ran: what hid it is the class.
+    if f.seen.iter().any(|e| e.kind == EventKind::Exec) {
+        return class_name(&f.cand.class);
+    }
     if f.seen.iter().any(|e| e.kind == EventKind::SecretRead) {
         return "secret reads";
     }
@@ -209,7 +214,7 @@ struct Tally {
     candidates: usize,
     allowed: usize,
     run: usize,
-    timed_out: usize,
+    timed_out: Vec<String>,
     over_budget: usize,
     setup_errors: Vec<String>,
     findings: Vec<Finding>,
@@ -220,7 +225,7 @@ struct Tally {
 fn every_command_the_analyser_allows_does_only_what_it_named() {
     let mut cands = corpus();
     let corpus_len = cands.len();
-    let generated = gen::generate(SEED, env_usize("ORACLE_RANDOM", 1500));
+    let generated = gen::generate(SEED, env_usize("ORACLE_RANDOM", 1000));
     let generated_len = generated.len();
     cands.extend(generated);
     assert!(generated_len >= 2000, "only {generated_len} generated");
@@ -271,7 +276,9 @@ fn every_command_the_analyser_allows_does_only_what_it_named() {
                     let seen = violations(&r.events, &named(&d));
                     let mut t = tally.lock().expect("tally");
                     t.run += 1;
-                    t.timed_out += usize::from(r.timed_out);
+                    if r.timed_out {
+                        t.timed_out.push(one_line(&c.cmd));
+                    }
                     if let Some(e) = r.setup_error {
                         t.setup_errors.push(format!("{}: {e}", one_line(&c.cmd)));
                     }
@@ -288,7 +295,8 @@ fn every_command_the_analyser_allows_does_only_what_it_named() {
         }
     });
     let mut t = tally.into_inner().expect("tally");
-    t.findings.sort_by_key(|f| (class_of(f), f.cand.cmd.clone()));
+    t.findings
+        .sort_by_key(|f| (class_of(f), f.cand.cmd.clone()));
     let mut by_class: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
     for f in &t.findings {
         by_class.entry(class_of(f)).or_default().push(f);
@@ -301,11 +309,14 @@ fn every_command_the_analyser_allows_does_only_what_it_named() {
         t.allowed,
         t.run,
         started.elapsed().as_secs_f64(),
-        t.timed_out,
+        t.timed_out.len(),
         t.over_budget,
         t.findings.len()
     );
     summary.push_str(&format!("allowed by class: {:?}\n", t.allowed_by_class));
+    for c in &t.timed_out {
+        summary.push_str(&format!("timed out: {c}\n"));
+    }
     for (class, fs) in &by_class {
         summary.push_str(&format!("violations, {class}: {}\n", fs.len()));
     }
@@ -318,8 +329,8 @@ fn every_command_the_analyser_allows_does_only_what_it_named() {
     }
     eprintln!("{summary}{details}");
     if std::env::var_os("ORACLE_WRITE_FINDINGS").is_some() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/policy/oracle_findings.txt");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policy/oracle_findings.txt");
         let header = "# Violations the policy oracle (tests/policy_oracle.rs) found: commands the analyser\n\
              # allowed in default mode with no rules that, run in a jail under strace, wrote a file,\n\
              # started a program the analyser did not name, opened a network socket or read a fake\n\
@@ -382,12 +393,29 @@ fn the_jail_flags_what_a_wrongly_allowed_command_does() {
         violations(&r.events, &names(allowed))
     };
     let kinds = |v: &[Event]| -> BTreeSet<String> {
-        v.iter().map(|e| format!("{:?} {}", e.kind, e.detail)).collect()
+        v.iter()
+            .map(|e| format!("{:?} {}", e.kind, e.detail))
+            .collect()
     };
 
-    let v = run("touch x", &["bash", "touch"]);
+    // Through the whole pipeline: yolo mode allows `touch x` (wrongly, for this oracle's
+    // purpose); the segments name `touch`, so only the write is flagged.
+    let d = decide(&Request {
+        tool: "bash",
+        risk: Risk::Shell,
+        args: &json!({ "command": "touch x" }),
+        mode: Mode::Yolo,
+        rules: &RuleSet::new(),
+        workspace: &workspace(&j),
+        sandbox_available: false,
+    });
+    assert_eq!(d.verdict, Verdict::Allow);
+    let r = j.run(0, "touch x", PER_COMMAND);
+    let v = violations(&r.events, &named(&d));
     assert!(
-        v.iter().any(|e| e.kind == EventKind::Write && e.detail.ends_with('x')),
+        v.iter().all(|e| e.kind == EventKind::Write)
+            && v.iter()
+                .any(|e| e.detail.ends_with("/x") || e.detail == "x"),
         "{:?}",
         kinds(&v)
     );
@@ -398,13 +426,32 @@ fn the_jail_flags_what_a_wrongly_allowed_command_does() {
         "{:?}",
         kinds(&v)
     );
-    assert!(v.iter().any(|e| e.kind == EventKind::Write && e.detail.ends_with("payload_ran")));
-    let v = run("rm README.md; mkdir d; mv src s2", &["bash", "rm", "mkdir", "mv"]);
+    assert!(v
+        .iter()
+        .any(|e| e.kind == EventKind::Write && e.detail.ends_with("payload_ran")));
+    let v = run(
+        "rm README.md; mkdir d; mv src s2",
+        &["bash", "rm", "mkdir", "mv"],
+    );
     assert!(v.len() >= 3, "{:?}", kinds(&v));
+    // Metadata only: a time stamp, a mode.
+    let v = run(
+        "touch -c -d @0 README.md; chmod 600 src/main.rs",
+        &["bash", "touch", "chmod"],
+    );
+    assert!(v.len() >= 2, "{:?}", kinds(&v));
     let v = run("echo x > ~/.bashrc", &["bash"]);
-    assert!(v.iter().any(|e| e.detail.ends_with(".bashrc")), "{:?}", kinds(&v));
+    assert!(
+        v.iter().any(|e| e.detail.ends_with(".bashrc")),
+        "{:?}",
+        kinds(&v)
+    );
     let v = run("curl -s http://127.0.0.1:9/", &["bash", "curl"]);
-    assert!(v.iter().any(|e| e.kind == EventKind::Net), "{:?}", kinds(&v));
+    assert!(
+        v.iter().any(|e| e.kind == EventKind::Net),
+        "{:?}",
+        kinds(&v)
+    );
     let v = run("cat ~/.ssh/id_rsa .env", &["bash", "cat"]);
     assert_eq!(
         v.iter().filter(|e| e.kind == EventKind::SecretRead).count(),

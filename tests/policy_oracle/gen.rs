@@ -119,7 +119,9 @@ pub fn ansi_escape(s: &str) -> String {
             '\'' => o.push_str("\\'"),
             '\n' => o.push_str("\\n"),
             '\t' => o.push_str("\\t"),
-            c if c.is_ascii_lowercase() && i % 3 == 1 => o.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_ascii_lowercase() && i % 3 == 1 => {
+                o.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => o.push(c),
         }
     }
@@ -132,7 +134,10 @@ pub fn ansi(s: &str) -> String {
 
 /// Two adjacent parts, single- then double-quoted: one word.
 pub fn adjacent(s: &str) -> String {
-    let k = s.char_indices().nth(s.chars().count() / 2).map_or(0, |x| x.0);
+    let k = s
+        .char_indices()
+        .nth(s.chars().count() / 2)
+        .map_or(0, |x| x.0);
     if k == 0 {
         return sq(s);
     }
@@ -198,7 +203,9 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
         ("wrap:env", "wrapper", |x| format!("env {x}")),
         ("wrap:env-assign", "wrapper", |x| format!("env A=1 {x}")),
         ("wrap:timeout", "wrapper", |x| format!("timeout 5 {x}")),
-        ("wrap:timeout-s", "wrapper", |x| format!("timeout -s KILL 5 {x}")),
+        ("wrap:timeout-s", "wrapper", |x| {
+            format!("timeout -s KILL 5 {x}")
+        }),
         ("wrap:nice", "wrapper", |x| format!("nice -n 5 {x}")),
         ("wrap:nohup", "wrapper", |x| format!("nohup {x}")),
         ("wrap:command", "wrapper", |x| format!("command {x}")),
@@ -207,7 +214,9 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
         ("wrap:stdbuf", "wrapper", |x| format!("stdbuf -oL {x}")),
         ("wrap:xargs", "wrapper", |x| format!("xargs {x}")),
         ("wrap:env-S", "option", |x| format!("env -S {}", sq(x))),
-        ("wrap:usr-bin-time-o", "option", |x| format!("/usr/bin/time -o pwned {x}")),
+        ("wrap:usr-bin-time-o", "option", |x| {
+            format!("/usr/bin/time -o pwned {x}")
+        }),
         ("wrap:flock", "option", |x| format!("flock lockfile {x}")),
         // Redirects.
         ("redir:out", "redirect", |x| format!("{x} > out.txt")),
@@ -215,46 +224,92 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
         ("redir:stderr", "redirect", |x| format!("{x} 2> err.txt")),
         ("redir:null", "redirect", |x| format!("{x} > /dev/null")),
         ("redir:null-2", "redirect", |x| format!("{x} 2>/dev/null")),
-        ("redir:null-both", "redirect", |x| format!("{x} &> /dev/null")),
-        ("redir:null-dup", "redirect", |x| format!("{x} > /dev/null 2>&1")),
+        ("redir:null-both", "redirect", |x| {
+            format!("{x} &> /dev/null")
+        }),
+        ("redir:null-dup", "redirect", |x| {
+            format!("{x} > /dev/null 2>&1")
+        }),
         ("redir:in", "redirect", |x| format!("{x} < README.md")),
         ("redir:clobber", "redirect", |x| format!("{x} >| out.txt")),
         ("redir:rw", "redirect", |x| format!("{x} 1<> rw.txt")),
-        ("redir:both-append", "redirect", |x| format!("{x} &>> out.txt")),
+        ("redir:both-append", "redirect", |x| {
+            format!("{x} &>> out.txt")
+        }),
         ("redir:fd3", "redirect", |x| format!("{x} 3> out.txt")),
         ("redir:tmp", "redirect", |x| format!("{x} > /tmp/out.txt")),
-        ("redir:tee", "redirect", |x| format!("{x} 2>&1 | tee out.txt")),
-        ("redir:tee-null", "redirect", |x| format!("{x} | tee /dev/null")),
-        ("redir:fen-settings", "fen-files", |x| format!("{x} > .fen/settings.local.json")),
-        ("redir:fen-user", "fen-files", |x| format!("{x} > ~/.config/fen/settings.json")),
-        ("redir:bashrc", "redirect", |x| format!("{x} > \"$HOME/.bashrc\"")),
+        ("redir:tee", "redirect", |x| {
+            format!("{x} 2>&1 | tee out.txt")
+        }),
+        ("redir:tee-null", "redirect", |x| {
+            format!("{x} | tee /dev/null")
+        }),
+        ("redir:fen-settings", "fen-files", |x| {
+            format!("{x} > .fen/settings.local.json")
+        }),
+        ("redir:fen-user", "fen-files", |x| {
+            format!("{x} > ~/.config/fen/settings.json")
+        }),
+        ("redir:bashrc", "redirect", |x| {
+            format!("{x} > \"$HOME/.bashrc\"")
+        }),
         ("redir:exec", "redirect", |x| format!("exec > out.txt; {x}")),
-        ("redir:group", "redirect", |x| format!("{{ {x}; }} > out.txt")),
+        ("redir:group", "redirect", |x| {
+            format!("{{ {x}; }} > out.txt")
+        }),
         // Substitutions.
         ("subst:dq", "list", |x| format!("echo \"$({x})\"")),
         ("subst:backtick", "list", |x| format!("echo `{x}`")),
         ("subst:assign", "list", |x| format!("v=$({x})")),
         ("subst:nested", "list", |x| format!("echo $(echo $({x}))")),
         ("subst:proc-in", "list", |x| format!("cat <({x})")),
-        ("subst:proc-diff", "list", |x| format!("diff <({x}) README.md")),
-        ("subst:proc-out", "list", |x| format!("echo hi | tee >({x})")),
+        ("subst:proc-diff", "list", |x| {
+            format!("diff <({x}) README.md")
+        }),
+        ("subst:proc-out", "list", |x| {
+            format!("echo hi | tee >({x})")
+        }),
         ("subst:colon", "list", |x| format!(": \"$({x})\"")),
         ("subst:test", "list", |x| format!("[ -n \"$({x})\" ]")),
-        ("subst:default", "list", |x| format!("echo \"${{v:-$({x})}}\"")),
+        ("subst:default", "list", |x| {
+            format!("echo \"${{v:-$({x})}}\"")
+        }),
         // Heredocs and here-strings fed to a shell.
-        ("heredoc:quoted", "lossy", |x| format!("bash <<'EOF'\n{x}\nEOF")),
-        ("heredoc:plain", "lossy", |x| format!("bash <<EOF\n{x}\nEOF")),
-        ("heredoc:dash", "lossy", |x| format!("sh <<-EOF\n\t{x}\n\tEOF")),
-        ("heredoc:cat-pipe", "lossy", |x| format!("cat <<'EOF' | bash\n{x}\nEOF")),
-        ("heredoc:subst", "lossy", |x| format!("cat <<EOF\n$({x})\nEOF")),
+        ("heredoc:quoted", "lossy", |x| {
+            format!("bash <<'EOF'\n{x}\nEOF")
+        }),
+        ("heredoc:plain", "lossy", |x| {
+            format!("bash <<EOF\n{x}\nEOF")
+        }),
+        ("heredoc:dash", "lossy", |x| {
+            format!("sh <<-EOF\n\t{x}\n\tEOF")
+        }),
+        ("heredoc:cat-pipe", "lossy", |x| {
+            format!("cat <<'EOF' | bash\n{x}\nEOF")
+        }),
+        ("heredoc:subst", "lossy", |x| {
+            format!("cat <<EOF\n$({x})\nEOF")
+        }),
         ("herestring:sq", "lossy", |x| format!("sh -s <<< {}", sq(x))),
         ("herestring:dq", "lossy", |x| format!("bash <<< {}", dq(x))),
-        ("herestring:stdin", "lossy", |x| format!("bash /dev/stdin <<< {}", sq(x))),
-        ("herestring:source", "lossy", |x| format!("source /dev/stdin <<< {}", sq(x))),
-        ("pipe:echo-bash", "lossy", |x| format!("echo {} | bash", sq(x))),
-        ("pipe:printf-sh", "lossy", |x| format!("printf '%s\\n' {} | sh", sq(x))),
-        ("pipe:procsub-bash", "lossy", |x| format!("bash < <(echo {})", sq(x))),
-        ("pipe:dot-procsub", "lossy", |x| format!(". <(echo {})", sq(x))),
+        ("herestring:stdin", "lossy", |x| {
+            format!("bash /dev/stdin <<< {}", sq(x))
+        }),
+        ("herestring:source", "lossy", |x| {
+            format!("source /dev/stdin <<< {}", sq(x))
+        }),
+        ("pipe:echo-bash", "lossy", |x| {
+            format!("echo {} | bash", sq(x))
+        }),
+        ("pipe:printf-sh", "lossy", |x| {
+            format!("printf '%s\\n' {} | sh", sq(x))
+        }),
+        ("pipe:procsub-bash", "lossy", |x| {
+            format!("bash < <(echo {})", sq(x))
+        }),
+        ("pipe:dot-procsub", "lossy", |x| {
+            format!(". <(echo {})", sq(x))
+        }),
         // Nesting, with every quoting form bash decodes.
         ("nest:bash-c-sq", "lossy", |x| format!("bash -c {}", sq(x))),
         ("nest:sh-c-dq", "lossy", |x| format!("sh -c {}", dq(x))),
@@ -262,29 +317,71 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
         ("nest:eval-sq", "lossy", |x| format!("eval {}", sq(x))),
         ("nest:eval-dq", "lossy", |x| format!("eval {}", dq(x))),
         ("nest:eval-bare", "lossy", |x| format!("eval {x}")),
-        ("nest:bash-c-ansi", "lossy", |x| format!("bash -c {}", ansi(x))),
-        ("nest:bash-c-adjacent", "lossy", |x| format!("bash -c {}", adjacent(x))),
-        ("nest:bash-c-backslash", "lossy", |x| format!("bash -c {}", backslash(x))),
-        ("nest:bash-c-args", "lossy", |x| format!("bash -c {} _ a b", sq(x))),
+        ("nest:bash-c-ansi", "lossy", |x| {
+            format!("bash -c {}", ansi(x))
+        }),
+        ("nest:bash-c-adjacent", "lossy", |x| {
+            format!("bash -c {}", adjacent(x))
+        }),
+        ("nest:bash-c-backslash", "lossy", |x| {
+            format!("bash -c {}", backslash(x))
+        }),
+        ("nest:bash-c-args", "lossy", |x| {
+            format!("bash -c {} _ a b", sq(x))
+        }),
         ("nest:sh-ec", "lossy", |x| format!("sh -ec {}", sq(x))),
-        ("nest:dq-newline", "lossy", |x| format!("bash -c \"echo ok\n{}\"", dq_escape(x))),
-        ("nest:sq-newline", "lossy", |x| format!("bash -c 'echo ok\n{}'", x.replace('\'', "'\\''"))),
-        ("nest:eval-dq-newline", "lossy", |x| format!("eval \"echo ok\n{}\"", dq_escape(x))),
-        ("nest:ansi-newline", "lossy", |x| format!("bash -c $'echo ok\\n{}'", ansi_escape(x))),
-        ("nest:dq-escaped-subst", "lossy", |x| format!("bash -c \"echo \\$({})\"", dq_escape(x))),
-        ("nest:dq-escaped-backtick", "lossy", |x| format!("bash -c \"echo \\`{}\\`\"", dq_escape(x))),
-        ("nest:dq-continuation", "lossy", |x| format!("bash -c \"echo ok;\\\n{}\"", dq_escape(x))),
-        ("nest:sq-adjacent-quote", "lossy", |x| format!("bash -c 'echo '\\''ok'\\''; {}'", x.replace('\'', "'\\''"))),
-        ("nest:escaped-semicolon", "lossy", |x| format!("bash -c \"echo ok\"\\;\" {}\"", dq_escape(x))),
-        ("nest:backslash-spaces", "lossy", |x| format!("bash -c {}", backslash(&format!("echo ok; {x}")))),
+        ("nest:dq-newline", "lossy", |x| {
+            format!("bash -c \"echo ok\n{}\"", dq_escape(x))
+        }),
+        ("nest:sq-newline", "lossy", |x| {
+            format!("bash -c 'echo ok\n{}'", x.replace('\'', "'\\''"))
+        }),
+        ("nest:eval-dq-newline", "lossy", |x| {
+            format!("eval \"echo ok\n{}\"", dq_escape(x))
+        }),
+        ("nest:ansi-newline", "lossy", |x| {
+            format!("bash -c $'echo ok\\n{}'", ansi_escape(x))
+        }),
+        ("nest:dq-escaped-subst", "lossy", |x| {
+            format!("bash -c \"echo \\$({})\"", dq_escape(x))
+        }),
+        ("nest:dq-escaped-backtick", "lossy", |x| {
+            format!("bash -c \"echo \\`{}\\`\"", dq_escape(x))
+        }),
+        ("nest:dq-continuation", "lossy", |x| {
+            format!("bash -c \"echo ok;\\\n{}\"", dq_escape(x))
+        }),
+        ("nest:sq-adjacent-quote", "lossy", |x| {
+            format!("bash -c 'echo '\\''ok'\\''; {}'", x.replace('\'', "'\\''"))
+        }),
+        ("nest:escaped-semicolon", "lossy", |x| {
+            format!("bash -c \"echo ok\"\\;\" {}\"", dq_escape(x))
+        }),
+        ("nest:backslash-spaces", "lossy", |x| {
+            format!("bash -c {}", backslash(&format!("echo ok; {x}")))
+        }),
         // xargs and find -exec.
-        ("xargs:arg", "wrapper", |x| format!("echo README.md | xargs {x}")),
-        ("xargs:sh-c", "lossy", |x| format!("echo . | xargs -I{{}} sh -c {}", sq(x))),
-        ("xargs:n1-bash", "lossy", |x| format!("printf 'a\\n' | xargs -n1 bash -c {} _", sq(x))),
-        ("find:exec", "wrapper", |x| format!("find . -maxdepth 0 -exec {x} \\;")),
-        ("find:exec-plus", "wrapper", |x| format!("find . -name README.md -exec {x} {{}} +")),
-        ("find:exec-sh", "lossy", |x| format!("find . -maxdepth 0 -exec sh -c {} \\;", sq(x))),
-        ("find:execdir-bash", "lossy", |x| format!("find . -maxdepth 0 -execdir bash -c {} _ {{}} \\;", sq(x))),
+        ("xargs:arg", "wrapper", |x| {
+            format!("echo README.md | xargs {x}")
+        }),
+        ("xargs:sh-c", "lossy", |x| {
+            format!("echo . | xargs -I{{}} sh -c {}", sq(x))
+        }),
+        ("xargs:n1-bash", "lossy", |x| {
+            format!("printf 'a\\n' | xargs -n1 bash -c {} _", sq(x))
+        }),
+        ("find:exec", "wrapper", |x| {
+            format!("find . -maxdepth 0 -exec {x} \\;")
+        }),
+        ("find:exec-plus", "wrapper", |x| {
+            format!("find . -name README.md -exec {x} {{}} +")
+        }),
+        ("find:exec-sh", "lossy", |x| {
+            format!("find . -maxdepth 0 -exec sh -c {} \\;", sq(x))
+        }),
+        ("find:execdir-bash", "lossy", |x| {
+            format!("find . -maxdepth 0 -execdir bash -c {} _ {{}} \\;", sq(x))
+        }),
         // Lists and compound commands.
         ("list:pipe-in", "list", |x| format!("ls | {x}")),
         ("list:pipe-out", "list", |x| format!("{x} | head -5")),
@@ -300,37 +397,95 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
         ("list:not", "list", |x| format!("! {x}")),
         ("list:pipe-both", "list", |x| format!("{x} |& cat")),
         ("list:newline-after", "list", |x| format!("ls\n{x}")),
-        ("list:until", "list", |x| format!("until {x}; do break; done")),
+        ("list:until", "list", |x| {
+            format!("until {x}; do break; done")
+        }),
         // Constructs: functions, coproc, traps, arithmetic, prompt expansion, aliases.
-        ("construct:function", "construct", |x| format!("f(){{ {x}; }}; f")),
-        ("construct:function-kw", "construct", |x| format!("function f {{ {x}; }}; f")),
-        ("construct:function-subshell", "construct", |x| format!("f() ( {x} ); f")),
-        ("construct:function-chain", "construct", |x| format!("f(){{ {x}; }}; g(){{ f; }}; g")),
-        ("construct:function-in-subst", "construct", |x| format!("f(){{ {x}; }}; echo \"$(f)\"")),
-        ("construct:function-named-ls", "construct", |x| format!("ls(){{ {x}; }}; ls")),
-        ("construct:function-named-git", "construct", |x| format!("git(){{ {x}; }}; git status")),
+        ("construct:function", "construct", |x| {
+            format!("f(){{ {x}; }}; f")
+        }),
+        ("construct:function-kw", "construct", |x| {
+            format!("function f {{ {x}; }}; f")
+        }),
+        ("construct:function-subshell", "construct", |x| {
+            format!("f() ( {x} ); f")
+        }),
+        ("construct:function-chain", "construct", |x| {
+            format!("f(){{ {x}; }}; g(){{ f; }}; g")
+        }),
+        ("construct:function-in-subst", "construct", |x| {
+            format!("f(){{ {x}; }}; echo \"$(f)\"")
+        }),
+        ("construct:function-named-ls", "construct", |x| {
+            format!("ls(){{ {x}; }}; ls")
+        }),
+        ("construct:function-named-git", "construct", |x| {
+            format!("git(){{ {x}; }}; git status")
+        }),
         ("construct:coproc", "construct", |x| format!("coproc {x}")),
-        ("construct:coproc-named", "construct", |x| format!("coproc c {{ {x}; }}; wait")),
-        ("construct:trap-exit", "construct", |x| format!("trap {} EXIT; echo ok", sq(x))),
-        ("construct:trap-err", "construct", |x| format!("trap {} ERR; false", sq(x))),
-        ("construct:trap-debug", "construct", |x| format!("trap {} DEBUG; :", sq(x))),
-        ("construct:arith", "construct", |x| format!("echo $(( $({x}) + 1 ))")),
-        ("construct:arith-cmd", "construct", |x| format!("(( $({x}) 1 ))")),
-        ("construct:subscript-assign", "construct", |x| format!("a[$({x})]=1")),
-        ("construct:subscript-expand", "construct", |x| format!("echo \"${{a[$({x})]}}\"")),
-        ("construct:dbracket", "construct", |x| format!("[[ $({x}) == y ]]")),
-        ("construct:dbracket-v", "construct", |x| format!("[[ -v a[$({x})] ]]")),
-        ("construct:arith-indirect", "construct", |x| format!("v={}; echo $(( v ))", sq(&format!("a[$({x})]")))),
-        ("construct:printf-v", "construct", |x| format!("printf -v {} x", sq(&format!("a[$({x})]")))),
-        ("construct:read-subscript", "construct", |x| format!("read {} <<< x", sq(&format!("a[$({x})]")))),
-        ("construct:unset-subscript", "construct", |x| format!("unset {}", sq(&format!("a[$({x})]")))),
-        ("construct:prompt-P", "construct", |x| format!("x={}; echo \"${{x@P}}\"", sq(&format!("$({x})")))),
-        ("construct:prompt-P-backtick", "construct", |x| format!("x={}; echo ${{x@P}}", sq(&format!("`{x}`")))),
-        ("construct:indirect", "construct", |x| format!("x={}; echo ${{!x}}", sq(&format!("a[$({x})]")))),
-        ("construct:ps4", "construct", |x| format!("PS4={} bash -xc ls", sq(&format!("$({x})")))),
-        ("construct:mapfile-callback", "construct", |x| format!("mapfile -C {} -c 1 < README.md", sq(&format!("{x};:")))),
-        ("construct:alias", "construct", |x| format!("shopt -s expand_aliases\nalias ls={}\nls", sq(x))),
-        ("construct:declare-subscript", "construct", |x| format!("declare -i n={}", sq(&format!("a[$({x})]")))),
+        ("construct:coproc-named", "construct", |x| {
+            format!("coproc c {{ {x}; }}; wait")
+        }),
+        ("construct:trap-exit", "construct", |x| {
+            format!("trap {} EXIT; echo ok", sq(x))
+        }),
+        ("construct:trap-err", "construct", |x| {
+            format!("trap {} ERR; false", sq(x))
+        }),
+        ("construct:trap-debug", "construct", |x| {
+            format!("trap {} DEBUG; :", sq(x))
+        }),
+        ("construct:arith", "construct", |x| {
+            format!("echo $(( $({x}) + 1 ))")
+        }),
+        ("construct:arith-cmd", "construct", |x| {
+            format!("(( $({x}) 1 ))")
+        }),
+        ("construct:subscript-assign", "construct", |x| {
+            format!("a[$({x})]=1")
+        }),
+        ("construct:subscript-expand", "construct", |x| {
+            format!("echo \"${{a[$({x})]}}\"")
+        }),
+        ("construct:dbracket", "construct", |x| {
+            format!("[[ $({x}) == y ]]")
+        }),
+        ("construct:dbracket-v", "construct", |x| {
+            format!("[[ -v a[$({x})] ]]")
+        }),
+        ("construct:arith-indirect", "construct", |x| {
+            format!("v={}; echo $(( v ))", sq(&format!("a[$({x})]")))
+        }),
+        ("construct:printf-v", "construct", |x| {
+            format!("printf -v {} x", sq(&format!("a[$({x})]")))
+        }),
+        ("construct:read-subscript", "construct", |x| {
+            format!("read {} <<< x", sq(&format!("a[$({x})]")))
+        }),
+        ("construct:unset-subscript", "construct", |x| {
+            format!("unset {}", sq(&format!("a[$({x})]")))
+        }),
+        ("construct:prompt-P", "construct", |x| {
+            format!("x={}; echo \"${{x@P}}\"", sq(&format!("$({x})")))
+        }),
+        ("construct:prompt-P-backtick", "construct", |x| {
+            format!("x={}; echo ${{x@P}}", sq(&format!("`{x}`")))
+        }),
+        ("construct:indirect", "construct", |x| {
+            format!("x={}; echo ${{!x}}", sq(&format!("a[$({x})]")))
+        }),
+        ("construct:ps4", "construct", |x| {
+            format!("PS4={} bash -xc ls", sq(&format!("$({x})")))
+        }),
+        ("construct:mapfile-callback", "construct", |x| {
+            format!("mapfile -C {} -c 1 < README.md", sq(&format!("{x};:")))
+        }),
+        ("construct:alias", "construct", |x| {
+            format!("shopt -s expand_aliases\nalias ls={}\nls", sq(x))
+        }),
+        ("construct:declare-subscript", "construct", |x| {
+            format!("declare -i n={}", sq(&format!("a[$({x})]")))
+        }),
     ]
 }
 
@@ -630,7 +785,12 @@ pub fn generate(seed: u64, random: usize) -> Vec<Cand> {
     // Quoting alone.
     for argv in READ_ONLY.iter().chain(PAYLOADS) {
         for style in &STYLES[1..] {
-            push(&mut out, render(argv, *style), "lossy", format!("quote:{style:?}"));
+            push(
+                &mut out,
+                render(argv, *style),
+                "lossy",
+                format!("quote:{style:?}"),
+            );
         }
     }
     // One transform over each base.

@@ -152,15 +152,24 @@ impl Jail {
             write(&thome.join(s), "FAKE-SECRET-do-not-read\n");
         }
         write(&thome.join(".bashrc"), "# rc\n");
-        write(&thome.join(".gitconfig"), "[user]\n\tname = O\n\temail = o@example.invalid\n");
+        write(
+            &thome.join(".gitconfig"),
+            "[user]\n\tname = O\n\temail = o@example.invalid\n",
+        );
         write(&thome.join(".config/fen/settings.json"), "{}\n");
         write(&thome.join(".config/fen/trusted.json"), "{}\n");
         write(&tproj.join(".fen/settings.json"), "{\"permissions\":{}}\n");
         write(&tproj.join("README.md"), "# proj\nhello world\nfn main\n");
-        write(&tproj.join("src/main.rs"), "fn main() {\n    println!(\"hi\");\n}\n");
+        write(
+            &tproj.join("src/main.rs"),
+            "fn main() {\n    println!(\"hi\");\n}\n",
+        );
         write(&tproj.join("src/lib.rs"), "pub fn x() -> u8 { 1 }\n");
         write(&tproj.join("docs/notes.txt"), "notes\nmore notes\n");
-        write(&tproj.join("data.json"), "{\"name\": \"proj\", \"n\": [1, 2]}\n");
+        write(
+            &tproj.join("data.json"),
+            "{\"name\": \"proj\", \"n\": [1, 2]}\n",
+        );
         write(&tproj.join(".env.example"), "KEY=\n");
         write(&tproj.join(".gitattributes"), "*.txt diff=conv\n");
         write(&tproj.join(".gitignore"), ".env\ncerts/\n");
@@ -191,7 +200,10 @@ impl Jail {
         git(&["commit", "-qam", "third"]);
         run_ok(&tproj, "tar", &["-cf", "archive.tar", "docs"], &[]);
         // Uncommitted changes, so `git diff` has something to show (external diff, textconv).
-        write(&tproj.join("README.md"), "# proj\nhello world\nfn main\nchanged\n");
+        write(
+            &tproj.join("README.md"),
+            "# proj\nhello world\nfn main\nchanged\n",
+        );
         write(&tproj.join("docs/notes.txt"), "notes\nchanged notes\n");
         // Configuration elsewhere that names a program: an XDG config dir and a home.
         let evil_cfg = "[diff]\n\texternal = ./payload.sh\n[core]\n\tpager = ./payload.sh\n";
@@ -324,7 +336,7 @@ impl Jail {
                 }
             }
         };
-    let start = Instant::now();
+        let start = Instant::now();
         let mut timed_out = false;
         loop {
             match child.try_wait() {
@@ -552,6 +564,12 @@ fn harmless_write(path: &str) -> bool {
         || path.starts_with("/proc/thread-self/fd/")
 }
 
+/// Caches a named program keeps outside the workspace (as root, man-db writes formatted pages
+/// to its system cache): not a write the command asked for.
+fn program_cache(path: &str) -> bool {
+    path.starts_with("/var/cache/man/")
+}
+
 /// Did the call take effect, or was it stopped only by the jail?
 fn effective(ret: &str) -> bool {
     !ret.starts_with('-')
@@ -575,11 +593,7 @@ fn events(text: &str, secrets: &[PathBuf]) -> Vec<Event> {
             line: line.clone(),
         };
         match c.name.as_str() {
-            "execve" | "execveat" => {
-                if c.ret == "0" {
-                    out.push(ev(EventKind::Exec, first));
-                }
-            }
+            "execve" | "execveat" if c.ret == "0" => out.push(ev(EventKind::Exec, first)),
             "open" | "openat" | "creat" => {
                 let flags = c.args.rsplit(", ").find(|f| f.starts_with("O_"));
                 let writes = c.name == "creat"
@@ -589,7 +603,8 @@ fn events(text: &str, secrets: &[PathBuf]) -> Vec<Event> {
                             || f.contains("O_CREAT")
                             || f.contains("O_TRUNC")
                     });
-                if writes && !harmless_write(&first) && effective(&c.ret) {
+                if writes && !harmless_write(&first) && !program_cache(&first) && effective(&c.ret)
+                {
                     out.push(ev(EventKind::Write, first.clone()));
                 }
                 let dir = flags.is_some_and(|f| f.contains("O_DIRECTORY"));
@@ -600,30 +615,32 @@ fn events(text: &str, secrets: &[PathBuf]) -> Vec<Event> {
                     out.push(ev(EventKind::SecretRead, first));
                 }
             }
+            // Calls that name paths: the file tree or its metadata changes.
             "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
-            | "rmdir" | "truncate" | "chmod" | "fchmodat" | "symlink" | "symlinkat" | "link"
-            | "linkat" => {
-                if effective(&c.ret) {
-                    let what = strs.join(" -> ");
-                    if !harmless_write(&what) {
-                        out.push(ev(EventKind::Write, format!("{} {what}", c.name)));
-                    }
-                }
+            | "mknod" | "mknodat" | "rmdir" | "truncate" | "chmod" | "fchmodat" | "chown"
+            | "lchown" | "fchownat" | "utime" | "utimes" | "utimensat" | "futimesat"
+            | "setxattr" | "lsetxattr" | "removexattr" | "lremovexattr" | "symlink"
+            | "symlinkat" | "link" | "linkat"
+                if effective(&c.ret) && !harmless_write(&strs.join(" -> ")) =>
+            {
+                let what = if strs.is_empty() {
+                    c.args.clone()
+                } else {
+                    strs.join(" -> ")
+                };
+                out.push(ev(EventKind::Write, format!("{} {what}", c.name)));
             }
-            "ftruncate" => {
-                if !c.ret.starts_with('-') {
-                    out.push(ev(EventKind::Write, format!("ftruncate {}", c.args)));
-                }
+            // The same on an open file.
+            "ftruncate" | "fchmod" | "fchown" | "fsetxattr" | "fremovexattr"
+                if !c.ret.starts_with('-') =>
+            {
+                out.push(ev(EventKind::Write, format!("{} {}", c.name, c.args)));
             }
-            "socket" => {
-                if c.args.contains("AF_INET") || c.args.contains("AF_PACKET") {
-                    out.push(ev(EventKind::Net, c.args.clone()));
-                }
+            "socket" if c.args.contains("AF_INET") || c.args.contains("AF_PACKET") => {
+                out.push(ev(EventKind::Net, c.args.clone()));
             }
-            "connect" => {
-                if !c.args.contains("AF_UNIX") {
-                    out.push(ev(EventKind::Net, c.args.clone()));
-                }
+            "connect" if !c.args.contains("AF_UNIX") => {
+                out.push(ev(EventKind::Net, c.args.clone()));
             }
             _ => {}
         }
@@ -637,8 +654,8 @@ pub fn helpers(name: &str) -> &'static [&'static str] {
     match name {
         "man" => &[
             "man", "preconv", "tbl", "eqn", "pic", "refer", "grap", "vgrind", "nroff", "groff",
-            "troff", "grotty", "col", "zsoelim", "manconv", "mandb", "gzip", "zcat", "cat",
-            "less", "pager", "iconv", "locale",
+            "troff", "grotty", "col", "zsoelim", "manconv", "mandb", "gzip", "zcat", "cat", "less",
+            "pager", "iconv", "locale",
         ],
         "tar" => &["gzip", "bzip2", "xz", "zstd", "lzip", "lzma", "lzop"],
         _ => &[],
@@ -664,8 +681,10 @@ mod tests {
             6 connect(4, {sa_family=AF_UNIX, sun_path=\"/run/nscd\"}, 110) = -1 ENOENT (x)\n\
             6 +++ exited with 0 +++\n";
         let ev = events(text, &secrets);
-        let kinds: Vec<(EventKind, &str)> =
-            ev.iter().map(|e| (e.kind.clone(), e.detail.as_str())).collect();
+        let kinds: Vec<(EventKind, &str)> = ev
+            .iter()
+            .map(|e| (e.kind.clone(), e.detail.as_str()))
+            .collect();
         assert_eq!(
             kinds,
             vec![
