@@ -417,10 +417,10 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
             format!("f(){{ {x}; }}; echo \"$(f)\"")
         }),
         ("construct:function-named-ls", "construct", |x| {
-            format!("ls(){{ {x}; }}; ls")
+            format!("ls(){{ unset -f ls; {x}; }}; ls")
         }),
         ("construct:function-named-git", "construct", |x| {
-            format!("git(){{ {x}; }}; git status")
+            format!("git(){{ unset -f git; {x}; }}; git status")
         }),
         ("construct:coproc", "construct", |x| format!("coproc {x}")),
         ("construct:coproc-named", "construct", |x| {
