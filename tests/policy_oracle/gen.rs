@@ -196,6 +196,14 @@ fn render_mixed(argv: &[&str], rng: &mut fastrand::Rng) -> String {
 
 type Tf = fn(&str) -> String;
 
+/// `git OPT rest` for a command that starts with `git `; anything else unchanged.
+fn git_opt(x: &str, opt: &str) -> String {
+    match x.strip_prefix("git ") {
+        Some(rest) => format!("git {opt} {rest}"),
+        None => x.to_string(),
+    }
+}
+
 /// Transforms of a command text X into a command that runs X: (origin, class, function).
 pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
     vec![
@@ -218,6 +226,52 @@ pub fn transforms() -> Vec<(&'static str, &'static str, Tf)> {
             format!("/usr/bin/time -o pwned {x}")
         }),
         ("wrap:flock", "option", |x| format!("flock lockfile {x}")),
+        // Environment that names a program, over every base.
+        ("env:git-pager", "option", |x| {
+            format!("GIT_PAGER=./payload.sh {x}")
+        }),
+        ("env:pager", "option", |x| format!("PAGER=./payload.sh {x}")),
+        ("env:lessopen", "option", |x| {
+            format!("LESSOPEN='|./payload.sh %s' {x}")
+        }),
+        ("env:ld-preload", "option", |x| {
+            format!("LD_PRELOAD=./evil.so {x}")
+        }),
+        ("env:bash-env", "option", |x| {
+            format!("BASH_ENV=./payload.sh {x}")
+        }),
+        ("env:git-external-diff", "option", |x| {
+            format!("GIT_EXTERNAL_DIFF=./payload.sh {x}")
+        }),
+        ("env:git-dir", "option", |x| {
+            format!("GIT_DIR=.evil-git {x}")
+        }),
+        ("env:git-config", "option", |x| {
+            format!("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=./payload.sh {x}")
+        }),
+        ("env:path", "option", |x| format!("PATH=bin:$PATH {x}")),
+        // git's own options that name a program (git bases only; others are unchanged).
+        ("gitc:fsmonitor", "option", |x| {
+            git_opt(x, "-c core.fsmonitor=./payload.sh")
+        }),
+        ("gitc:diff-external", "option", |x| {
+            git_opt(x, "-c diff.external=./payload.sh")
+        }),
+        ("gitc:textconv", "option", |x| {
+            git_opt(x, "-c diff.conv.textconv=./payload.sh")
+        }),
+        ("gitc:pager", "option", |x| {
+            git_opt(x, "-c core.pager=./payload.sh -p")
+        }),
+        ("gitc:git-dir", "option", |x| {
+            git_opt(x, "--git-dir=.evil-git")
+        }),
+        ("gitc:config-env", "option", |x| {
+            format!(
+                "P=./payload.sh {}",
+                git_opt(x, "--config-env=core.fsmonitor=P")
+            )
+        }),
         // Redirects.
         ("redir:out", "redirect", |x| format!("{x} > out.txt")),
         ("redir:append", "redirect", |x| format!("{x} >> out.txt")),
@@ -831,5 +885,8 @@ pub fn generate(seed: u64, random: usize) -> Vec<Cand> {
         }
         push(&mut out, cmd, &classes.join("+"), origins.join(" > "));
     }
+    // The same command twice is run once (the first origin names it).
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|c| seen.insert(c.cmd.clone()));
     out
 }
