@@ -308,26 +308,52 @@ impl Jail {
         // Until the trace shows otherwise.
         self.dirty.set(true);
         let log = self.out.join(format!("trace.{n}"));
-        let _ = std::fs::remove_file(&log);
-        let root = self.root.to_str().expect("utf-8 root");
+        // The trace reaches strace as fd 3: its file is outside everything the jail shows, so
+        // the command cannot touch it.
+        let trace = match std::fs::File::create(&log) {
+            Ok(f) => f,
+            Err(e) => {
+                return Run {
+                    setup_error: Some(format!("trace file: {e}")),
+                    ..Run::default()
+                }
+            }
+        };
+        let home = self.root.join("home");
+        let home = home.to_str().expect("utf-8 home");
         let tpl = self.tpl.to_str().expect("utf-8 tpl");
-        let mut child = match Command::new("bwrap")
+        let mut command = Command::new("bwrap");
+        command
             .args(["--ro-bind", "/", "/", "--tmpfs", "/tmp"])
-            .args(["--bind", root, root, "--ro-bind", tpl, tpl])
+            .args(["--bind", home, home, "--ro-bind", tpl, tpl])
             .args(["--dev", "/dev", "--proc", "/proc", "--unshare-all"])
             .arg("--die-with-parent")
             .arg("--chdir")
             .arg(&self.proj)
-            .args(["--", "strace", "-f", "-qq", "-s", "4096", "-e", TRACE, "-o"])
-            .arg(&log)
-            .args(["bash", "-c", cmd])
+            .args(["--", "strace", "-f", "-qq", "-s", "4096", "-e", TRACE])
+            .args(["-o", "/proc/self/fd/3", "bash", "-c", cmd])
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
+            .stderr(Stdio::null());
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&trace);
+        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                if fd == 3 {
+                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let spawned = command.spawn();
+        drop(trace);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
                 return Run {
