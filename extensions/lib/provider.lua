@@ -441,7 +441,7 @@ local CACHE_MARGIN_SECS = 300
 
 local function auth_backend(api, name)
   for _, b in ipairs(api.kernel.contributions("auth-backend")) do
-    if b.name == name then return b end
+    if b.name == name then return b.spec end
   end
   return nil
 end

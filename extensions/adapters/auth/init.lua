@@ -91,7 +91,7 @@ return function(api)
 
   local function backend(name)
     for _, b in ipairs(api.kernel.contributions("auth-backend")) do
-      if b.name == name then return b end
+      if b.name == name then return b.spec end
     end
   end
 
