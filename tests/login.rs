@@ -307,6 +307,51 @@ fn route(req: &Req, st: &Mutex<State>, addr: std::net::SocketAddr) -> Resp {
             vec![],
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"copilot says hi\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".into(),
         ),
+        // An MCP server that requires OAuth, and its metadata.
+        ("POST", "/mcp") => {
+            let authorized = req
+                .header("authorization")
+                .is_some_and(|a| a.starts_with("Bearer at-secret"));
+            if !authorized {
+                let challenge = format!(
+                    "Bearer resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\""
+                );
+                return (401, vec![("www-authenticate".into(), challenge)], json!({"error": "unauthorized"}).to_string());
+            }
+            let msg: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+            let Some(id) = msg.get("id").cloned() else {
+                return (202, vec![], String::new());
+            };
+            let result = match msg["method"].as_str() {
+                Some("initialize") => json!({
+                    "protocolVersion": msg["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "oauth-mcp", "version": "1"}
+                }),
+                Some("tools/list") => json!({"tools": [{
+                    "name": "whoami", "description": "Says who you are.",
+                    "inputSchema": {"type": "object", "properties": {}}
+                }]}),
+                Some("tools/call") => json!({"content": [{"type": "text", "text": "you are ada"}]}),
+                _ => json!({}),
+            };
+            ok(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        }
+        ("GET", "/mcp") => status(405, json!({})),
+        ("DELETE", "/mcp") => ok(json!({})),
+        ("GET", "/.well-known/oauth-protected-resource/mcp") => ok(json!({
+            "resource": format!("http://{addr}/mcp"),
+            "authorization_servers": [format!("http://{addr}")],
+            "scopes_supported": ["mcp:tools"]
+        })),
+        ("GET", "/.well-known/oauth-authorization-server") => ok(json!({
+            "issuer": format!("http://{addr}"),
+            "authorization_endpoint": format!("http://{addr}/oauth/authorize"),
+            "token_endpoint": format!("http://{addr}/oauth/token"),
+            "registration_endpoint": format!("http://{addr}/register"),
+            "code_challenge_methods_supported": ["S256"]
+        })),
+        ("POST", "/register") => ok(json!({"client_id": "dyn-client"})),
         _ => status(404, json!({"error": "not_found"})),
     }
 }
@@ -393,9 +438,11 @@ fn get(url: &str) -> (u16, Option<String>) {
 /// Runs `fen login openai-chatgpt --no-browser`, plays the browser (follows the printed URL
 /// and its redirect), and returns fen's output.
 fn browser_login(s: &Sandbox) -> Output {
-    let mut child = fen_cmd(s, &["login", "openai-chatgpt", "--no-browser"])
-        .spawn()
-        .unwrap();
+    play_browser(s, &["login", "openai-chatgpt", "--no-browser"])
+}
+
+fn play_browser(s: &Sandbox, args: &[&str]) -> Output {
+    let mut child = fen_cmd(s, args).spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let mut seen = String::new();
@@ -413,7 +460,7 @@ fn browser_login(s: &Sandbox) -> Output {
     let (code, location) = get(&url);
     assert_eq!(code, 302, "authorize answered {code}");
     let location = location.unwrap();
-    assert!(location.contains("/auth/callback"), "{location}");
+    assert!(location.contains("/callback"), "{location}");
     let (code, _) = get(&location);
     assert_eq!(code, 200, "the loopback answered {code}");
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
@@ -822,4 +869,57 @@ fn the_documented_drop_in_backend_supplies_the_token() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("via pass"));
     assert_eq!(llm.requests()[0].header("authorization"), Some("Bearer tok-from-pass"));
+}
+
+// ------------------------------------------------------------------------------------------
+// MCP servers that require OAuth
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    settings(&s, &oauth, "http://127.0.0.1:9");
+    let mcp = json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
+    s.write("config/fen/mcp.json", &mcp.to_string());
+
+    // Before: the 401 says which command logs in.
+    let list = fen(&s, &["mcp", "list"]);
+    let out = text(&list.stdout);
+    assert!(out.contains("failed") && out.contains("fen mcp login web"), "{out}");
+
+    // The login: protected-resource metadata, server metadata, registration, PKCE, resource.
+    let login = play_browser(&s, &["mcp", "login", "web", "--no-browser"]);
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    assert_eq!(oauth.requests_to("/register").len(), 1);
+    let authorize = oauth.requests_to("/oauth/authorize");
+    assert_eq!(authorize.len(), 1);
+    let token = oauth.requests_to("/oauth/token");
+    assert!(token[0].3.contains("client_id=dyn-client") && token[0].3.contains("resource="), "{}", token[0].3);
+    let key = oauth.url("/mcp");
+    assert_eq!(stored(&s)[key.as_str()]["access_token"], "at-secret-1");
+
+    // After: connected, its tool runs with the token.
+    let list = text(&fen(&s, &["mcp", "list"]).stdout);
+    assert!(list.contains("connected") && list.contains("mcp__web__whoami"), "{list}");
+    let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
+    assert!(text(&out.stdout).contains("you are ada"), "{}", text(&out.stderr));
+    let calls = oauth.requests_to("/mcp");
+    let last_auth = calls.last().unwrap().2.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone());
+    assert_eq!(last_auth.as_deref(), Some("Bearer at-secret-1"));
+
+    // An expiring token is refreshed at connect.
+    let mut v = stored(&s);
+    v[key.as_str()]["expires_at"] = json!(now() + 30);
+    std::fs::write(auth_path(&s), v.to_string()).unwrap();
+    let list = text(&fen(&s, &["mcp", "list"]).stdout);
+    assert!(list.contains("connected"), "{list}");
+    assert_eq!(oauth.st().refreshes, 1);
+    assert_eq!(stored(&s)[key.as_str()]["access_token"], "at-secret-r1");
+
+    // Logout: needs login again.
+    let out = fen(&s, &["mcp", "logout", "web"]);
+    assert!(text(&out.stdout).contains("Logged out"), "{}", text(&out.stdout));
+    let list = text(&fen(&s, &["mcp", "list"]).stdout);
+    assert!(list.contains("fen mcp login web"), "{list}");
 }

@@ -246,6 +246,19 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to an MCP server that requires OAuth (its URL's tokens go to auth.json).
+    Login {
+        /// The server's name in mcp.json.
+        name: String,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the OAuth login of an MCP server.
+    Logout {
+        /// The server's name in mcp.json.
+        name: String,
+    },
 }
 
 /// The shells `fen completion` writes scripts for.

@@ -1,4 +1,4 @@
-//! `fen mcp list [--json]`, and [`settle`]: what one-shot commands (`fen list tools`,
+//! `fen mcp list [--json]`, `fen mcp login NAME`, `fen mcp logout NAME`, and [`settle`]: what one-shot commands (`fen list tools`,
 //! `fen tool mcp__...`) run before they read the tools, so MCP servers that connect within
 //! their start-up timeout count.
 
@@ -86,5 +86,99 @@ pub(super) fn list(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configured server `name` with an HTTP URL (project files count in a trusted folder).
+fn http_server(
+    cli: &Cli,
+    name: &str,
+) -> Result<(String, Option<crate::native::auth::mcp::ClientConfig>), String> {
+    use crate::native::mcp::config::{self, Transport};
+    let paths = crate::kernel::settings::Paths::from_env();
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let root = crate::kernel::trust::project_root(&cwd);
+    let trusted = cli.trust || crate::kernel::trust::is_trusted(&paths.state_dir, &cwd);
+    let files = config::files(&paths.config_dir, &cwd, &root);
+    let loaded = config::load(&files, trusted, &|k| std::env::var(k).ok());
+    let Some(server) = loaded.servers.into_iter().find(|s| s.name == name) else {
+        let why = loaded
+            .untrusted
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| format!(" ({} is in an untrusted folder; pass --trust)", f.display()))
+            .unwrap_or_default();
+        return Err(format!("no MCP server named '{name}' is configured{why}"));
+    };
+    match server.transport {
+        Transport::Http { url, .. } => Ok((url, server.oauth)),
+        Transport::Stdio { .. } => Err(format!(
+            "MCP server '{name}' runs as a local process; only HTTP servers use OAuth"
+        )),
+    }
+}
+
+/// `fen mcp login NAME [--no-browser]`.
+pub(super) fn login(cli: &Cli, name: &str, no_browser: bool) -> anyhow::Result<ExitCode> {
+    use crate::native::auth::{mcp as oauth, oauth::Http, store::Store, Prompt};
+    let (url, client) = match http_server(cli, name) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let notify = |p: Prompt| {
+        if let Prompt::OpenUrl { url, opened } = p {
+            if opened {
+                eprintln!("Your browser was opened to sign in; if it was not, open:\n{url}");
+            } else {
+                eprintln!("Open this URL in a browser to sign in:\n{url}");
+            }
+            eprintln!("Waiting for the sign-in to complete (Ctrl-C to give up)...");
+        }
+    };
+    let result = block_on(async {
+        let http = Http::new(tokio_util::sync::CancellationToken::new())?;
+        oauth::login(
+            &http,
+            &Store::from_env(),
+            &url,
+            &client.unwrap_or_default(),
+            !no_browser,
+            &notify,
+        )
+        .await
+    })?;
+    match result {
+        Ok(()) => {
+            stdout(&format!("Logged in to MCP server '{name}' ({url})\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("fen: login to MCP server '{name}' failed: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// `fen mcp logout NAME`.
+pub(super) fn logout(cli: &Cli, name: &str) -> anyhow::Result<ExitCode> {
+    let (url, _) = match http_server(cli, name) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let store = crate::native::auth::store::Store::from_env();
+    match block_on(crate::native::auth::mcp::logout(&store, &url))? {
+        Ok(true) => stdout(&format!("Logged out of MCP server '{name}'\n"))?,
+        Ok(false) => stdout(&format!("Not logged in to MCP server '{name}'\n"))?,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -94,6 +94,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Mcp {
             what: cli::McpCommand::List { json },
         }) => mcp::list(&cli, *json),
+        Some(Command::Mcp {
+            what: cli::McpCommand::Login { name, no_browser },
+        }) => mcp::login(&cli, name, *no_browser),
+        Some(Command::Mcp {
+            what: cli::McpCommand::Logout { name },
+        }) => mcp::logout(&cli, name),
         Some(Command::Login {
             provider,
             device,

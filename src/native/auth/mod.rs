@@ -9,6 +9,7 @@
 
 pub mod copilot;
 pub mod loopback;
+pub mod mcp;
 pub mod oauth;
 pub mod openai;
 pub mod pkce;

@@ -128,6 +128,20 @@ impl Http {
         self.send(req).await
     }
 
+    /// POSTs an MCP `initialize` to `url` without credentials and returns the response's header
+    /// `name` (the `WWW-Authenticate` of a 401); None on any failure.
+    pub async fn probe_header(&self, url: &str, name: &str) -> Option<String> {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "fen", "version": env!("CARGO_PKG_VERSION")}}});
+        let req = HttpRequest::new("POST", url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        let res = self.client.request(req, self.cancel.clone()).await.ok()?;
+        res.header(name).map(str::to_string)
+    }
+
     /// Waits `d` unless cancelled.
     pub async fn sleep(&self, d: Duration) -> Result<(), AuthError> {
         tokio::select! {

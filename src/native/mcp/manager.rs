@@ -447,15 +447,27 @@ impl Manager {
                         .map_err(|_| format!("bad value for header \"{k}\""))?;
                     custom.insert(name, value);
                 }
-                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
+                // A login from `fen mcp login` (refreshed when it nears its expiry).
+                if let Some(token) = oauth_token(url).await {
+                    cfg = cfg.auth_header(token);
+                }
                 let transport = StreamableHttpClientTransport::with_client(
                     FenHttpClient(self.shared.http.clone()),
                     cfg,
                 );
-                info.serve(transport)
-                    .await
-                    .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?
+                info.serve(transport).await.map_err(|e| {
+                    let text = e.to_string();
+                    if text.contains("authorization required") || text.contains("Auth required") {
+                        format!(
+                            "needs login (the server answered 401): run `fen mcp login {}`",
+                            config.name
+                        )
+                    } else {
+                        format!("the MCP handshake with {url} failed: {text}")
+                    }
+                })?
             }
         };
         let listed = service
@@ -708,4 +720,14 @@ mod tests {
         assert_eq!(o.content, vec![Part::Text("{\"a\":1}".into())]);
         assert!(!o.is_error);
     }
+}
+
+/// The stored OAuth token of the server at `url` (see `native::auth::mcp`), None without one.
+async fn oauth_token(url: &str) -> Option<String> {
+    let store = crate::native::auth::store::Store::from_env();
+    let http = crate::native::auth::oauth::Http::new(CancellationToken::new()).ok()?;
+    crate::native::auth::mcp::token(&http, &store, url)
+        .await
+        .ok()
+        .flatten()
 }
