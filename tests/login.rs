@@ -923,3 +923,73 @@ fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
     let list = text(&fen(&s, &["mcp", "list"]).stdout);
     assert!(list.contains("fen mcp login web"), "{list}");
 }
+
+/// Reads lines from `lines` until one satisfies `f`; returns everything read.
+fn read_until(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    seen: &mut String,
+    f: impl Fn(&str) -> bool,
+) -> Option<String> {
+    for line in lines.by_ref() {
+        let line = line.ok()?;
+        seen.push_str(&line);
+        seen.push('\n');
+        if f(&line) {
+            return Some(line);
+        }
+    }
+    None
+}
+
+/// Follows a printed authorize URL like a browser would.
+fn follow(url: &str) {
+    let (code, location) = get(url);
+    assert_eq!(code, 302, "authorize answered {code}");
+    let (code, _) = get(&location.unwrap());
+    assert_eq!(code, 200);
+}
+
+#[test]
+fn login_commands_inside_a_session() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    settings(&s, &oauth, "http://127.0.0.1:9");
+    let mcp = json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
+    s.write("config/fen/mcp.json", &mcp.to_string());
+    let script = s.write("script.json", r#"[{"text":"ok"}]"#);
+    let mut child = fen_cmd(&s, &["--presenter", "stdio", "--mock-script", script.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang must fail the test, not wedge it: end fen after a minute.
+    let pid = child.id() as i32;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = String::new();
+    writeln!(stdin, "/mcp login web --no-browser").unwrap();
+    let url = read_until(&mut lines, &mut seen, |l| l.trim_start().starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL: {seen}"));
+    follow(url.trim());
+    read_until(&mut lines, &mut seen, |l| l.contains("web connected"))
+        .unwrap_or_else(|| panic!("no connection: {seen}"));
+    writeln!(stdin, "/login openai-chatgpt --no-browser").unwrap();
+    let url = read_until(&mut lines, &mut seen, |l| l.trim_start().starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL: {seen}"));
+    follow(url.trim());
+    read_until(&mut lines, &mut seen, |l| l.contains("Logged in"))
+        .unwrap_or_else(|| panic!("no login: {seen}"));
+    writeln!(stdin, "/logout openai-chatgpt").unwrap();
+    read_until(&mut lines, &mut seen, |l| l.contains("Logged out of openai-chatgpt"))
+        .unwrap_or_else(|| panic!("no logout: {seen}"));
+    drop(stdin);
+    let _ = child.wait();
+    assert!(seen.contains("needs login: type /mcp login web"), "{seen}");
+    assert!(seen.contains(EMAIL), "{seen}");
+    assert!(!seen.contains("at-secret"), "{seen}");
+    assert!(stored(&s).get("openai-chatgpt").is_none());
+}

@@ -94,28 +94,11 @@ fn http_server(
     cli: &Cli,
     name: &str,
 ) -> Result<(String, Option<crate::native::auth::mcp::ClientConfig>), String> {
-    use crate::native::mcp::config::{self, Transport};
     let paths = crate::kernel::settings::Paths::from_env();
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let root = crate::kernel::trust::project_root(&cwd);
     let trusted = cli.trust || crate::kernel::trust::is_trusted(&paths.state_dir, &cwd);
-    let files = config::files(&paths.config_dir, &cwd, &root);
-    let loaded = config::load(&files, trusted, &|k| std::env::var(k).ok());
-    let Some(server) = loaded.servers.into_iter().find(|s| s.name == name) else {
-        let why = loaded
-            .untrusted
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, f)| format!(" ({} is in an untrusted folder; pass --trust)", f.display()))
-            .unwrap_or_default();
-        return Err(format!("no MCP server named '{name}' is configured{why}"));
-    };
-    match server.transport {
-        Transport::Http { url, .. } => Ok((url, server.oauth)),
-        Transport::Stdio { .. } => Err(format!(
-            "MCP server '{name}' runs as a local process; only HTTP servers use OAuth"
-        )),
-    }
+    let root = crate::kernel::trust::project_root(&cwd);
+    crate::native::mcp::config::http_server(&paths.config_dir, &cwd, &root, trusted, name)
 }
 
 /// `fen mcp login NAME [--no-browser]`.

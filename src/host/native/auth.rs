@@ -11,6 +11,9 @@
 //! - `models(provider)` *async* -> `{ {id, context_window?, ...} }` | nil, message.
 //! - `status()` *async* -> `{ {provider, email, plan, expires_at, host} }`, or nil, message.
 //! - `logout(provider)` *async* -> true when a login was forgotten | nil, message.
+//! - `mcp_login(server, {trusted, no_browser, on_prompt})` *async* -> true | nil, message: the
+//!   OAuth login of a configured HTTP MCP server (`native::auth::mcp`); `mcp_logout(server,
+//!   {trusted})` *async* -> whether there was one.
 //! - `refusal(name)` -> why fen refuses that subscription login (Anthropic, Google), or nil.
 //! - `path()` -> the auth.json path.
 
@@ -25,6 +28,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set("models", lua.create_async_function(models_fn)?)?;
     m.set("status", lua.create_async_function(status_fn)?)?;
     m.set("logout", lua.create_async_function(logout_fn)?)?;
+    m.set("mcp_login", lua.create_async_function(mcp_login_fn)?)?;
+    m.set("mcp_logout", lua.create_async_function(mcp_logout_fn)?)?;
     m.set(
         "refusal",
         lua.create_function(|_, name: String| Ok(auth::refusal(&name)))?,
@@ -67,6 +72,17 @@ async fn which(provider: &str, host: Option<String>, store: &Store) -> Result<Wh
             "no built-in login for '{other}' (known: openai-chatgpt, github-copilot)"
         ))),
     }
+}
+
+/// A status row with absent fields left out (not JSON nulls).
+fn status_table(lua: &Lua, s: &auth::Status) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set("provider", s.provider.as_str())?;
+    t.set("email", s.email.as_deref())?;
+    t.set("plan", s.plan.as_deref())?;
+    t.set("expires_at", s.expires_at)?;
+    t.set("host", s.host.as_deref())?;
+    Ok(t)
 }
 
 fn fail(lua: &Lua, e: AuthError) -> mlua::Result<(Value, Value)> {
@@ -137,7 +153,7 @@ async fn login_fn(lua: Lua, (provider, opts): (String, Option<Table>)) -> mlua::
     let (result, shown) = tokio::join!(flow, show);
     shown?;
     match result {
-        Ok(status) => Ok((lua.to_value(&status)?, Value::Nil)),
+        Ok(status) => Ok((Value::Table(status_table(&lua, &status)?), Value::Nil)),
         Err(e) => fail(&lua, e),
     }
 }
@@ -202,7 +218,11 @@ async fn status_fn(lua: Lua, (): ()) -> mlua::Result<(Value, Value)> {
             _ => {}
         }
     }
-    Ok((super::array(&lua, &rows)?, Value::Nil))
+    let out = lua.create_table()?;
+    for r in &rows {
+        out.push(status_table(&lua, r)?)?;
+    }
+    Ok((Value::Table(out), Value::Nil))
 }
 
 async fn logout_fn(lua: Lua, provider: String) -> mlua::Result<(Value, Value)> {
@@ -213,6 +233,82 @@ async fn logout_fn(lua: Lua, provider: String) -> mlua::Result<(Value, Value)> {
         other => Err(AuthError::Other(format!("no built-in login for '{other}'"))),
     };
     match result {
+        Ok(b) => Ok((Value::Boolean(b), Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}
+
+/// The URL and client of MCP server `name` from the mcp.json files.
+fn mcp_server(
+    name: &str,
+    trusted: bool,
+) -> Result<(String, Option<auth::mcp::ClientConfig>), String> {
+    let paths = crate::kernel::settings::Paths::from_env();
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let root = crate::kernel::trust::project_root(&cwd);
+    crate::native::mcp::config::http_server(&paths.config_dir, &cwd, &root, trusted, name)
+}
+
+async fn mcp_login_fn(lua: Lua, (name, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+    if let Some(o) = &opts {
+        super::check_keys(o, &["trusted", "no_browser", "on_prompt"], "auth.mcp_login")?;
+    }
+    let get = |k: &str| -> mlua::Result<bool> {
+        Ok(match &opts {
+            Some(o) => o.get::<Option<bool>>(k)?.unwrap_or(false),
+            None => false,
+        })
+    };
+    let (trusted, no_browser) = (get("trusted")?, get("no_browser")?);
+    let on_prompt: Option<Function> = match &opts {
+        Some(o) => o.get("on_prompt")?,
+        None => None,
+    };
+    let (url, client) = match mcp_server(&name, trusted) {
+        Ok(v) => v,
+        Err(e) => return super::failure(&lua, e),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    let store = Store::from_env();
+    let flow = async {
+        let notify = move |p: Prompt| {
+            let _ = tx.send(p);
+        };
+        let http = http(&lua)?;
+        auth::mcp::login(&http, &store, &url, &client.unwrap_or_default(), !no_browser, &notify)
+            .await
+    };
+    let show = async {
+        while let Some(p) = rx.recv().await {
+            let (Some(f), Prompt::OpenUrl { url, opened }) = (&on_prompt, p) else {
+                continue;
+            };
+            let t = lua.create_table()?;
+            t.set("kind", "url")?;
+            t.set("url", url)?;
+            t.set("opened", opened)?;
+            f.call_async::<()>(t).await?;
+        }
+        Ok::<(), mlua::Error>(())
+    };
+    let (result, shown) = tokio::join!(flow, show);
+    shown?;
+    match result {
+        Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}
+
+async fn mcp_logout_fn(lua: Lua, (name, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+    let trusted = match &opts {
+        Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
+        None => false,
+    };
+    let (url, _) = match mcp_server(&name, trusted) {
+        Ok(v) => v,
+        Err(e) => return super::failure(&lua, e),
+    };
+    match auth::mcp::logout(&Store::from_env(), &url).await {
         Ok(b) => Ok((Value::Boolean(b), Value::Nil)),
         Err(e) => fail(&lua, e),
     }

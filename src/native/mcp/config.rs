@@ -339,6 +339,35 @@ fn server(
     })
 }
 
+/// The URL and `oauth` of the configured HTTP server `name` (for `fen mcp login`), or why
+/// there is none.
+pub fn http_server(
+    config_dir: &Path,
+    cwd: &Path,
+    project_root: &Path,
+    trusted: bool,
+    name: &str,
+) -> Result<(String, Option<crate::native::auth::mcp::ClientConfig>), String> {
+    let loaded = load(&files(config_dir, cwd, project_root), trusted, &|k| {
+        std::env::var(k).ok()
+    });
+    let Some(server) = loaded.servers.into_iter().find(|s| s.name == name) else {
+        let why = loaded
+            .untrusted
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| format!(" ({} is in an untrusted folder; pass --trust)", f.display()))
+            .unwrap_or_default();
+        return Err(format!("no MCP server named '{name}' is configured{why}"));
+    };
+    match server.transport {
+        Transport::Http { url, .. } => Ok((url, server.oauth)),
+        Transport::Stdio { .. } => Err(format!(
+            "MCP server '{name}' runs as a local process; only HTTP servers use OAuth"
+        )),
+    }
+}
+
 /// `"oauth": {"client_id": "...", "scopes": ["..."]}`.
 fn oauth_field(
     obj: &Map<String, Value>,
