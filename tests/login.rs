@@ -25,6 +25,9 @@ use std::time::Duration;
 // Copilot chat endpoint.
 // ------------------------------------------------------------------------------------------
 
+/// A request as recorded: (method, path, headers, body).
+type Recorded = (String, String, Vec<(String, String)>, String);
+
 #[derive(Default)]
 struct State {
     /// code -> PKCE challenge.
@@ -37,7 +40,7 @@ struct State {
     device_polls: usize,
     issued: usize,
     /// Requests as (method, path, headers, body).
-    requests: Vec<(String, String, Vec<(String, String)>, String)>,
+    requests: Vec<Recorded>,
 }
 
 struct OAuth {
@@ -114,7 +117,7 @@ impl OAuth {
     fn st(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
     }
-    fn requests_to(&self, path: &str) -> Vec<(String, String, Vec<(String, String)>, String)> {
+    fn requests_to(&self, path: &str) -> Vec<Recorded> {
         self.st()
             .requests
             .iter()
@@ -420,7 +423,11 @@ fn get(url: &str) -> (u16, Option<String>) {
         Some(q) => format!("{}?{q}", u.path()),
         None => u.path().to_string(),
     };
-    write!(stream, "GET {target} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n").unwrap();
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut resp = String::new();
     let _ = stream.read_to_string(&mut resp);
     let code = resp
@@ -493,7 +500,14 @@ fn stored_chatgpt(s: &Sandbox, access: &str, refresh: &str, expires_at: i64) {
 fn chatgpt_run(s: &Sandbox, prompt: &str) -> Output {
     fen(
         s,
-        &["-p", prompt, "--provider", "openai-chatgpt", "--model", "gpt-5-codex"],
+        &[
+            "-p",
+            prompt,
+            "--provider",
+            "openai-chatgpt",
+            "--model",
+            "gpt-5-codex",
+        ],
     )
 }
 
@@ -553,7 +567,13 @@ fn chatgpt_browser_login_stores_a_private_credential_and_model_calls_carry_it() 
     let st = fen(&s, &["login", "--status"]);
     let st_out = text(&st.stdout);
     assert!(st.status.success(), "{}", text(&st.stderr));
-    assert!(st_out.contains("openai-chatgpt") && st_out.contains(EMAIL) && st_out.contains("plan pro") && st_out.contains("token valid for"), "{st_out}");
+    assert!(
+        st_out.contains("openai-chatgpt")
+            && st_out.contains(EMAIL)
+            && st_out.contains("plan pro")
+            && st_out.contains("token valid for"),
+        "{st_out}"
+    );
     assert!(!st_out.contains("secret"), "{st_out}");
 
     // A model call: bearer token and ChatGPT-Account-Id to the Codex backend, Responses wire.
@@ -577,7 +597,11 @@ fn chatgpt_denied_consent_stores_nothing() {
     settings(&s, &oauth, "http://127.0.0.1:9");
     let out = browser_login(&s);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("denied"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("denied"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!auth_path(&s).exists() || stored(&s).get("openai-chatgpt").is_none());
     assert!(oauth.requests_to("/oauth/token").is_empty());
 }
@@ -595,7 +619,11 @@ fn chatgpt_device_login_and_the_plan_models() {
     // The code exchange used the device callback and the server's verifier.
     let token = oauth.requests_to("/oauth/token");
     assert_eq!(token.len(), 1);
-    assert!(token[0].3.contains("deviceauth%2Fcallback"), "{}", token[0].3);
+    assert!(
+        token[0].3.contains("deviceauth%2Fcallback"),
+        "{}",
+        token[0].3
+    );
     // `fen list models` shows what the plan offers.
     let models = fen(&s, &["list", "models"]);
     let list = text(&models.stdout);
@@ -603,7 +631,11 @@ fn chatgpt_device_login_and_the_plan_models() {
     assert!(!list.contains("openai-chatgpt/gpt-5-codex"), "{list}");
     // Logout forgets it.
     let out = fen(&s, &["logout", "openai-chatgpt"]);
-    assert!(text(&out.stdout).contains("Logged out"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Logged out"),
+        "{}",
+        text(&out.stdout)
+    );
     assert!(stored(&s).get("openai-chatgpt").is_none());
     let st = fen(&s, &["login", "--status"]);
     assert!(text(&st.stdout).contains("not logged in"));
@@ -623,9 +655,19 @@ fn two_processes_needing_a_refresh_refresh_once() {
     // Two minutes left: under the 5-minute margin.
     stored_chatgpt(&s, "at-old", "rt-1", now() + 120);
     let spawn = || {
-        fen_cmd(&s, &["-p", "hi", "--provider", "openai-chatgpt", "--model", "gpt-5-codex"])
-            .spawn()
-            .unwrap()
+        fen_cmd(
+            &s,
+            &[
+                "-p",
+                "hi",
+                "--provider",
+                "openai-chatgpt",
+                "--model",
+                "gpt-5-codex",
+            ],
+        )
+        .spawn()
+        .unwrap()
     };
     let (a, b) = (spawn(), spawn());
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
@@ -655,7 +697,10 @@ fn a_revoked_refresh_token_says_to_log_in_again() {
     assert!(!out.status.success());
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(all.contains("fen login openai-chatgpt"), "{all}");
-    assert!(all.contains("revoked") || all.contains("invalid_grant"), "{all}");
+    assert!(
+        all.contains("revoked") || all.contains("invalid_grant"),
+        "{all}"
+    );
     assert!(llm.requests().is_empty(), "no model call with a dead login");
 }
 
@@ -665,8 +710,14 @@ fn a_401_refreshes_once_and_retries_once() {
     let oauth = OAuth::start();
     let llm = FakeLlm::start(
         Scenario::new()
-            .then(Reply::status(401, r#"{"error":{"message":"token expired"}}"#))
-            .then(Reply::stream(Api::OpenAiResponses, Turn::text("after refresh"))),
+            .then(Reply::status(
+                401,
+                r#"{"error":{"message":"token expired"}}"#,
+            ))
+            .then(Reply::stream(
+                Api::OpenAiResponses,
+                Turn::text("after refresh"),
+            )),
     );
     settings(&s, &oauth, &llm.base_url());
     stored_chatgpt(&s, "at-old", "rt-1", now() + 3600);
@@ -706,10 +757,17 @@ fn an_auth_json_readable_by_others_is_refused_with_the_chmod() {
     let out = fen(&s, &["login", "--status"]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains(&format!("chmod 600 {}", auth_path(&s).display())), "{err}");
+    assert!(
+        err.contains(&format!("chmod 600 {}", auth_path(&s).display())),
+        "{err}"
+    );
     let run = chatgpt_run(&s, "hi");
     assert!(!run.status.success());
-    assert!(text(&run.stderr).contains("chmod 600"), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stderr).contains("chmod 600"),
+        "{}",
+        text(&run.stderr)
+    );
 }
 
 #[test]
@@ -720,7 +778,11 @@ fn the_token_never_reaches_sessions_logs_json_output_or_a_bash_child() {
         Scenario::new()
             .then(Reply::stream(
                 Api::OpenAiResponses,
-                Turn::text("").with_tool_call("c1", "bash", r#"{"command": "env > child-env.txt; echo done"}"#),
+                Turn::text("").with_tool_call(
+                    "c1",
+                    "bash",
+                    r#"{"command": "env > child-env.txt; echo done"}"#,
+                ),
             ))
             .then(Reply::stream(Api::OpenAiResponses, Turn::text("all done"))),
     );
@@ -728,17 +790,35 @@ fn the_token_never_reaches_sessions_logs_json_output_or_a_bash_child() {
     stored_chatgpt(&s, "at-secret-zz9", "rt-secret-zz9", now() + 3600);
     let out = fen_cmd(
         &s,
-        &["--mode", "json", "-p", "run env", "--provider", "openai-chatgpt", "--model", "gpt-5-codex"],
+        &[
+            "--mode",
+            "json",
+            "-p",
+            "run env",
+            "--provider",
+            "openai-chatgpt",
+            "--model",
+            "gpt-5-codex",
+        ],
     )
     .env("FEN_LOG", "debug")
     .output()
     .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(llm.requests()[0].header("authorization"), Some("Bearer at-secret-zz9"));
+    assert_eq!(
+        llm.requests()[0].header("authorization"),
+        Some("Bearer at-secret-zz9")
+    );
     let env = std::fs::read_to_string(s.cwd().join("child-env.txt")).expect("the bash child ran");
     assert!(!env.contains("zz9"), "the child saw the token");
-    assert!(!text(&out.stdout).contains("zz9"), "--mode json printed the token");
-    assert!(!text(&out.stderr).contains("zz9"), "stderr carried the token");
+    assert!(
+        !text(&out.stdout).contains("zz9"),
+        "--mode json printed the token"
+    );
+    assert!(
+        !text(&out.stderr).contains("zz9"),
+        "stderr carried the token"
+    );
     let leaks = files_containing(s.root(), "zz9");
     assert!(leaks.is_empty(), "the token was written to {leaks:?}");
     // A session file was written (the check above looked at something).
@@ -758,26 +838,54 @@ fn copilot_device_login_exchange_headers_and_models() {
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("WXYZ-9876"), "{err}");
-    assert!(text(&out.stdout).contains("copilot_pro"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("copilot_pro"),
+        "{}",
+        text(&out.stdout)
+    );
     assert_eq!(oauth.st().exchanges, 1);
     let entry = &stored(&s)["github-copilot"];
     assert_eq!(entry["host"], "github.com");
     assert_eq!(entry["api_base"], oauth.url("/copilot"));
 
-    let run = fen(&s, &["-p", "hi", "--provider", "github-copilot", "--model", "gpt-4.1"]);
+    let run = fen(
+        &s,
+        &[
+            "-p",
+            "hi",
+            "--provider",
+            "github-copilot",
+            "--model",
+            "gpt-4.1",
+        ],
+    );
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert!(text(&run.stdout).contains("copilot says hi"));
     let chat = oauth.requests_to("/copilot/chat/completions");
     assert_eq!(chat.len(), 1);
-    let h = |n: &str| chat[0].2.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let h = |n: &str| {
+        chat[0]
+            .2
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.clone())
+    };
     assert_eq!(h("authorization").as_deref(), Some("Bearer cop-secret-1"));
-    for name in ["editor-version", "editor-plugin-version", "copilot-integration-id", "user-agent"] {
+    for name in [
+        "editor-version",
+        "editor-plugin-version",
+        "copilot-integration-id",
+        "user-agent",
+    ] {
         assert!(h(name).is_some(), "missing {name}");
     }
     assert_eq!(h("copilot-integration-id").as_deref(), Some("vscode-chat"));
 
     let models = text(&fen(&s, &["list", "models"]).stdout);
-    assert!(models.contains("github-copilot/copilot-model-a"), "{models}");
+    assert!(
+        models.contains("github-copilot/copilot-model-a"),
+        "{models}"
+    );
     assert!(!models.contains("github-copilot/hidden"), "{models}");
 }
 
@@ -791,11 +899,25 @@ fn an_expired_copilot_token_is_exchanged_again() {
     let mut v = stored(&s);
     v["github-copilot"]["expires_at"] = json!(now() - 5);
     std::fs::write(auth_path(&s), v.to_string()).unwrap();
-    let run = fen(&s, &["-p", "hi", "--provider", "github-copilot", "--model", "gpt-4.1"]);
+    let run = fen(
+        &s,
+        &[
+            "-p",
+            "hi",
+            "--provider",
+            "github-copilot",
+            "--model",
+            "gpt-4.1",
+        ],
+    );
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert_eq!(oauth.st().exchanges, 2);
     let chat = oauth.requests_to("/copilot/chat/completions");
-    let auth = chat[0].2.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone());
+    let auth = chat[0]
+        .2
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.clone());
     assert_eq!(auth.as_deref(), Some("Bearer cop-secret-2"));
 }
 
@@ -807,7 +929,11 @@ fn copilot_denied_device_login() {
     settings(&s, &oauth, "http://127.0.0.1:9");
     let out = fen(&s, &["login", "github-copilot"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("denied"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("denied"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!auth_path(&s).exists() || stored(&s).get("github-copilot").is_none());
 }
 
@@ -833,13 +959,18 @@ fn subscription_logins_fen_refuses_exit_2_and_point_at_api_keys() {
 
 #[test]
 fn contracts_and_docs_name_the_login_commands() {
-    let kinds = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/contracts/register-kinds.toml")).unwrap();
+    let kinds = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/contracts/register-kinds.toml"
+    ))
+    .unwrap();
     assert!(kinds.contains("fen login NAME") && !kinds.contains("fen --login"));
 }
 
 /// The example backend in docs/extensions.md, between its markers.
 fn docs_example() -> String {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/extensions.md")).unwrap();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/extensions.md"))
+        .unwrap();
     let start = doc.find("<!-- auth-backend example -->").expect("marker");
     let rest = &doc[start..];
     let code = rest.split("```lua\n").nth(1).unwrap();
@@ -849,9 +980,14 @@ fn docs_example() -> String {
 #[test]
 fn the_documented_drop_in_backend_supplies_the_token() {
     let example = docs_example();
-    assert!(example.lines().count() <= 20, "the docs example is longer than 20 lines");
+    assert!(
+        example.lines().count() <= 20,
+        "the docs example is longer than 20 lines"
+    );
     let s = Sandbox::new();
-    let llm = FakeLlm::start(Scenario::new().then(Reply::stream(Api::OpenAiChat, Turn::text("via pass"))));
+    let llm = FakeLlm::start(
+        Scenario::new().then(Reply::stream(Api::OpenAiChat, Turn::text("via pass"))),
+    );
     s.write("config/fen/extensions/pass-auth.lua", &example);
     // A `pass` that prints a token.
     let bin = s.root().join("bin");
@@ -861,14 +997,21 @@ fn the_documented_drop_in_backend_supplies_the_token() {
     std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o755)).unwrap();
     let models = json!({"providers": {"work": {"api": "openai-completions", "base_url": llm.base_url(), "auth": "pass", "models": [{"id": "m"}]}}});
     s.write("config/fen/models.json", &models.to_string());
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = fen_cmd(&s, &["-p", "hi", "--provider", "work", "--model", "m"])
         .env("PATH", path)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("via pass"));
-    assert_eq!(llm.requests()[0].header("authorization"), Some("Bearer tok-from-pass"));
+    assert_eq!(
+        llm.requests()[0].header("authorization"),
+        Some("Bearer tok-from-pass")
+    );
 }
 
 // ------------------------------------------------------------------------------------------
@@ -880,13 +1023,17 @@ fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
     let s = Sandbox::new();
     let oauth = OAuth::start();
     settings(&s, &oauth, "http://127.0.0.1:9");
-    let mcp = json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
+    let mcp =
+        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
     s.write("config/fen/mcp.json", &mcp.to_string());
 
     // Before: the 401 says which command logs in.
     let list = fen(&s, &["mcp", "list"]);
     let out = text(&list.stdout);
-    assert!(out.contains("failed") && out.contains("fen mcp login web"), "{out}");
+    assert!(
+        out.contains("failed") && out.contains("fen mcp login web"),
+        "{out}"
+    );
 
     // The login: protected-resource metadata, server metadata, registration, PKCE, resource.
     let login = play_browser(&s, &["mcp", "login", "web", "--no-browser"]);
@@ -895,17 +1042,34 @@ fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
     let authorize = oauth.requests_to("/oauth/authorize");
     assert_eq!(authorize.len(), 1);
     let token = oauth.requests_to("/oauth/token");
-    assert!(token[0].3.contains("client_id=dyn-client") && token[0].3.contains("resource="), "{}", token[0].3);
+    assert!(
+        token[0].3.contains("client_id=dyn-client") && token[0].3.contains("resource="),
+        "{}",
+        token[0].3
+    );
     let key = oauth.url("/mcp");
     assert_eq!(stored(&s)[key.as_str()]["access_token"], "at-secret-1");
 
     // After: connected, its tool runs with the token.
     let list = text(&fen(&s, &["mcp", "list"]).stdout);
-    assert!(list.contains("connected") && list.contains("mcp__web__whoami"), "{list}");
+    assert!(
+        list.contains("connected") && list.contains("mcp__web__whoami"),
+        "{list}"
+    );
     let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
-    assert!(text(&out.stdout).contains("you are ada"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("you are ada"),
+        "{}",
+        text(&out.stderr)
+    );
     let calls = oauth.requests_to("/mcp");
-    let last_auth = calls.last().unwrap().2.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone());
+    let last_auth = calls
+        .last()
+        .unwrap()
+        .2
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.clone());
     assert_eq!(last_auth.as_deref(), Some("Bearer at-secret-1"));
 
     // An expiring token is refreshed at connect.
@@ -919,7 +1083,11 @@ fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
 
     // Logout: needs login again.
     let out = fen(&s, &["mcp", "logout", "web"]);
-    assert!(text(&out.stdout).contains("Logged out"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Logged out"),
+        "{}",
+        text(&out.stdout)
+    );
     let list = text(&fen(&s, &["mcp", "list"]).stdout);
     assert!(list.contains("fen mcp login web"), "{list}");
 }
@@ -954,13 +1122,22 @@ fn login_commands_inside_a_session() {
     let s = Sandbox::new();
     let oauth = OAuth::start();
     settings(&s, &oauth, "http://127.0.0.1:9");
-    let mcp = json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
+    let mcp =
+        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
     s.write("config/fen/mcp.json", &mcp.to_string());
     let script = s.write("script.json", r#"[{"text":"ok"}]"#);
-    let mut child = fen_cmd(&s, &["--presenter", "stdio", "--mock-script", script.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = fen_cmd(
+        &s,
+        &[
+            "--presenter",
+            "stdio",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
+    )
+    .stdin(Stdio::piped())
+    .spawn()
+    .unwrap();
     // A hang must fail the test, not wedge it: end fen after a minute.
     let pid = child.id() as i32;
     std::thread::spawn(move || {
@@ -972,20 +1149,26 @@ fn login_commands_inside_a_session() {
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = String::new();
     writeln!(stdin, "/mcp login web --no-browser").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| l.trim_start().starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL: {seen}"));
+    let url = read_until(&mut lines, &mut seen, |l| {
+        l.trim_start().starts_with("http://")
+    })
+    .unwrap_or_else(|| panic!("no URL: {seen}"));
     follow(url.trim());
     read_until(&mut lines, &mut seen, |l| l.contains("web connected"))
         .unwrap_or_else(|| panic!("no connection: {seen}"));
     writeln!(stdin, "/login openai-chatgpt --no-browser").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| l.trim_start().starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL: {seen}"));
+    let url = read_until(&mut lines, &mut seen, |l| {
+        l.trim_start().starts_with("http://")
+    })
+    .unwrap_or_else(|| panic!("no URL: {seen}"));
     follow(url.trim());
     read_until(&mut lines, &mut seen, |l| l.contains("Logged in"))
         .unwrap_or_else(|| panic!("no login: {seen}"));
     writeln!(stdin, "/logout openai-chatgpt").unwrap();
-    read_until(&mut lines, &mut seen, |l| l.contains("Logged out of openai-chatgpt"))
-        .unwrap_or_else(|| panic!("no logout: {seen}"));
+    read_until(&mut lines, &mut seen, |l| {
+        l.contains("Logged out of openai-chatgpt")
+    })
+    .unwrap_or_else(|| panic!("no logout: {seen}"));
     drop(stdin);
     let _ = child.wait();
     assert!(seen.contains("needs login: type /mcp login web"), "{seen}");

@@ -161,7 +161,12 @@ fn offered_models(kernel: &Kernel, provider: &str) -> Option<Vec<serde_json::Val
         .active("provider")
         .iter()
         .find(|c| c.name.as_deref() == Some(provider))
-        .and_then(|c| c.spec.get::<Option<mlua::Function>>("list_models").ok().flatten())?;
+        .and_then(|c| {
+            c.spec
+                .get::<Option<mlua::Function>>("list_models")
+                .ok()
+                .flatten()
+        })?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let scope = crate::kernel::calls::Scope::new(cancel, None, "list_models");
     let (list, _err) = super::block_on(crate::kernel::calls::call_async::<(

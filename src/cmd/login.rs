@@ -48,8 +48,7 @@ fn call(kernel: &Kernel, f: &Function, args: Value) -> anyhow::Result<(Value, Va
                 watcher.cancel();
             }
         });
-        call_async::<(Value, Value)>(&kernel.lua, f, args, Scope::new(cancel, None, "login"))
-            .await
+        call_async::<(Value, Value)>(&kernel.lua, f, args, Scope::new(cancel, None, "login")).await
     })?;
     out.map_err(|e| anyhow::anyhow!("{}", crate::kernel::convert::error_parts(&e).0))
 }
@@ -109,10 +108,7 @@ pub(super) fn login(cli: &Cli, a: LoginArgs) -> anyhow::Result<ExitCode> {
         .find(|(n, _)| *n == name)
         .and_then(|(_, s)| method(s, "login"))
     else {
-        eprintln!(
-            "fen: no login named '{name}'; known: {}",
-            names.join(", ")
-        );
+        eprintln!("fen: no login named '{name}'; known: {}", names.join(", "));
         return Ok(ExitCode::from(2));
     };
     let opts = login_opts(&kernel.lua, &a).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -20,7 +20,6 @@
 use crate::native::auth::{self, copilot, oauth::Http, openai, store::Store, AuthError, Prompt};
 use mlua::{Function, Lua, LuaSerdeExt, Table, Value};
 
-
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("login", lua.create_async_function(login_fn)?)?;
@@ -93,9 +92,16 @@ fn http(lua: &Lua) -> Result<Http, AuthError> {
     Http::new(super::cancel_token(lua))
 }
 
-async fn login_fn(lua: Lua, (provider, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+async fn login_fn(
+    lua: Lua,
+    (provider, opts): (String, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
     if let Some(o) = &opts {
-        super::check_keys(o, &["device", "no_browser", "host", "on_prompt"], "auth.login")?;
+        super::check_keys(
+            o,
+            &["device", "no_browser", "host", "on_prompt"],
+            "auth.login",
+        )?;
     }
     let get_bool = |k: &str| -> mlua::Result<bool> {
         Ok(match &opts {
@@ -249,7 +255,10 @@ fn mcp_server(
     crate::native::mcp::config::http_server(&paths.config_dir, &cwd, &root, trusted, name)
 }
 
-async fn mcp_login_fn(lua: Lua, (name, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+async fn mcp_login_fn(
+    lua: Lua,
+    (name, opts): (String, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
     if let Some(o) = &opts {
         super::check_keys(o, &["trusted", "no_browser", "on_prompt"], "auth.mcp_login")?;
     }
@@ -275,8 +284,15 @@ async fn mcp_login_fn(lua: Lua, (name, opts): (String, Option<Table>)) -> mlua::
             let _ = tx.send(p);
         };
         let http = http(&lua)?;
-        auth::mcp::login(&http, &store, &url, &client.unwrap_or_default(), !no_browser, &notify)
-            .await
+        auth::mcp::login(
+            &http,
+            &store,
+            &url,
+            &client.unwrap_or_default(),
+            !no_browser,
+            &notify,
+        )
+        .await
     };
     let show = async {
         while let Some(p) = rx.recv().await {
@@ -299,7 +315,10 @@ async fn mcp_login_fn(lua: Lua, (name, opts): (String, Option<Table>)) -> mlua::
     }
 }
 
-async fn mcp_logout_fn(lua: Lua, (name, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+async fn mcp_logout_fn(
+    lua: Lua,
+    (name, opts): (String, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
     let trusted = match &opts {
         Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
         None => false,

@@ -153,7 +153,10 @@ fn credential_of(entry: &Value) -> Credential {
         headers: HEADERS
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .chain([("openai-intent".to_string(), "conversation-edits".to_string())])
+            .chain([(
+                "openai-intent".to_string(),
+                "conversation-edits".to_string(),
+            )])
             .collect(),
         base_url: Some(field(entry, "api_base").unwrap_or_else(|| DEFAULT_API.into())),
     }
@@ -261,4 +264,34 @@ pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Va
 pub async fn logout(store: &Store) -> Result<bool, AuthError> {
     let s = store.clone();
     blocking(move || s.put(PROVIDER, None)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enterprise_hosts_get_their_own_endpoints() {
+        let gh = Endpoints::from_settings(&Value::Null, "github.com");
+        assert_eq!(gh.device_code_url, "https://github.com/login/device/code");
+        assert_eq!(
+            gh.copilot_token_url,
+            "https://api.github.com/copilot_internal/v2/token"
+        );
+        let ghe = Endpoints::from_settings(&Value::Null, "https://ghe.example.com/");
+        assert_eq!(ghe.host, "ghe.example.com");
+        assert_eq!(
+            ghe.access_token_url,
+            "https://ghe.example.com/login/oauth/access_token"
+        );
+        assert_eq!(
+            ghe.copilot_token_url,
+            "https://api.ghe.example.com/copilot_internal/v2/token"
+        );
+        let set = Endpoints::from_settings(
+            &serde_json::json!({"copilot_token_url": "http://127.0.0.1:1/t"}),
+            "github.com",
+        );
+        assert_eq!(set.copilot_token_url, "http://127.0.0.1:1/t");
+    }
 }

@@ -146,7 +146,11 @@ fn judge(target: &str, path: &str, state: &str) -> (Outcome, &'static str, &'sta
             "200 OK",
             "Signed in to fen. You can close this tab and return to the terminal.",
         ),
-        _ => (Outcome::Ignore, "400 Bad Request", "No code in the request."),
+        _ => (
+            Outcome::Ignore,
+            "400 Bad Request",
+            "No code in the request.",
+        ),
     }
 }
 
@@ -157,9 +161,17 @@ mod tests {
     #[test]
     fn judges_callbacks() {
         let p = "/auth/callback";
-        assert!(matches!(judge("/auth/callback?code=abc&state=s", p, "s").0, Outcome::Code(c) if c == "abc"));
-        assert!(matches!(judge("/auth/callback?code=abc&state=x", p, "s").0, Outcome::Ignore));
+        assert!(
+            matches!(judge("/auth/callback?code=abc&state=s", p, "s").0, Outcome::Code(c) if c == "abc")
+        );
+        assert!(matches!(
+            judge("/auth/callback?code=abc&state=x", p, "s").0,
+            Outcome::Ignore
+        ));
         assert!(matches!(judge("/favicon.ico", p, "s").0, Outcome::Ignore));
-        assert!(matches!(judge("/auth/callback?error=access_denied&state=s", p, "s").0, Outcome::Denied(_)));
+        assert!(matches!(
+            judge("/auth/callback?error=access_denied&state=s", p, "s").0,
+            Outcome::Denied(_)
+        ));
     }
 }

@@ -33,7 +33,10 @@ pub fn resource_metadata_url(www_authenticate: &str) -> Option<String> {
 fn well_known(url: &str, suffix: &str) -> Option<String> {
     let u = url::Url::parse(url).ok()?;
     let path = u.path().trim_end_matches('/');
-    Some(format!("{}/.well-known/{suffix}{path}", u.origin().ascii_serialization()))
+    Some(format!(
+        "{}/.well-known/{suffix}{path}",
+        u.origin().ascii_serialization()
+    ))
 }
 
 async fn get_json(http: &Http, url: &str) -> Result<Option<Value>, AuthError> {
@@ -79,12 +82,20 @@ pub async fn discover(http: &Http, server_url: &str) -> Result<Discovered, AuthE
     let issuer = resource
         .as_ref()
         .and_then(|r| r["authorization_servers"][0].as_str().map(str::to_string))
-        .or_else(|| url::Url::parse(server_url).ok().map(|u| u.origin().ascii_serialization()))
+        .or_else(|| {
+            url::Url::parse(server_url)
+                .ok()
+                .map(|u| u.origin().ascii_serialization())
+        })
         .ok_or_else(|| AuthError::Other(format!("{server_url} is not a URL")))?;
     let scopes: Vec<String> = resource
         .as_ref()
         .and_then(|r| r["scopes_supported"].as_array())
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     let mut meta = None;
     let mut tried = Vec::new();
@@ -227,7 +238,11 @@ pub async fn login(
 
 /// The bearer token for `server_url`: the stored one, refreshed (under the lock) when under 5
 /// minutes remain. None when there is no login or the refresh was refused (log in again).
-pub async fn token(http: &Http, store: &Store, server_url: &str) -> Result<Option<String>, AuthError> {
+pub async fn token(
+    http: &Http,
+    store: &Store,
+    server_url: &str,
+) -> Result<Option<String>, AuthError> {
     let key = server_url.to_string();
     let s = store.clone();
     let k = key.clone();

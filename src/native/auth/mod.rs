@@ -28,7 +28,9 @@ pub enum AuthError {
     Corrupt { path: PathBuf, message: String },
     #[error("not logged in to {provider}; run `fen login {provider}`")]
     NotLoggedIn { provider: String },
-    #[error("{provider}: the login expired or was revoked ({detail}); run `fen login {provider}` again")]
+    #[error(
+        "{provider}: the login expired or was revoked ({detail}); run `fen login {provider}` again"
+    )]
     Expired { provider: String, detail: String },
     #[error("{0}")]
     Denied(String),
@@ -140,7 +142,11 @@ pub(crate) fn field(v: &serde_json::Value, k: &str) -> Option<String> {
 /// vendor's own apps. `None` for every other name.
 pub fn refusal(name: &str) -> Option<String> {
     let (vendor, service, key) = match name {
-        "anthropic" | "claude" => ("Anthropic", "Claude Pro/Max", "ANTHROPIC_API_KEY (console.anthropic.com)"),
+        "anthropic" | "claude" => (
+            "Anthropic",
+            "Claude Pro/Max",
+            "ANTHROPIC_API_KEY (console.anthropic.com)",
+        ),
         "google" | "gemini" | "gemini-cli" | "antigravity" => (
             "Google",
             "Gemini (Gemini CLI, Antigravity) consumer",

@@ -72,7 +72,10 @@ impl Http {
         let url = req.url.clone();
         let res = self
             .client
-            .request(req.header("accept", "application/json"), self.cancel.clone())
+            .request(
+                req.header("accept", "application/json"),
+                self.cancel.clone(),
+            )
             .await
             .map_err(|e| match e {
                 crate::native::http::HttpError::Cancelled => AuthError::Cancelled,

@@ -35,7 +35,11 @@ pub struct Endpoints {
 impl Endpoints {
     pub fn from_settings(s: &Value) -> Endpoints {
         Endpoints {
-            authorize_url: setting(s, "authorize_url", "https://auth.openai.com/oauth/authorize"),
+            authorize_url: setting(
+                s,
+                "authorize_url",
+                "https://auth.openai.com/oauth/authorize",
+            ),
             token_url: setting(s, "token_url", "https://auth.openai.com/oauth/token"),
             device_code_url: setting(
                 s,
@@ -107,7 +111,11 @@ pub async fn login_device(
     notify: &dyn Fn(Prompt),
 ) -> Result<Status, AuthError> {
     let a = http
-        .post_json(&ep.device_code_url, &json!({"client_id": ep.client_id}), &[])
+        .post_json(
+            &ep.device_code_url,
+            &json!({"client_id": ep.client_id}),
+            &[],
+        )
         .await?;
     if !a.ok() {
         let hint = if a.status == 404 || a.status == 403 {
@@ -131,7 +139,10 @@ pub async fn login_device(
     let interval = a
         .body
         .get("interval")
-        .and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+        .and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
         .unwrap_or(5);
     notify(Prompt::DeviceCode {
         url: ep.device_verification_url.clone(),
@@ -156,9 +167,15 @@ pub async fn login_device(
             continue; // not yet approved
         }
         if !a.ok() {
-            return Err(AuthError::Denied(format!("device login: {}", a.error_text())));
+            return Err(AuthError::Denied(format!(
+                "device login: {}",
+                a.error_text()
+            )));
         }
-        match (field(&a.body, "authorization_code"), field(&a.body, "code_verifier")) {
+        match (
+            field(&a.body, "authorization_code"),
+            field(&a.body, "code_verifier"),
+        ) {
             (Some(c), Some(v)) => break (c, v),
             _ => {
                 return Err(AuthError::Http(
@@ -207,7 +224,10 @@ async fn save(store: &Store, t: Tokens, old: Option<&Value>) -> Result<Status, A
 fn entry_of(t: Tokens, old: Option<&Value>) -> Value {
     let old_field = |k: &str| old.and_then(|o| field(o, k));
     let id_token = t.id_token.or_else(|| old_field("id_token"));
-    let claims = id_token.as_deref().and_then(jwt_claims).unwrap_or(Value::Null);
+    let claims = id_token
+        .as_deref()
+        .and_then(jwt_claims)
+        .unwrap_or(Value::Null);
     let auth = &claims[AUTH_CLAIM];
     let expires_at = t
         .expires_in
@@ -266,9 +286,11 @@ pub async fn credential(
     stale: Option<&str>,
 ) -> Result<Credential, AuthError> {
     let s = store.clone();
-    let entry = blocking(move || s.get(PROVIDER)).await?.ok_or(AuthError::NotLoggedIn {
-        provider: PROVIDER.into(),
-    })?;
+    let entry = blocking(move || s.get(PROVIDER))
+        .await?
+        .ok_or(AuthError::NotLoggedIn {
+            provider: PROVIDER.into(),
+        })?;
     let usable = |e: &Value| match stale {
         Some(st) => field(e, "access_token").as_deref() != Some(st),
         None => fresh(e),
@@ -281,9 +303,11 @@ pub async fn credential(
     let s = store.clone();
     let lock = blocking(move || s.lock()).await?;
     let s = store.clone();
-    let entry = blocking(move || s.get(PROVIDER)).await?.ok_or(AuthError::NotLoggedIn {
-        provider: PROVIDER.into(),
-    })?;
+    let entry = blocking(move || s.get(PROVIDER))
+        .await?
+        .ok_or(AuthError::NotLoggedIn {
+            provider: PROVIDER.into(),
+        })?;
     if usable(&entry) {
         return Ok(credential_of(&entry, ep));
     }
@@ -322,7 +346,10 @@ pub async fn credential(
 /// The models the account's plan offers (the backend's model list).
 pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Value>, AuthError> {
     let cred = credential(http, store, ep, None).await?;
-    let url = format!("{}/models?client_version=0.99.0", ep.api_base.trim_end_matches('/'));
+    let url = format!(
+        "{}/models?client_version=0.99.0",
+        ep.api_base.trim_end_matches('/')
+    );
     let bearer = format!("Bearer {}", cred.token);
     let mut headers: Vec<(&str, &str)> = vec![("authorization", &bearer)];
     for (k, v) in &cred.headers {

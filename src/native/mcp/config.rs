@@ -379,7 +379,9 @@ fn oauth_field(
         return Err("\"oauth\" must be an object {\"client_id\", \"scopes\"}".into());
     };
     if let Some(k) = o.keys().find(|k| *k != "client_id" && *k != "scopes") {
-        return Err(format!("unknown field \"oauth.{k}\" (known: client_id, scopes)"));
+        return Err(format!(
+            "unknown field \"oauth.{k}\" (known: client_id, scopes)"
+        ));
     }
     let scopes = match o.get("scopes") {
         None | Some(Value::Null) => Vec::new(),

@@ -694,6 +694,16 @@ fn outcome(v: &Value) -> CallOutcome {
     }
 }
 
+/// The stored OAuth token of the server at `url` (see `native::auth::mcp`), None without one.
+async fn oauth_token(url: &str) -> Option<String> {
+    let store = crate::native::auth::store::Store::from_env();
+    let http = crate::native::auth::oauth::Http::new(CancellationToken::new()).ok()?;
+    crate::native::auth::mcp::token(&http, &store, url)
+        .await
+        .ok()
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,14 +730,4 @@ mod tests {
         assert_eq!(o.content, vec![Part::Text("{\"a\":1}".into())]);
         assert!(!o.is_error);
     }
-}
-
-/// The stored OAuth token of the server at `url` (see `native::auth::mcp`), None without one.
-async fn oauth_token(url: &str) -> Option<String> {
-    let store = crate::native::auth::store::Store::from_env();
-    let http = crate::native::auth::oauth::Http::new(CancellationToken::new()).ok()?;
-    crate::native::auth::mcp::token(&http, &store, url)
-        .await
-        .ok()
-        .flatten()
 }
