@@ -335,6 +335,8 @@ function native.sleep(ms) end
 ---@field models fun(provider: string): table[]?, string? async: the models the login's plan offers
 ---@field status fun(): {provider: string, email: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
 ---@field logout fun(provider: string): boolean?, string? async: forgets a login; true when there was one
+---@field mcp_login fun(server: string, opts: {trusted: boolean?, no_browser: boolean?, on_prompt: fun(p: {kind: "url", url: string, opened: boolean})?}?): true?, string? async: the OAuth login of a configured HTTP MCP server
+---@field mcp_logout fun(server: string, opts: {trusted: boolean?}?): boolean?, string? async: forgets an MCP server's OAuth login
 ---@field refusal fun(name: string): string? why fen refuses that subscription login (Anthropic, Google)
 ---@field path fun(): string the auth.json path
 
