@@ -748,6 +748,38 @@ fn a_401_refreshes_once_and_retries_once() {
 }
 
 #[test]
+fn base_url_cannot_send_a_subscription_token_elsewhere() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    let api = FakeLlm::start(Scenario::new().then(Reply::stream(
+        Api::OpenAiResponses,
+        Turn::text("from the plan"),
+    )));
+    let other = FakeLlm::start(Scenario::new());
+    settings(&s, &oauth, &api.base_url());
+    stored_chatgpt(&s, "at-secret-pinned", "rt-1", now() + 3600);
+    let out = fen(
+        &s,
+        &[
+            "-p",
+            "hi",
+            "--provider",
+            "openai-chatgpt",
+            "--model",
+            "gpt-5-codex",
+            "--base-url",
+            &other.base_url(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(other.requests().is_empty(), "the token went to --base-url");
+    assert_eq!(
+        api.requests()[0].header("openai-beta"),
+        Some("responses=experimental")
+    );
+}
+
+#[test]
 fn an_auth_json_readable_by_others_is_refused_with_the_chmod() {
     let s = Sandbox::new();
     let oauth = OAuth::start();

@@ -387,7 +387,9 @@ function M.completer(api, cfg, spec, wire)
       local err
       cred, err = M.credential(api, cfg.auth, { provider = cfg.name, model = model })
       if not cred then return M.error_message(p, err) end
-      if not (options.base_url or cfg.base_url_override) and cred.base_url then base = cred.base_url:gsub("/+$", "") end
+      -- A backend that names its API base gets its token sent there only (--base-url cannot
+      -- redirect a subscription's token to another host).
+      if cred.base_url then base = cred.base_url:gsub("/+$", "") end
     elseif not key and not options.base_url and not cfg.base_url_override then
       return M.no_key(p, cfg.key_env)
     end

@@ -258,7 +258,13 @@ pub fn status_of(entry: &Value) -> Status {
 }
 
 fn credential_of(entry: &Value, ep: &Endpoints) -> Credential {
-    let mut headers = vec![("originator".to_string(), "fen".to_string())];
+    let mut headers = vec![
+        ("originator".to_string(), "fen".to_string()),
+        (
+            "openai-beta".to_string(),
+            "responses=experimental".to_string(),
+        ),
+    ];
     if let Some(id) = field(entry, "account_id") {
         headers.push(("chatgpt-account-id".into(), id));
     }
