@@ -442,6 +442,8 @@ local CREDENTIALS = {}
 local CACHE_MARGIN_SECS = 300
 
 local function auth_backend(api, name)
+  -- Live specs are a first-party view (api.kernel); a third-party provider cannot reach them.
+  if not api.kernel then return nil end
   for _, b in ipairs(api.kernel.contributions("auth-backend")) do
     if b.name == name then return b.spec end
   end

@@ -119,8 +119,14 @@ pub(super) fn login(cli: &Cli, a: LoginArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Value::Nil if !matches!(err, Value::Nil) => {
-            eprintln!("fen: login to {name} failed: {}", text(&err));
-            Ok(ExitCode::from(1))
+            let why = text(&err);
+            eprintln!("fen: login to {name} failed: {why}");
+            // Ctrl-C while waiting for the browser ends like any interrupted command.
+            Ok(ExitCode::from(if why == "login cancelled" {
+                130
+            } else {
+                1
+            }))
         }
         _ => {
             stdout(&format!("Logged in: {name}\n"))?;
