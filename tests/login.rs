@@ -33,6 +33,8 @@ struct State {
     /// code -> PKCE challenge.
     codes: HashMap<String, String>,
     deny: bool,
+    /// The MCP server refuses tool calls with 401 (a token revoked while connected).
+    reject_calls: bool,
     revoked: Vec<String>,
     refreshes: usize,
     refresh_delay_ms: u64,
@@ -325,6 +327,9 @@ fn route(req: &Req, st: &Mutex<State>, addr: std::net::SocketAddr) -> Resp {
             let Some(id) = msg.get("id").cloned() else {
                 return (202, vec![], String::new());
             };
+            if msg["method"] == "tools/call" && st.lock().unwrap().reject_calls {
+                return (401, vec![("www-authenticate".into(), "Bearer error=\"invalid_token\"".into())], "{}".into());
+            }
             let result = match msg["method"].as_str() {
                 Some("initialize") => json!({
                     "protocolVersion": msg["params"]["protocolVersion"],
@@ -1103,6 +1108,16 @@ fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
         .find(|(k, _)| k == "authorization")
         .map(|(_, v)| v.clone());
     assert_eq!(last_auth.as_deref(), Some("Bearer at-secret-1"));
+
+    // A token refused mid-session: the call says how to get a new one.
+    oauth.st().reject_calls = true;
+    let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        all.contains("needs login") && all.contains("/mcp reconnect web"),
+        "{all}"
+    );
+    oauth.st().reject_calls = false;
 
     // An expiring token is refreshed at connect.
     let mut v = stored(&s);

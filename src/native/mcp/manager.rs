@@ -459,7 +459,7 @@ impl Manager {
                 );
                 info.serve(transport).await.map_err(|e| {
                     let text = e.to_string();
-                    if text.contains("authorization required") || text.contains("Auth required") {
+                    if is_auth_required(&text) {
                         format!(
                             "needs login (the server answered 401): run `fen mcp login {}`",
                             config.name
@@ -653,7 +653,14 @@ impl Manager {
                 })
             }
             Ok(Err(e)) => {
-                let message = e.to_string();
+                let mut message = e.to_string();
+                if is_auth_required(&message) {
+                    // The token expired or was revoked while connected: a reconnect refreshes
+                    // it when it can, else the login is needed again.
+                    message = format!(
+                        "needs login (the server answered 401): run `/mcp reconnect {server}` to refresh the token, or `fen mcp login {server}`"
+                    );
+                }
                 if peer.is_transport_closed()
                     || matches!(
                         e,
@@ -700,6 +707,11 @@ fn outcome(v: &Value) -> CallOutcome {
         is_error: v["isError"].as_bool().unwrap_or(false),
         content,
     }
+}
+
+/// Whether an rmcp error is the transport's 401 (`StreamableHttpError::AuthRequired`).
+fn is_auth_required(text: &str) -> bool {
+    text.contains("authorization required") || text.contains("Auth required")
 }
 
 /// The stored OAuth token of the server at `url` (see `native::auth::mcp`), None without one.
