@@ -199,6 +199,32 @@ pub enum Command {
         #[command(subcommand)]
         what: McpCommand,
     },
+    /// Log in with a subscription (openai-chatgpt, github-copilot; a picker without one).
+    /// Credentials go to $XDG_DATA_HOME/fen/auth.json (see docs/login.md).
+    Login {
+        /// openai-chatgpt or github-copilot (or another registered auth backend).
+        provider: Option<String>,
+        /// The device-code flow (type a code on another machine's browser).
+        #[arg(long)]
+        device: bool,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// GitHub Enterprise host for github-copilot (default github.com).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Each logged-in provider: account email, plan, token expiry (never the token).
+        #[arg(long)]
+        status: bool,
+        /// With --status: one JSON document on stdout.
+        #[arg(long, requires = "status")]
+        json: bool,
+    },
+    /// Forget a subscription login (a picker without PROVIDER).
+    Logout {
+        /// openai-chatgpt or github-copilot.
+        provider: Option<String>,
+    },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
         /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
@@ -219,6 +245,19 @@ pub enum McpCommand {
         /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
+    },
+    /// Log in to an MCP server that requires OAuth (its URL's tokens go to auth.json).
+    Login {
+        /// The server's name in mcp.json.
+        name: String,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the OAuth login of an MCP server.
+    Logout {
+        /// The server's name in mcp.json.
+        name: String,
     },
 }
 
