@@ -8,6 +8,7 @@ mod common;
 mod support;
 mod tools_support;
 
+mod acp;
 mod agent_loop;
 mod agent_queues;
 mod annotations;
