@@ -287,7 +287,10 @@ return function(api)
       write({ type = "response", id = id, ok = false, error = string.format("line %d: %s", n, msg) })
     end
     if err then return bad(tostring(err)) end
-    if type(m) ~= "table" then return bad("a request must be a JSON object") end
+    -- (A JSON array decodes to a table too: its first element gives it away.)
+    if type(m) ~= "table" or m[1] ~= nil or next(m) == nil then
+      return bad("a request must be a JSON object with a `type`")
+    end
     local id = m.id
     if id ~= nil and type(id) ~= "string" and math.type(id) ~= "integer" then
       return bad("`id` must be a string or an integer")
