@@ -116,6 +116,33 @@ test("a rejected permission leaves the file unwritten", async () => {
   });
 });
 
+test("allow always writes the TUI's rule; reject always refuses the same calls for the session", async () => {
+  const root = home("safe");
+  await session(root, [
+    { tool_calls: [{ name: "write", arguments: { path: "kept.txt", content: "x\n" }, id: "a1" }] }, { text: "one" },
+  ], { permission: () => "allow_always" }, async ({ ctx }) => {
+    const s = await ctx.request("session/new", { cwd: join(root, "work"), mcpServers: [] });
+    await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("first") });
+  });
+  // The TUI's "always": the ask's rule in .fen/settings.local.json.
+  const local = JSON.parse(readFileSync(join(root, "work/.fen/settings.local.json"), "utf8"));
+  assert.ok(local.permissions.allow.some((r) => r.startsWith("Edit(")), JSON.stringify(local));
+  assert.ok(existsSync(join(root, "work/kept.txt")));
+
+  const root2 = home("default");
+  const make = (id) => ({ tool_calls: [{ name: "bash", arguments: { command: "make clean" }, id }] });
+  await session(root2, [make("r1"), { text: "two" }, make("r2"), { text: "three" }],
+    { permission: () => "reject_always" }, async ({ ctx, updates, asked }) => {
+      const s = await ctx.request("session/new", { cwd: join(root2, "work"), mcpServers: [] });
+      await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("second") });
+      await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("third") });
+      await settle();
+      assert.deepEqual(asked.map((a) => a.toolCall.toolCallId), ["r1"], "r2 is refused without asking");
+      const r2 = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "r2" && u.status === "failed");
+      assert.ok(r2 && JSON.stringify(r2.content).includes("rejected"), JSON.stringify(updates));
+    });
+});
+
 test("an edit's tool_call_update carries a diff", async () => {
   const root = home("yolo");
   writeFileSync(join(root, "work/a.txt"), "one\ntwo\nthree\n");
@@ -210,6 +237,28 @@ test("an MCP server passed by the client is attached and its tool runs", { skip:
     const r = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "m1" && u.status !== "in_progress");
     assert.ok(r && r.status === "completed", JSON.stringify(updates));
     assert.ok(JSON.stringify(r.content).includes("hello from mcp"));
+  });
+});
+
+test("an extension's api.ui.select reaches the editor as a permission request", async () => {
+  const root = home("yolo");
+  mkdirSync(join(root, "config/fen/extensions"), { recursive: true });
+  writeFileSync(join(root, "config/fen/extensions/picker.lua"), `return function(api)
+  api.register("command", { name = "pick", description = "pick a colour", handler = function()
+    local items = { "red", "green", "blue" }
+    local n = api.ui.select("Pick a colour", items)
+    return "picked " .. tostring(n and items[n])
+  end })
+end`);
+  await session(root, [], { permission: (p) => p.options.find((o) => o.name === "green").optionId }, async ({ ctx, updates, asked }) => {
+    const s = await ctx.request("session/new", { cwd: join(root, "work"), mcpServers: [] });
+    const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("/pick") });
+    assert.equal(r.stopReason, "end_turn");
+    await settle();
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0].toolCall.title, "Pick a colour");
+    assert.deepEqual(asked[0].options.map((o) => o.name), ["red", "green", "blue"]);
+    assert.ok(updates.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text.includes("picked green")), JSON.stringify(updates));
   });
 });
 
