@@ -54,7 +54,14 @@ fn json_once(home: &Path, script: &Path) -> Duration {
     let t = Instant::now();
     let out = command(
         home,
-        &["--mode", "json", "--no-session", "--mock-script", script.to_str().unwrap(), "hi"],
+        &[
+            "--mode",
+            "json",
+            "--no-session",
+            "--mock-script",
+            script.to_str().unwrap(),
+            "hi",
+        ],
     )
     .stdin(Stdio::null())
     .output()
@@ -69,7 +76,10 @@ fn until_done(out: &mut impl BufRead) {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(out.read_line(&mut line).expect("read") > 0, "fen ended early");
+        assert!(
+            out.read_line(&mut line).expect("read") > 0,
+            "fen ended early"
+        );
         if line.contains("\"type\":\"agent-turn-complete\"") {
             return;
         }
@@ -80,7 +90,13 @@ fn rpc_once(home: &Path, script: &Path) -> Duration {
     let t = Instant::now();
     let mut child = command(
         home,
-        &["--mode", "rpc", "--no-session", "--mock-script", script.to_str().unwrap()],
+        &[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
     )
     .spawn()
     .expect("fen --mode rpc");
@@ -99,7 +115,13 @@ fn rpc_once(home: &Path, script: &Path) -> Duration {
 fn rpc_warm(home: &Path, script: &Path, n: usize) -> Duration {
     let mut child = command(
         home,
-        &["--mode", "rpc", "--no-session", "--mock-script", script.to_str().unwrap()],
+        &[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
     )
     .spawn()
     .expect("fen --mode rpc");

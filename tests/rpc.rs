@@ -35,8 +35,9 @@ impl Rpc {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("fen printed a line that is not JSON ({e}): {line}"));
+                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("fen printed a line that is not JSON ({e}): {line}")
+                });
                 if tx.send(v).is_err() {
                     break;
                 }
@@ -86,7 +87,9 @@ impl Rpc {
     }
 
     fn turn_complete(&mut self) -> Value {
-        self.wait_for("agent-turn-complete", |v| v["type"] == "agent-turn-complete")
+        self.wait_for("agent-turn-complete", |v| {
+            v["type"] == "agent-turn-complete"
+        })
     }
 
     fn close(&mut self) {
@@ -103,7 +106,10 @@ impl Rpc {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("fen did not exit after end of input; seen:\n{}", self.dump());
+                panic!(
+                    "fen did not exit after end of input; seen:\n{}",
+                    self.dump()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -149,7 +155,10 @@ fn steer_and_follow_up_while_busy() {
     rpc.send(json!({"id": 2, "type": "prompt", "text": "later, please"}));
     rpc.send(json!({"id": 3, "type": "prompt", "text": "steer now", "behavior": "steer"}));
     let r2 = rpc.response(2);
-    assert_eq!(r2["queued"], "follow-up", "without behavior: a follow-up {r2}");
+    assert_eq!(
+        r2["queued"], "follow-up",
+        "without behavior: a follow-up {r2}"
+    );
     let r3 = rpc.response(3);
     assert_eq!(r3["queued"], "steering", "{r3}");
     rpc.turn_complete();
@@ -215,7 +224,12 @@ fn abort_mid_tool_ends_the_process_group_and_records_one_aborted_result() {
         .iter()
         .filter(|v| v["type"] == "tool-result" && v["result"]["tool_call_id"] == "b1")
         .collect();
-    assert_eq!(results.len(), 1, "one result for the aborted call:\n{}", rpc.dump());
+    assert_eq!(
+        results.len(),
+        1,
+        "one result for the aborted call:\n{}",
+        rpc.dump()
+    );
     assert_eq!(results[0]["result"]["is_error"], true);
     // The whole group is gone (the background sleep too), without waiting for its 60 s.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -224,7 +238,10 @@ fn abort_mid_tool_ends_the_process_group_and_records_one_aborted_result() {
         if stat.contains(") Z ") {
             break; // a zombie waiting for its reaper is gone as a process
         }
-        assert!(Instant::now() < deadline, "sleep {pid} still runs after abort");
+        assert!(
+            Instant::now() < deadline,
+            "sleep {pid} still runs after abort"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let (code, _) = rpc.finish();
@@ -260,7 +277,10 @@ fn approvals_are_asked_and_answered_over_the_pipe() {
     rpc.send(json!({"id": 2, "type": "answer", "ask_id": ask["ask_id"], "choice": "maybe"}));
     let bad = rpc.response(2);
     assert_eq!(bad["ok"], false);
-    assert!(bad["error"].as_str().unwrap().contains("y, s, a, n, c"), "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("y, s, a, n, c"),
+        "{bad}"
+    );
     rpc.send(json!({"id": 3, "type": "answer", "ask_id": ask["ask_id"], "choice": "y"}));
     assert_eq!(rpc.response(3)["ok"], true);
     let ask2 = rpc.wait_for("the second ask", |v| v["type"] == "ask");

@@ -206,7 +206,11 @@ pub enum Command {
     /// Neovim, Emacs; see docs/acp.md). Takes the session flags: `fen acp --model ID ...`.
     Acp {
         /// Session flags, as for `fen` itself (`--model`, `--permission-mode`, ...).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "FLAGS")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FLAGS"
+        )]
         args: Vec<std::ffi::OsString>,
     },
     /// Write docs/contracts.md from contracts/ (or check that it is current).

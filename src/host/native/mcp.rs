@@ -87,7 +87,9 @@ fn client_server(t: &Table) -> Result<config::ServerConfig, String> {
             headers: map("headers")?,
         }
     } else {
-        return Err(format!("server '{name}' needs a command (stdio) or a url (http)"));
+        return Err(format!(
+            "server '{name}' needs a command (stdio) or a url (http)"
+        ));
     };
     Ok(config::ServerConfig {
         name,
