@@ -138,7 +138,6 @@ fn rpc_warm(home: &Path, script: &Path, n: usize) -> Duration {
         ask(i);
     }
     let per = t.elapsed() / n as u32;
-    drop(ask);
     drop(stdin);
     let _ = child.wait();
     per

@@ -13,6 +13,12 @@ local M = {}
 ---@type fen.EditorFs?
 M.editor = nil
 
+--- Runs a bash command in the editor's terminal: `{command, cwd?, timeout_ms, call_id?}` ->
+--- `{output, truncated, exit_code?, signal?, timed_out?, terminal_id}`; nil, nil when the
+--- command is not for the editor (fen runs it); nil, message on failure. Async.
+---@type (fun(opts: table): table?, string?)?
+M.terminal = nil
+
 --- The absolute form of a tool's path argument (`~` expanded, relative to the working directory).
 ---@param path string
 ---@return string

@@ -45,13 +45,33 @@ async function session(root, script, h, body) {
       const pick = h.permission ? h.permission(params) : "allow_once";
       return pick ? { outcome: { outcome: "selected", optionId: pick } } : { outcome: { outcome: "cancelled" } };
     });
+  if (h.terminal) {
+    // A minimal editor terminal: bash -c in a child process, its output kept.
+    const terms = new Map();
+    let n = 0;
+    app = app
+      .onRequest("terminal/create", async ({ params }) => {
+        const id = `t${++n}`;
+        h.terminal.push(params);
+        const p = spawn(params.command, params.args || [], { cwd: params.cwd });
+        const t = { output: "", exit: new Promise((r) => p.on("exit", (code, signal) => r({ exitCode: code, signal }))), p };
+        p.stdout.on("data", (d) => { t.output += d; });
+        p.stderr.on("data", (d) => { t.output += d; });
+        terms.set(id, t);
+        return { terminalId: id };
+      })
+      .onRequest("terminal/wait_for_exit", async ({ params }) => terms.get(params.terminalId).exit)
+      .onRequest("terminal/output", async ({ params }) => ({ output: terms.get(params.terminalId).output, truncated: false }))
+      .onRequest("terminal/kill", async ({ params }) => { terms.get(params.terminalId).p.kill("SIGKILL"); return {}; })
+      .onRequest("terminal/release", async ({ params }) => { terms.delete(params.terminalId); return {}; });
+  }
   if (h.read) app = app.onRequest("fs/read_text_file", async ({ params }) => h.read(params));
   if (h.write) app = app.onRequest("fs/write_text_file", async ({ params }) => h.write(params));
   try {
     return await app.connectWith(stream, async (ctx) => {
       const init = await ctx.request("initialize", {
         protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: !!h.read, writeTextFile: !!h.write }, terminal: false },
+        clientCapabilities: { fs: { readTextFile: !!h.read, writeTextFile: !!h.write }, terminal: !!h.terminal },
         clientInfo: { name: "fen-acp-test", version: "1" },
       });
       const out = await body({ ctx, init, updates, asked, root });
@@ -220,6 +240,30 @@ test("read and write go through the client's fs methods", async () => {
     assert.equal(writes[0].content, "via editor\n");
     assert.equal(existsSync(join(root, "work/out.txt")), false, "the editor, not fen, writes the file");
   });
+});
+
+test("bash runs in the editor's terminal in yolo mode, in fen's sandbox otherwise", async () => {
+  for (const mode of ["yolo", "default"]) {
+    const root = home(mode);
+    const created = [];
+    await session(root, [
+      { tool_calls: [{ name: "bash", arguments: { command: "echo from-$((40+2))" }, id: "t1" }] },
+      { text: "done" },
+    ], { terminal: created }, async ({ ctx, updates }) => {
+      const s = await ctx.request("session/new", { cwd: join(root, "work"), mcpServers: [] });
+      await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("run it") });
+      await settle();
+      const r = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "t1" && u.status === "completed");
+      assert.ok(r && JSON.stringify(r.content).includes("from-42"), `${mode}: ${JSON.stringify(updates)}`);
+      if (mode === "yolo") {
+        assert.equal(created.length, 1);
+        assert.deepEqual(created[0].args, ["-c", "echo from-$((40+2))"]);
+        assert.ok(updates.some((u) => u.toolCallId === "t1" && (u.content || []).some((c) => c.type === "terminal")));
+      } else {
+        assert.equal(created.length, 0, "sandboxed modes keep commands in fen");
+      }
+    });
+  }
 });
 
 test("an MCP server passed by the client is attached and its tool runs", { skip: !MCP_SERVER && "no MCP test server" }, async () => {

@@ -29,6 +29,7 @@ local KIND = {
 return function(api)
   -- In api.state(): handlers re-registered by /reload must see the run that is going on.
   local S = api.state()
+  local run_in_terminal -- bash in the editor's terminal (below)
 
   local function array(list)
     local a = native.json.decode("[]")
@@ -348,6 +349,42 @@ return function(api)
 
   local H = {}
 
+  local function message_of(err)
+    return type(err) == "table" and tostring(err.message) or tostring(err)
+  end
+
+  --- bash in the editor's terminal (fsroute.terminal), in yolo mode only: in the other modes
+  --- fen runs commands in its OS sandbox, which an editor terminal would not be.
+  S.terminals = S.terminals or {}
+  run_in_terminal = function(o)
+    if S.closed or permission_mode() ~= "yolo" then return nil end
+    local sid = S.session_id or ""
+    local r, err = request("terminal/create", { sessionId = sid, command = "bash", args = array({ "-c", o.command }),
+      cwd = o.cwd and fsroute.absolute(o.cwd) or native.fs.cwd(), outputByteLimit = 1024 * 1024 })
+    if not r then return nil, "the editor's terminal: " .. message_of(err) end
+    local tid = r.terminalId
+    S.terminals[tid] = true
+    if o.call_id then
+      update({ sessionUpdate = "tool_call_update", toolCallId = o.call_id, status = "in_progress",
+        content = array({ { type = "terminal", terminalId = tid } }) })
+    end
+    local timed_out = false
+    term.spawn(function()
+      native.sleep(o.timeout_ms)
+      if S.terminals[tid] then
+        timed_out = true
+        pcall(request, "terminal/kill", { sessionId = sid, terminalId = tid })
+      end
+    end)
+    local w, werr = request("terminal/wait_for_exit", { sessionId = sid, terminalId = tid })
+    local out = request("terminal/output", { sessionId = sid, terminalId = tid }) or {}
+    S.terminals[tid] = nil
+    pcall(request, "terminal/release", { sessionId = sid, terminalId = tid })
+    if not w then return nil, "the editor's terminal: " .. message_of(werr) end
+    return { output = out.output or "", truncated = out.truncated == true, exit_code = w.exitCode, signal = w.signal,
+      timed_out = timed_out, terminal_id = tid }
+  end
+
   function H.initialize(p)
     local caps = type(p.clientCapabilities) == "table" and p.clientCapabilities or {}
     S.client_caps = caps
@@ -366,6 +403,7 @@ return function(api)
         end,
       }
     end
+    if caps.terminal == true then fsroute.terminal = run_in_terminal end
     return {
       protocolVersion = PROTOCOL_VERSION,
       agentCapabilities = {
@@ -560,6 +598,11 @@ return function(api)
   local NOTIFY = {}
   NOTIFY["session/cancel"] = function()
     api.turn.cancel()
+    -- Commands running in the editor's terminal stop too.
+    for tid in pairs(S.terminals) do
+      S.terminals[tid] = nil
+      term.spawn(function() pcall(request, "terminal/kill", { sessionId = S.session_id or "", terminalId = tid }) end)
+    end
     -- Questions still open get the cancelled outcome from the client; stop waiting for them.
     for _, pending in pairs(S.calls) do
       pending.error = { code = -32800, message = "cancelled" }
@@ -638,7 +681,7 @@ return function(api)
         term.done(pending.waiter)
       end
       while api.turn.busy() do native.sleep(20) end
-      fsroute.editor = nil
+      fsroute.editor, fsroute.terminal = nil, nil
       return 0
     end,
   })
