@@ -34,5 +34,5 @@ fn the_official_acp_client_drives_fen_acp() {
     );
     assert!(out.status.success(), "the ACP client tests failed:\n{text}");
     // Every scenario ran (none skipped for a missing server).
-    assert!(text.contains("pass 11"), "{text}");
+    assert!(text.contains("pass 12"), "{text}");
 }

@@ -185,6 +185,29 @@ test("an edit's tool_call_update carries a diff", async () => {
   });
 });
 
+test("the todo list becomes a plan; usage comes after each model call", async () => {
+  const root = home("yolo");
+  await session(root, [
+    { tool_calls: [{ name: "todo_write", id: "p1", arguments: { items: [
+      { text: "read the code", status: "completed" }, { text: "fix the bug", status: "in_progress" }] } }] },
+    { text: "planned" },
+  ], {}, async ({ ctx, updates }) => {
+    const s = await ctx.request("session/new", { cwd: join(root, "work"), mcpServers: [] });
+    await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("plan it") });
+    await settle();
+    const plan = updates.find((u) => u.sessionUpdate === "plan");
+    assert.deepEqual(plan.entries, [
+      { content: "read the code", priority: "medium", status: "completed" },
+      { content: "fix the bug", priority: "medium", status: "in_progress" },
+    ]);
+    const call = updates.find((u) => u.sessionUpdate === "tool_call" && u.toolCallId === "p1");
+    assert.equal(call.kind, "think");
+    const usage = updates.filter((u) => u.sessionUpdate === "usage_update");
+    assert.equal(usage.length, 2, "one per model call");
+    assert.equal(usage[0].size, 128000);
+  });
+});
+
 test("session/cancel ends the prompt with stopReason cancelled", async () => {
   const root = home("yolo");
   await session(root, [{ text: "never", delay_ms: 20000 }], {}, async ({ ctx }) => {
