@@ -571,6 +571,9 @@ return function(api)
   local STOP = { length = "max_tokens", refusal = "refusal" }
 
   H["session/prompt"] = function(p)
+    if p.sessionId ~= S.session_id then
+      error({ code = -32602, message = "unknown session " .. tostring(p.sessionId) .. "; start one with session/new or session/load" })
+    end
     if S.prompting then error({ code = -32000, message = "a prompt is already running in this session" }) end
     local text = prompt_text(p.prompt)
     if text:match("^%s*$") then error({ code = -32602, message = "the prompt is empty" }) end

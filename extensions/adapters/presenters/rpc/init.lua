@@ -126,10 +126,14 @@ return function(api)
       return fail("`behavior` must be \"steer\" or \"follow_up\"")
     end
     if S.turns > 0 then
-      -- Busy: queued for the running turn (a follow-up unless it says steer).
+      -- Busy: queued for the running turn (a follow-up unless it says steer). Counted as a
+      -- turn while it is submitted: if the turn ended meanwhile, this one runs on its own.
       local kind = BEHAVIOR[behavior or "follow_up"]
+      S.turns = S.turns + 1
       spawn(function()
-        local r = api.turn.submit(m.text, { when_busy = kind })
+        local ok, r = pcall(api.turn.submit, m.text, { when_busy = kind })
+        turn_done()
+        if not ok then return fail(tostring(r)) end
         if r.status == "queued" then
           reply({ queued = kind })
         elseif r.status == "rejected" then
@@ -152,6 +156,12 @@ return function(api)
 
   function H.abort(_, reply)
     api.turn.cancel()
+    -- What the cancelled turn (or command) asked is gone with it.
+    for id, pending in pairs(S.asks) do
+      S.asks[id] = nil
+      pending.result = nil
+      term.done(pending.waiter)
+    end
     reply({})
   end
 
