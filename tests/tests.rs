@@ -32,6 +32,7 @@ mod native_truncate;
 mod permissions;
 mod policy_corpus;
 mod providers;
+mod recorded_streams;
 mod rpc;
 mod sessions;
 mod stdio_presenter;

@@ -241,6 +241,11 @@ function native.sanitize(text, max_bytes) end
 ---@param ms number
 function native.sleep(ms) end
 
+--- Milliseconds on a monotonic clock (since a fixed point of the process): for intervals,
+--- not dates.
+---@return number
+function native.clock_ms() end
+
 ---@class fen.NativeTruncate
 ---@field head fun(text: string, max_lines: integer, max_bytes: integer): table
 ---@field tail fun(text: string, max_lines: integer, max_bytes: integer): table

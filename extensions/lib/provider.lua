@@ -18,10 +18,13 @@ local M = {}
 local Asm = {}
 Asm.__index = Asm
 
+--- An empty table that encodes as a JSON array (`[]`, not `{}`): content is always an array.
+function M.array() return json.decode("[]") end
+
 function M.assembler(on_event)
   return setmetatable({
     emit = on_event or function() end,
-    content = {}, open = nil, tools = {}, tool_order = {},
+    content = M.array(), open = nil, tools = {}, tool_order = {},
     delivered = false, usage = nil, stop_reason = nil, started = false,
   }, Asm)
 end
@@ -129,6 +132,21 @@ end
 
 function Asm:has_tool_calls() return #self.tool_order > 0 end
 
+--- Refusal text (OpenAI's `refusal` deltas and content parts): shown as the answer, and the
+--- message ends with `stop_reason = "refusal"`.
+function Asm:refusal(delta)
+  if delta == nil or delta == "" then return end
+  self.refused = true
+  self:text(delta)
+end
+
+--- The content so far, for a message that ends early (an error mid-stream): the open block
+--- keeps the deltas that were shown.
+function Asm:partial()
+  self:_close_open()
+  return self.content
+end
+
 --- Closes every block, decodes tool arguments, emits `done` and returns the message.
 function Asm:finish(fields)
   self:_start()
@@ -156,6 +174,7 @@ function Asm:finish(fields)
   }
   for k, v in pairs(fields or {}) do message[k] = v end
   if message.stop_reason == "stop" and self:has_tool_calls() then message.stop_reason = "tool-use" end
+  if self.refused and not self:has_tool_calls() then message.stop_reason = "refusal" end
   self.emit({ type = "done", message = message })
   return message
 end
@@ -245,7 +264,7 @@ end
 --- An assistant message that reports a failed call (the loop ends the turn with it).
 function M.error_message(p, text, partial)
   return {
-    role = "assistant", content = partial or {}, stop_reason = "error", error_message = text,
+    role = "assistant", content = partial or M.array(), stop_reason = "error", error_message = text,
     provider = p.name, model = p.model, api = p.api_name,
   }
 end
@@ -322,7 +341,7 @@ function M.stream(p)
       if err.retryable and not asm.delivered then
         reason = err.message
       else
-        return M.error_message(p, err.message, asm.content)
+        return M.error_message(p, err.message, asm:partial())
       end
     elseif res.status < 200 or res.status > 299 then
       local text = string.format("HTTP %d from %s: %s", res.status, p.name, M.error_text(res.body))
@@ -332,11 +351,11 @@ function M.stream(p)
       if stream_error.retryable and not asm.delivered then
         reason = stream_error.error
       else
-        return M.error_message(p, stream_error.error, asm.content)
+        return M.error_message(p, stream_error.error, asm:partial())
       end
     elseif not terminal then
       local text = "the stream ended before its final event"
-      if asm.delivered then return M.error_message(p, text, asm.content) end
+      if asm.delivered then return M.error_message(p, text, asm:partial()) end
       reason = text
     else
       return asm:finish(p.finish_fields)

@@ -63,11 +63,22 @@ pub(super) fn list(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
         print_json(&serde_json::Value::Array(rows))?;
         return Ok(ExitCode::SUCCESS);
     }
-    if servers.is_empty() {
+    let untrusted = if kernel.inner.project_trusted.get() {
+        Vec::new()
+    } else {
+        untrusted_project_servers()
+    };
+    if servers.is_empty() && untrusted.is_empty() {
         stdout("no MCP servers configured (~/.config/fen/mcp.json, .mcp.json, .fen/mcp.json)\n")?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = String::new();
+    if !untrusted.is_empty() {
+        out.push_str(&format!(
+            "this folder is not trusted: its project servers stay off until you run fen with --trust (or answer the trust prompt of an interactive fen): {}\n",
+            untrusted.join(", ")
+        ));
+    }
     for s in &servers {
         out.push_str(&format!(
             "{:<16} {:<10} {:<5} {} tools  log {}\n",
@@ -87,4 +98,20 @@ pub(super) fn list(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
     }
     stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The project servers (`NAME (FILE)`) that an untrusted folder leaves off.
+fn untrusted_project_servers() -> Vec<String> {
+    use crate::native::mcp::config;
+    let paths = crate::kernel::settings::Paths::from_env();
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let root = crate::kernel::trust::project_root(&cwd);
+    let files = config::files(&paths.config_dir, &cwd, &root);
+    config::load(&files, false, &|k| std::env::var(k).ok())
+        .untrusted
+        .into_iter()
+        .map(|(name, file)| format!("{name} ({})", file.display()))
+        .collect()
 }

@@ -117,6 +117,8 @@ fn resolve_provider(cli: &Cli) -> Option<(String, Option<String>)> {
         cli.model.as_deref().map(|m| m.split_once('/')),
     ) {
         (None, Some(Some((p, m)))) => (Some(p.to_string()), Some(m.to_string())),
+        // `--provider P --model P/ID`: the prefix names the chosen provider, so it goes.
+        (Some(chosen), Some(Some((p, m)))) if p == chosen.as_str() => (None, Some(m.to_string())),
         _ => (None, cli.model.clone()),
     };
     let env_set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
@@ -388,7 +390,10 @@ pub fn run_as(cli: &Cli, forced: Option<&str>) -> anyhow::Result<ExitCode> {
             crate::cmd::ctrl_c_handled_by_runtime();
             let mut ctrl_c = CtrlC::default();
             while tokio::signal::ctrl_c().await.is_ok() {
-                match ctrl_c.press(a.is_busy(), std::time::Instant::now()) {
+                // A running slash command (one waiting on a model call, say) is cancelled
+                // like a turn.
+                let busy = a.is_busy() || !i.commands.borrow().is_empty();
+                match ctrl_c.press(busy, std::time::Instant::now()) {
                     CtrlCAction::CancelTurn => {
                         a.cancel();
                         crate::kernel::state::cancel_foreground(&i);

@@ -586,12 +586,20 @@ impl Manager {
             .collect()
     }
 
-    /// The server whose tool is called `fen_name` (`mcp__SERVER__TOOL`), by the prefix of a
-    /// configured server, even before it connected (longest prefix wins).
+    /// The server whose tool is called `fen_name` (`mcp__SERVER__TOOL`): the one whose listed
+    /// tools have that name, else, before it connected, the configured server that could
+    /// produce it (its prefix, or the head of a shortened name; longest name wins).
     pub fn server_for_tool(&self, fen_name: &str) -> Option<String> {
-        lock(&self.shared.servers)
+        let servers = lock(&self.shared.servers);
+        if let Some((n, _)) = servers
+            .iter()
+            .find(|(_, e)| e.tools.iter().any(|t| t.name == fen_name))
+        {
+            return Some(n.clone());
+        }
+        servers
             .keys()
-            .filter(|n| fen_name.starts_with(&names::prefix(n)))
+            .filter(|n| names::could_produce(n, fen_name))
             .max_by_key(|n| n.len())
             .cloned()
     }

@@ -309,6 +309,7 @@ pub fn decide(req: &Request) -> Decision {
             contents: false,
             access,
             redirect: false,
+            implicit: false,
         };
         let info = classify(req.workspace, &pref, &mut cache);
         let (v, src, reason) = judge_path(req, &tool, &pref, &info, false, &mut scope);
@@ -497,10 +498,15 @@ fn judge_path(
 ) -> (Verdict, Source, String) {
     let writes = p.access != Access::Read;
     if writes && info.class == PathClass::Protected {
+        let what = if info.fen_settings {
+            "is fen's own permission settings or code (a model never changes its own permissions)"
+        } else {
+            "is git metadata that runs code"
+        };
         return (
             Verdict::Deny,
             Source::Floor,
-            format!("{} is git metadata that runs code", show(info, p)),
+            format!("{} {what}", show(info, p)),
         );
     }
     if writes && info.block_device {
@@ -649,12 +655,18 @@ fn judge_segment(
     scope: &mut Vec<String>,
     cache: &mut ResolveCache,
 ) {
-    let infos: Vec<PathInfo> = seg
-        .paths
-        .iter()
-        .map(|p| classify(req.workspace, p, cache))
-        .collect();
-    let hz = floors::check(seg, &seg.paths, &infos);
+    // Operands the table does not describe count only when they name a secret.
+    let mut paths: Vec<PathRef> = Vec::with_capacity(seg.paths.len());
+    let mut infos: Vec<PathInfo> = Vec::with_capacity(seg.paths.len());
+    for p in &seg.paths {
+        let info = classify(req.workspace, p, cache);
+        if p.implicit && !(info.secret && info.class == PathClass::Secret) {
+            continue;
+        }
+        paths.push(p.clone());
+        infos.push(info);
+    }
+    let hz = floors::check(seg, &paths, &infos);
     let mode = req.mode;
     let subject = if seg.text.is_empty() {
         seg.argv.join(" ")
@@ -674,7 +686,16 @@ fn judge_segment(
         });
     };
     if let Some(f) = hz.floor {
-        push(items, Verdict::Deny, Source::Floor, f);
+        items.push(Item {
+            kind: ItemKind::Segment,
+            // A floor about a path names the path refused, not the command around it.
+            subject: hz.floor_path.clone().unwrap_or_else(|| subject.clone()),
+            path: hz.floor_path.as_ref().map(PathBuf::from),
+            class: None,
+            verdict: Verdict::Deny,
+            source: Source::Floor,
+            reason: f,
+        });
         return;
     }
     let cmd_rule = |kind: RuleKind| {
@@ -698,7 +719,7 @@ fn judge_segment(
     // Paths first: their verdicts stand whatever the command's verdict.
     let mut path_worst = Verdict::Allow;
     let mut path_items = Vec::new();
-    for (p, info) in seg.paths.iter().zip(&infos) {
+    for (p, info) in paths.iter().zip(&infos) {
         let (v, src, reason) = judge_path(req, tool, p, info, true, scope);
         path_worst = path_worst.max(v);
         if v != Verdict::Allow || !matches!(info.class, PathClass::Workspace | PathClass::Stream) {
@@ -749,11 +770,17 @@ fn judge_segment(
                         .any(|w| w.trim_end_matches(')') == f)
                 })
         });
-        let writes = seg
-            .paths
+        let writes = paths
             .iter()
             .zip(&infos)
             .any(|(p, i)| p.access != Access::Read && i.class != PathClass::Stream);
+        // A rule names a command, not where its output goes: `Bash(echo *)` does not cover
+        // `echo x > Makefile`. The redirect is judged as the write it is.
+        let redirect_writes = paths
+            .iter()
+            .zip(&infos)
+            .any(|(p, i)| p.redirect && p.access != Access::Read && i.class != PathClass::Stream);
+        let allow = allow.filter(|_| !redirect_writes);
         if let Some(r) = allow {
             (
                 Verdict::Allow,

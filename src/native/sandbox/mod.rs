@@ -15,6 +15,7 @@ pub mod launcher;
 #[cfg(target_os = "linux")]
 mod lsm;
 pub mod policy;
+pub mod secrets;
 pub mod stamp;
 mod tier;
 
