@@ -8,6 +8,7 @@ mod common;
 mod support;
 mod tools_support;
 
+mod acp;
 mod agent_loop;
 mod agent_queues;
 mod annotations;
@@ -33,6 +34,7 @@ mod permissions;
 mod policy_corpus;
 mod providers;
 mod recorded_streams;
+mod rpc;
 mod sessions;
 mod stdio_presenter;
 mod subagents;

@@ -269,6 +269,7 @@ function native.clock_ms() end
 
 ---@class fen.NativeEdit
 ---@field apply fun(files: {path: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[]}[]): table?, string? async
+---@field apply_text fun(text: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[], label: string?): {text: string, diff: string, replacements: integer, first_changed_line: integer, strategies: string[]}?, string? async; the engine on a buffer, writes nothing
 
 ---@class fen.NativeSearch
 ---@field grep fun(opts: table): table?, string? async
@@ -354,6 +355,7 @@ function native.clock_ms() end
 ---@field server_for_tool fun(fen_name: string): string?
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
+---@field add fun(servers: {name: string, command: string?, args: string[]?, env: table<string, string>?, url: string?, headers: table<string, string>?}[]): string[]?, string? servers beside the configured ones (an ACP client's), kept across `configure`; starts none
 --- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
 --- `finished` once it exited and its output was read; `result` is its last `result` line.
 ---@class fen.SubagentInfo

@@ -30,7 +30,9 @@ pub struct Cli {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
-    /// Output mode for headless runs: `text` (the answer) or `json` (every event as a line).
+    /// Output mode for headless runs: `text` (the answer), `json` (every event as a line) or
+    /// `rpc` (JSON Lines both ways: requests on stdin, events and responses on stdout; see
+    /// docs/rpc.md).
     #[arg(long, value_enum, default_value_t = Mode::Text)]
     pub mode: Mode,
 
@@ -157,6 +159,7 @@ fn at_least_one(s: &str) -> Result<usize, String> {
 pub enum Mode {
     Text,
     Json,
+    Rpc,
 }
 
 #[derive(Debug, Subcommand)]
@@ -224,6 +227,17 @@ pub enum Command {
     Logout {
         /// openai-chatgpt or github-copilot.
         provider: Option<String>,
+    },
+    /// Run as an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains,
+    /// Neovim, Emacs; see docs/acp.md). Takes the session flags: `fen acp --model ID ...`.
+    Acp {
+        /// Session flags, as for `fen` itself (`--model`, `--permission-mode`, ...).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FLAGS"
+        )]
+        args: Vec<std::ffi::OsString>,
     },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {

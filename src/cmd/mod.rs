@@ -2,6 +2,7 @@
 //! one module per subcommand. The top layer: it may use everything below (host, kernel,
 //! native); nothing below uses it.
 
+mod acp;
 pub mod cli;
 mod completion;
 mod docs;
@@ -88,6 +89,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Show {
             what: ShowWhat::Contract { name, json },
         }) => show::show_contract(name, *json),
+        Some(Command::Acp { args }) => acp::acp(args),
         Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
         Some(Command::Completion { shell }) => completion::completion(*shell),
         Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),

@@ -172,6 +172,36 @@ fn kill_group(pgid: i32) {
     let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
 }
 
+/// Sets one server's entry: a new one idle (or disabled); a changed one stopped and reset.
+fn insert(map: &mut BTreeMap<String, Entry>, config: ServerConfig) {
+    if let Some(e) = map.get_mut(&config.name) {
+        if e.config == config {
+            return;
+        }
+        if let Some(s) = e.stop.take() {
+            s.cancel();
+        }
+    }
+    let status = if config.enabled {
+        Status::Idle
+    } else {
+        Status::Disabled
+    };
+    let epoch = map.get(&config.name).map_or(0, |e| e.epoch + 1);
+    map.insert(
+        config.name.clone(),
+        Entry {
+            config,
+            status,
+            error: None,
+            tools: Vec::new(),
+            peer: None,
+            stop: None,
+            epoch,
+        },
+    );
+}
+
 /// The process-wide manager (fen has one set of servers per process, like its jobs).
 pub fn global() -> &'static Manager {
     static M: OnceLock<Manager> = OnceLock::new();
@@ -225,32 +255,18 @@ impl Manager {
             keep
         });
         for config in servers {
-            if let Some(e) = map.get_mut(&config.name) {
-                if e.config == config {
-                    continue;
-                }
-                if let Some(s) = e.stop.take() {
-                    s.cancel();
-                }
-            }
-            let status = if config.enabled {
-                Status::Idle
-            } else {
-                Status::Disabled
-            };
-            let epoch = map.get(&config.name).map_or(0, |e| e.epoch + 1);
-            map.insert(
-                config.name.clone(),
-                Entry {
-                    config,
-                    status,
-                    error: None,
-                    tools: Vec::new(),
-                    peer: None,
-                    stop: None,
-                    epoch,
-                },
-            );
+            insert(&mut map, config);
+        }
+        drop(map);
+        self.notify();
+    }
+
+    /// Adds servers beside the configured ones (an ACP client's `mcpServers`); a server of
+    /// the same name is replaced when its config differs. Starts none.
+    pub fn add(&self, servers: Vec<ServerConfig>) {
+        let mut map = lock(&self.shared.servers);
+        for config in servers {
+            insert(&mut map, config);
         }
         drop(map);
         self.notify();
