@@ -101,6 +101,7 @@ fn client_server(t: &Table) -> Result<config::ServerConfig, String> {
         disabled_tools: Vec::new(),
         source: std::path::PathBuf::from("(the ACP client)"),
         project: false,
+        oauth: None,
     })
 }
 
