@@ -1164,7 +1164,9 @@ impl Walker {
                     let why = format!("the script `{how}` runs is built when it runs");
                     self.opaque_segment(&seg.text, state, frame, &why);
                 }
+                let start = self.out.len();
                 self.script(&script, &mut sub, &frame.nested(&how));
+                self.inherit_wrappers(start, &seg.wrappers);
                 return;
             }
             commands::Container::Stdin { how } => {
@@ -1175,7 +1177,9 @@ impl Walker {
                         let why = format!("the script `{how}` reads is expanded when it runs");
                         self.opaque_segment(&seg.text, state, frame, &why);
                     }
+                    let start = self.out.len();
                     self.script(&body.text, &mut sub, &frame.nested(&how));
+                    self.inherit_wrappers(start, &seg.wrappers);
                     return;
                 }
                 if !seg.piped_stdin {
@@ -1338,6 +1342,20 @@ impl Walker {
         self.out.push(seg);
     }
 
+    /// What runs inside a container runs under the container's wrappers too (`sudo bash -c
+    /// 'X'` runs X as root; `env bash -c 'X'` starts env): the segments from `start` on get
+    /// them, outermost first.
+    fn inherit_wrappers(&mut self, start: usize, wrappers: &[String]) {
+        if wrappers.is_empty() {
+            return;
+        }
+        for s in &mut self.out[start..] {
+            let mut all = wrappers.to_vec();
+            all.append(&mut s.wrappers);
+            s.wrappers = all;
+        }
+    }
+
     /// `${...}` operators: the known ones are string operations; `@P` (prompt expansion runs
     /// the command substitutions stored in the variable), indirection through a variable
     /// that may hold code, a subscript or substring offset (arithmetic) on one, and any
@@ -1426,6 +1444,17 @@ impl Walker {
         match node.kind() {
             "word" | "number" => {
                 let t = text(src, node);
+                if has_bare_newline(t) {
+                    // tree-sitter-bash reads `ok<newline>\ls` as one word where bash ends the
+                    // command at the newline: the tree cannot be trusted here.
+                    self.parse_error = true;
+                    self.opaque_segment(
+                        t,
+                        state,
+                        frame,
+                        "a line break inside a word (the parser cannot tell where the command ends)",
+                    );
+                }
                 let mut s = unescape_unquoted(t);
                 if first && (s == "~" || s.starts_with("~/")) {
                     s = format!("{}{}", self.home.display(), &s[1..]);
@@ -1709,6 +1738,15 @@ pub(crate) fn normalize_name(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// An unquoted word with a newline that no backslash escapes: bash would end the command
+/// there.
+fn has_bare_newline(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, c)| *c == b'\n' && (i == 0 || b[i - 1] != b'\\'))
 }
 
 /// Quote removal for an unquoted word: `\x` → `x`, `\<newline>` → nothing.
