@@ -640,6 +640,19 @@ fn judge_path(
     }
 }
 
+/// `grep -r`/`-R`/`--recursive`/`-d recurse`: reads every file under its directories.
+fn recursive_reader(argv: &[String]) -> bool {
+    matches!(
+        argv.first().map(String::as_str),
+        Some("grep" | "egrep" | "fgrep" | "zgrep")
+    ) && argv[1..].iter().take_while(|a| *a != "--").any(|a| {
+        a == "--recursive"
+            || a == "--dereference-recursive"
+            || a == "--directories=recurse"
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+    })
+}
+
 /// The first secret file a glob operand matches (`cat .e*v`, `cat certs/*.pem`), looked up
 /// on the file system a few levels deep.
 fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
@@ -710,11 +723,57 @@ fn judge_segment(
             paths.push(sp);
             infos.push(si);
         }
+        // A recursive grep reads every file under a directory, secrets included (the grep
+        // tool and rg skip them; `grep -r` does not).
+        if recursive_reader(&seg.argv) && p.access == Access::Read && !p.implicit {
+            if let Some(secret) = p
+                .path
+                .as_deref()
+                .filter(|d| d.is_dir())
+                .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+            {
+                let sp = PathRef {
+                    raw: secret.display().to_string(),
+                    path: Some(secret),
+                    contents: false,
+                    access: Access::Read,
+                    redirect: false,
+                    implicit: false,
+                };
+                let si = classify(req.workspace, &sp, cache);
+                paths.push(sp);
+                infos.push(si);
+            }
+        }
         if p.implicit && !(info.secret && info.class == PathClass::Secret) {
             continue;
         }
         paths.push(p.clone());
         infos.push(info);
+    }
+    // `grep -r PATTERN` with no directory searches the working directory.
+    if recursive_reader(&seg.argv)
+        && !seg
+            .paths
+            .iter()
+            .any(|p| p.access == Access::Read && !p.implicit && !p.redirect)
+    {
+        if let Some(secret) = seg
+            .cwd
+            .as_deref()
+            .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+        {
+            let sp = PathRef {
+                raw: secret.display().to_string(),
+                path: Some(secret),
+                contents: false,
+                access: Access::Read,
+                redirect: false,
+                implicit: false,
+            };
+            infos.push(classify(req.workspace, &sp, cache));
+            paths.push(sp);
+        }
     }
     let hz = floors::check(seg, &paths, &infos);
     let mode = req.mode;

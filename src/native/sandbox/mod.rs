@@ -15,7 +15,6 @@ pub mod launcher;
 #[cfg(target_os = "linux")]
 mod lsm;
 pub mod policy;
-pub mod secrets;
 pub mod stamp;
 mod tier;
 
