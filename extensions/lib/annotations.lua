@@ -154,6 +154,12 @@ function session.latest_state(name) end
 ---@return boolean stored
 function session.append_compaction(record, first_kept_message) end
 
+--- Appends a record of the extension's own type (`{type = "checkpoint", ...}`) to the session
+--- file as it is. False when there is no session or the backend keeps no records.
+---@param record table
+---@return boolean
+function session.append_record(record) end
+
 ---@class fen.ApiUi
 local ui = {}
 

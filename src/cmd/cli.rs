@@ -194,6 +194,34 @@ pub enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+    /// Undo turns: list a session's checkpoints, or restore the files and/or the
+    /// conversation to before a turn (see docs/checkpoints.md).
+    Rewind {
+        /// Session id, id prefix or path (default: the latest of this directory).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// List the turns, newest first, with the files each changed.
+        #[arg(long, conflicts_with = "to")]
+        list: bool,
+        /// Restore to just before this turn (a number `--list` shows).
+        #[arg(long, value_name = "TURN")]
+        to: Option<u64>,
+        /// Restore the files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
+        code: bool,
+        /// Restore the conversation only (a new session branch; the old one stays).
+        #[arg(long, conflicts_with = "both")]
+        conversation: bool,
+        /// Restore both (the default).
+        #[arg(long)]
+        both: bool,
+        /// Overwrite files changed by hand since fen last recorded them.
+        #[arg(long)]
+        yes: bool,
+        /// `text`, or `json`: one `rewind` event on stdout.
+        #[arg(long, value_enum)]
+        mode: Option<Mode>,
+    },
     /// MCP servers (see docs/mcp.md).
     Mcp {
         #[command(subcommand)]

@@ -7,6 +7,7 @@ mod completion;
 mod docs;
 mod list;
 mod mcp;
+pub mod rewind;
 pub mod run;
 pub mod session;
 mod show;
@@ -93,6 +94,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Mcp {
             what: cli::McpCommand::List { json },
         }) => mcp::list(&cli, *json),
+        Some(Command::Rewind {
+            session,
+            list,
+            to,
+            code,
+            conversation,
+            both,
+            yes,
+            mode,
+        }) => {
+            if let Some(dir) = &cli.session_dir {
+                std::env::set_var("FEN_SESSION_DIR", dir);
+            }
+            rewind::run(&rewind::Args {
+                session: session.clone(),
+                list: *list,
+                to: *to,
+                code: *code || *both,
+                conversation: *conversation || *both,
+                yes: *yes,
+                mode: mode.unwrap_or(cli.mode),
+            })
+        }
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

@@ -1,6 +1,7 @@
 //! Native modules: pure Rust cores (no Lua) that the Lua extensions call through the bindings
 //! in `crate::host::native`.
 
+pub mod checkpoint;
 pub mod edit;
 pub mod filetype;
 pub mod frontmatter;

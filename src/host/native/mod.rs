@@ -22,8 +22,10 @@
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
 //! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
+//! | `checkpoint` | `workspace_of`, `snapshot`, `turns`, `rewind`, `prune` ([`crate::native::checkpoint`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
+pub mod checkpoint;
 mod edit;
 mod fs;
 mod http;
@@ -46,13 +48,14 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 15] = [
-    "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
+const LAZY: [&str; 16] = [
+    "checkpoint", "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
     "markup", "line", "policy", "mcp", "subagent",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
     Ok(Value::Table(match name {
+        "checkpoint" => checkpoint::module(lua)?,
         "truncate" => text::truncate_module(lua)?,
         "fs" => fs::module(lua)?,
         "edit" => edit::module(lua)?,
