@@ -11,6 +11,7 @@ mod tools_support;
 mod agent_loop;
 mod agent_queues;
 mod annotations;
+mod checkpoints;
 mod cli;
 mod compaction;
 mod companions;

@@ -86,8 +86,6 @@ pub struct Shadow {
     pub session: String,
 }
 
-const BASELINE_REF: &str = "refs/fen-baseline";
-
 /// `<state_dir>/checkpoints/<slug of workspace>`.
 pub fn shadow_dir(state_dir: &Path, workspace: &Path) -> PathBuf {
     state_dir
@@ -166,11 +164,10 @@ impl Shadow {
         Ok(Snapshot { commit, skipped })
     }
 
-    /// The last tree fen recorded in this workspace (the end of the latest turn of any
-    /// session, or the tree right after a rewind): what "changed by hand since" is measured
-    /// against.
+    /// The last tree this session recorded (the end of its latest turn, or the tree right
+    /// after a rewind): what "changed by hand since" is measured against.
     pub fn baseline(&self) -> Option<String> {
-        let r = BASELINE_REF;
+        let r = self.ref_name("baseline");
         self.git
             .run(&["rev-parse", "--verify", "-q", &r], None)
             .ok()
@@ -179,7 +176,7 @@ impl Shadow {
     }
 
     pub fn set_baseline(&self, commit: &str) -> Result<()> {
-        self.git.update_ref(BASELINE_REF, commit)
+        self.git.update_ref(&self.ref_name("baseline"), commit)
     }
 
     /// Workspace-relative paths that differ between two snapshots.

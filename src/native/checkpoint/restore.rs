@@ -32,14 +32,17 @@ pub struct Plan {
     pub skipped: Vec<String>,
 }
 
-/// What restoring `target` would do now. `baseline` is the last tree fen recorded (the end of
-/// the latest turn); a file that differs from it was changed by someone else since.
+/// What restoring `target` would do now. `baseline` is the last tree the session recorded
+/// (the end of its latest turn); a file that differs from it was changed by someone else
+/// since. `only`: the files the session's turns changed (None: every file that differs, when
+/// a turn ended without saying what it changed, e.g. after kill -9).
 pub fn plan(
     shadow: &Shadow,
     opts: &Options,
     target: &str,
     target_skipped: &[String],
     baseline: Option<&str>,
+    only: Option<&[String]>,
 ) -> Result<Plan> {
     let now = shadow.snapshot(opts, "rewind-before")?;
     let mut skipped: Vec<String> = target_skipped.to_vec();
@@ -50,6 +53,7 @@ pub fn plan(
     let mut changes = Vec::new();
     for c in shadow.git.diff_tree(&now.commit, target)? {
         if skipped.binary_search(&c.path).is_ok()
+            || only.is_some_and(|o| !o.contains(&c.path))
             || c.old_mode == "160000"
             || c.new_mode == "160000"
         {
@@ -75,7 +79,8 @@ pub fn plan(
     }
     let mut hand_changed = Vec::new();
     if let Some(base) = baseline.filter(|b| shadow.git.has_commit(b)) {
-        let since = shadow.changed(base, &now.commit)?;
+        let since = shadow.git.diff_tree(base, &now.commit)?;
+        let since: Vec<String> = since.into_iter().map(|c| c.path).collect();
         for c in &changes {
             if since.contains(&c.path) {
                 hand_changed.push(c.path.clone());

@@ -76,13 +76,28 @@ pub fn run(req: &Request) -> Result<Outcome> {
                     with_commit.turn
                 )));
             }
-            let baseline = shadow.baseline();
+            // "Changed by hand" is measured against the tree the session last recorded.
+            let latest = turns
+                .turns
+                .iter()
+                .filter(|t| t.commit.is_some())
+                .max_by_key(|t| t.turn)
+                .unwrap_or(with_commit);
+            let base_shadow = shadow_for(&req.state_dir, &turns, latest)?;
+            let baseline = base_shadow.baseline();
+            // Only what this session's turns changed, unless one of them never said.
+            let unknown = turns
+                .turns
+                .iter()
+                .any(|t| t.turn >= req.turn && t.commit.is_some() && !t.ended);
+            let only = turns.files_since(req.turn);
             let plan = restore::plan(
                 &shadow,
                 &req.options,
                 &target,
                 &with_commit.skipped,
                 baseline.as_deref(),
+                if unknown { None } else { Some(&only) },
             )?;
             if req.apply {
                 if !plan.hand_changed.is_empty() && !req.force {
@@ -93,7 +108,7 @@ pub fn run(req: &Request) -> Result<Outcome> {
                 } else {
                     out.restored = restore::apply(&shadow, &plan)?;
                     let after = shadow.snapshot(&req.options, "rewind-after")?;
-                    shadow.set_baseline(&after.commit)?;
+                    base_shadow.set_baseline(&after.commit)?;
                 }
             }
             out.plan = Some(plan);

@@ -9,6 +9,13 @@
 local native = require("fen.native")
 local cp = native.checkpoint
 
+--- An empty list that stays a JSON array (`[]`, not `{}`) in the session file.
+local function array(items)
+  local a = native.json.decode("[]")
+  for i, v in ipairs(items or {}) do a[i] = v end
+  return a
+end
+
 return function(api)
   local state = api.state()
   state.read_only = state.read_only or {}
@@ -30,7 +37,7 @@ return function(api)
     local n = ((type(last) == "table" and tonumber(last.turn)) or 0) + 1
     local workspace = cp.workspace_of(native.fs.cwd())
     local rec = { type = "checkpoint", id = native.session.new_id(), turn = n, prompt = ev.line,
-      files = {}, skipped = {}, workspace = workspace }
+      files = array(), skipped = array(), workspace = workspace }
     local ok, stored = pcall(api.session.append_record, rec)
     if not ok or not stored then return end
     local info = api.session.info() or {}
@@ -53,7 +60,7 @@ return function(api)
 
   local function record(cur, extra)
     local rec = { type = "checkpoint", id = cur.id, turn = cur.turn, commit = cur.commit,
-      skipped = cur.skipped or {}, workspace = cur.workspace, shadow_session = cur.session }
+      skipped = array(cur.skipped), workspace = cur.workspace, shadow_session = cur.session }
     for k, v in pairs(extra or {}) do rec[k] = v end
     pcall(api.session.append_record, rec)
   end
@@ -79,7 +86,7 @@ return function(api)
     if #snap.skipped > 0 then
       api.emit({ type = "info", info = "checkpoint: files over the size cap are not captured: " .. table.concat(snap.skipped, ", ") })
     end
-    record(cur, { files = {} })
+    record(cur, { files = array() })
     return nil
   end
 
@@ -98,7 +105,7 @@ return function(api)
     for _, p in ipairs(cur.skipped or {}) do skipped[#skipped + 1] = p end
     for _, p in ipairs(snap.skipped or {}) do skipped[#skipped + 1] = p end
     cur.skipped = skipped
-    record(cur, { files = snap.files or {}, ["end"] = snap.commit })
+    record(cur, { files = array(snap.files), ["end"] = snap.commit })
     -- Once a run: snapshots of deleted sessions go, and the total stays under its bound.
     if not state.pruned then
       state.pruned = true
