@@ -182,11 +182,14 @@ fn a_file_changed_by_hand_is_named_and_needs_yes() {
     let s = Sandbox::new();
     let cwd = s.cwd();
     seed_repo(&cwd, false);
+    // A .gitattributes asking for conversions changes no byte of a checkpoint.
+    std::fs::write(cwd.join(".gitattributes"), "*.txt text eol=lf\n").unwrap();
+    std::fs::write(cwd.join("crlf.txt"), "one\r\ntwo\r\n").unwrap();
     let before = tree(&cwd, false);
     let sc = script(
         &s,
         "s.json",
-        json!([{"tool_calls": [bash("printf 'model\\n' > a.txt")]}, {"text": "ok"}]),
+        json!([{"tool_calls": [bash("printf 'model\\n' > a.txt && printf 'x' > crlf.txt")]}, {"text": "ok"}]),
     );
     assert!(s.fen(&["-p", "go", "--mock-script", &sc]).status.success());
     std::fs::write(cwd.join("a.txt"), "by hand\n").unwrap();

@@ -41,3 +41,4 @@ mod tools_search;
 pub mod tui;
 mod tui_code;
 mod tui_inline;
+mod tui_rewind;

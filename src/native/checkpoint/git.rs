@@ -168,6 +168,11 @@ impl Git {
         let exclude = info.join("exclude");
         std::fs::write(&exclude, "# fen's own worktrees are not part of a checkpoint\n/.fen/worktrees/\n")
             .map_err(|e| io_err("cannot write", &exclude, e))?;
+        // Bytes in, the same bytes out: no end-of-line conversion, filter or encoding that a
+        // workspace's .gitattributes asks for (info/attributes takes precedence over them).
+        let attributes = info.join("attributes");
+        std::fs::write(&attributes, "* -text -filter -ident -working-tree-encoding\n")
+            .map_err(|e| io_err("cannot write", &attributes, e))?;
         let _ = std::fs::create_dir_all(self.dir.join("index"));
         let _ = std::fs::create_dir_all(self.dir.join("sessions"));
         Ok(())

@@ -95,7 +95,8 @@ return function(api, state)
     if out.branch then
       local ok, rerr = api.session.resume(out.branch)
       if not ok then return "error: the branch " .. out.branch .. " was written but could not be opened: " .. tostring(rerr) end
-      msg[#msg + 1] = string.format("conversation rewound to before turn %d (a new branch; the old one stays in /sessions)", turn.turn)
+      msg[#msg + 1] = string.format("conversation rewound to before turn %d (a new branch; the old one stays in /sessions)%s", turn.turn,
+        out.prompt and ("; its prompt was: " .. one_line(out.prompt, 200)) or "")
       if out.prompt then
         api.emit({ type = "input-prefill", text = out.prompt })
       end
