@@ -22,6 +22,9 @@ fn esc_esc_opens_rewind_and_restores_code_and_conversation() {
     t.send("change the file\r");
     t.wait_for("edited it");
     assert_eq!(std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(), "changed\n");
+    // The turn ends (its closing snapshot) a moment after the answer shows; Esc while busy
+    // would cancel instead.
+    std::thread::sleep(Duration::from_millis(1500));
     t.send("\x1b");
     std::thread::sleep(Duration::from_millis(150));
     t.send("\x1b");
