@@ -47,8 +47,11 @@ fn main() {
         if i % 100 == 0 {
             std::fs::create_dir_all(&dir).expect("mkdir");
         }
-        std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n").repeat(8))
-            .expect("write");
+        std::fs::write(
+            dir.join(format!("f{i}.txt")),
+            format!("file {i}\n").repeat(8),
+        )
+        .expect("write");
     }
     git(&ws, &["init", "-q"]);
     git(&ws, &["add", "-A"]);

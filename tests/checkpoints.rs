@@ -30,7 +30,11 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_COMMITTER_EMAIL", "t@t")
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Every file under `dir` (but `.git` unless `with_git`): bytes and whether it is executable.
@@ -57,7 +61,9 @@ fn tree(dir: &Path, with_git: bool) -> BTreeMap<String, (Vec<u8>, bool)> {
 }
 
 fn script(s: &Sandbox, name: &str, steps: Value) -> String {
-    s.write(name, &steps.to_string()).to_string_lossy().into_owned()
+    s.write(name, &steps.to_string())
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn call(name: &str, args: Value) -> Value {
@@ -71,7 +77,10 @@ fn bash(cmd: &str) -> Value {
 fn sessions(s: &Sandbox) -> Vec<PathBuf> {
     let mut all = Vec::new();
     let root = s.state().join("fen/sessions");
-    for d in std::fs::read_dir(&root).map(|r| r.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+    for d in std::fs::read_dir(&root)
+        .map(|r| r.flatten().collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
         for f in std::fs::read_dir(d.path()).unwrap().flatten() {
             if f.path().extension().is_some_and(|e| e == "jsonl") {
                 all.push(f.path());
@@ -86,7 +95,11 @@ fn list_json(s: &Sandbox, extra: &[&str]) -> Value {
     let mut args = vec!["rewind", "--list", "--mode", "json"];
     args.extend_from_slice(extra);
     let out = s.fen(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
@@ -141,10 +154,21 @@ fn a_scripted_session_is_rewound_byte_for_byte_and_the_users_git_is_untouched() 
     let git_before = tree(&cwd.join(".git"), true);
     let sc = edit_script(&s);
     let out = s.fen(&["-p", "change things", "--mock-script", &sc]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read_to_string(cwd.join("job.txt")).unwrap(), "from a job\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("job.txt")).unwrap(),
+        "from a job\n"
+    );
     let out = s.fen(&["-c", "-p", "more", "--mock-script", &sc]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_ne!(tree(&cwd, false), before);
 
     // The list: newest first, each turn with the files it changed.
@@ -153,25 +177,53 @@ fn a_scripted_session_is_rewound_byte_for_byte_and_the_users_git_is_untouched() 
     assert_eq!(turns.len(), 2, "{list}");
     assert_eq!(turns[0]["turn"], 2);
     assert_eq!(turns[0]["files"], json!(["a.txt"]));
-    let files1: Vec<&str> = turns[1]["files"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    for f in ["a.txt", "src/lib.rs", "notes.md", "run.sh", "go.sh", "new/dir/file.txt", "job.txt"] {
+    let files1: Vec<&str> = turns[1]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for f in [
+        "a.txt",
+        "src/lib.rs",
+        "notes.md",
+        "run.sh",
+        "go.sh",
+        "new/dir/file.txt",
+        "job.txt",
+    ] {
         assert!(files1.contains(&f), "{f} missing from {files1:?}");
     }
     assert!(turns[1]["commit"].as_str().is_some_and(|c| c.len() == 40));
 
     // Rewinding to before turn 2 undoes only turn 2.
     let out = s.fen(&["rewind", "--to", "2", "--code"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read_to_string(cwd.join("a.txt")).unwrap(), "alpha\nBETA\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "alpha\nBETA\n"
+    );
 
     // Before turn 1: every byte and mode as it was; ignored files untouched.
     let out = s.fen(&["rewind", "--to", "1", "--code", "--mode", "json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ev: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ev["type"], "rewind");
     assert!(ev["restored"].as_array().unwrap().len() >= 7, "{ev}");
     assert_eq!(tree(&cwd, false), before);
-    assert_eq!(tree(&cwd.join(".git"), true), git_before, "the user's .git changed");
+    assert_eq!(
+        tree(&cwd.join(".git"), true),
+        git_before,
+        "the user's .git changed"
+    );
 }
 
 #[test]
@@ -196,10 +248,20 @@ fn a_file_changed_by_hand_is_named_and_needs_yes() {
     let out = s.fen(&["rewind", "--to", "1", "--code"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("changed by hand") && err.contains("a.txt") && err.contains("--yes"), "{err}");
-    assert_eq!(std::fs::read_to_string(cwd.join("a.txt")).unwrap(), "by hand\n");
+    assert!(
+        err.contains("changed by hand") && err.contains("a.txt") && err.contains("--yes"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "by hand\n"
+    );
     let out = s.fen(&["rewind", "--to", "1", "--code", "--yes"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A plain directory (no git repository) works the same.
     assert!(!cwd.join(".git").exists());
     assert_eq!(tree(&cwd, false), before);
@@ -213,12 +275,22 @@ fn rewinding_the_conversation_writes_a_branch_and_keeps_the_old_session() {
     let s = Sandbox::new();
     seed_repo(&s.cwd(), true);
     let sc = edit_script(&s);
-    assert!(s.fen(&["-p", "change things", "--mock-script", &sc]).status.success());
-    assert!(s.fen(&["-c", "-p", "more", "--mock-script", &sc]).status.success());
+    assert!(s
+        .fen(&["-p", "change things", "--mock-script", &sc])
+        .status
+        .success());
+    assert!(s
+        .fen(&["-c", "-p", "more", "--mock-script", &sc])
+        .status
+        .success());
     let old = sessions(&s);
     assert_eq!(old.len(), 1);
     let out = s.fen(&["rewind", "--to", "2", "--conversation", "--mode", "json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ev: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ev["prompt"], "more");
     let branch = PathBuf::from(ev["branch"].as_str().unwrap());
@@ -226,10 +298,16 @@ fn rewinding_the_conversation_writes_a_branch_and_keeps_the_old_session() {
     assert_eq!(now.len(), 2);
     // The old session is as it was; the branch holds the first turn only.
     let text = std::fs::read_to_string(&branch).unwrap();
-    assert!(text.contains("change things") && !text.contains("\"more\""), "{text}");
+    assert!(
+        text.contains("change things") && !text.contains("\"more\""),
+        "{text}"
+    );
     assert!(text.lines().next().unwrap().contains("branch_of"));
     // Code was left alone (conversation only).
-    assert_eq!(std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(), "rewritten\n");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(),
+        "rewritten\n"
+    );
     // The branch is the latest session: its next turn is numbered 2 again.
     let list = list_json(&s, &[]);
     assert_eq!(list["session"]["turns"].as_array().unwrap().len(), 1);
@@ -243,21 +321,50 @@ fn two_sessions_in_one_workspace_keep_separate_checkpoints() {
     let s = Sandbox::new();
     let cwd = s.cwd();
     seed_repo(&cwd, true);
-    let one = script(&s, "one.json", json!([{"tool_calls": [bash("printf 'one\\n' > one.txt")]}, {"text": "ok"}]));
-    let two = script(&s, "two.json", json!([{"tool_calls": [bash("printf 'two\\n' > two.txt")]}, {"text": "ok"}]));
-    assert!(s.fen(&["-p", "first", "--mock-script", &one]).status.success());
-    assert!(s.fen(&["-p", "second", "--mock-script", &two]).status.success());
+    let one = script(
+        &s,
+        "one.json",
+        json!([{"tool_calls": [bash("printf 'one\\n' > one.txt")]}, {"text": "ok"}]),
+    );
+    let two = script(
+        &s,
+        "two.json",
+        json!([{"tool_calls": [bash("printf 'two\\n' > two.txt")]}, {"text": "ok"}]),
+    );
+    assert!(s
+        .fen(&["-p", "first", "--mock-script", &one])
+        .status
+        .success());
+    assert!(s
+        .fen(&["-p", "second", "--mock-script", &two])
+        .status
+        .success());
     let all = sessions(&s);
     assert_eq!(all.len(), 2);
     let a = list_json(&s, &["--session", all[0].to_str().unwrap()]);
     let b = list_json(&s, &["--session", all[1].to_str().unwrap()]);
     let files = |v: &Value| v["session"]["turns"][0]["files"].clone();
     let (fa, fb) = (files(&a), files(&b));
-    assert!(fa == json!(["one.txt"]) && fb == json!(["two.txt"]) || fa == json!(["two.txt"]) && fb == json!(["one.txt"]), "{fa} {fb}");
+    assert!(
+        fa == json!(["one.txt"]) && fb == json!(["two.txt"])
+            || fa == json!(["two.txt"]) && fb == json!(["one.txt"]),
+        "{fa} {fb}"
+    );
     // Each has its own refs in the one shadow repository.
-    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints")).unwrap().flatten().next().unwrap().path();
+    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
     let refs = Command::new("git")
-        .args(["--git-dir", shadow.to_str().unwrap(), "for-each-ref", "--format=%(refname)", "refs/fen/"])
+        .args([
+            "--git-dir",
+            shadow.to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/fen/",
+        ])
         .output()
         .unwrap();
     let refs = String::from_utf8_lossy(&refs.stdout);
@@ -266,9 +373,24 @@ fn two_sessions_in_one_workspace_keep_separate_checkpoints() {
         assert!(refs.contains(&format!("refs/fen/{id}/1")), "{refs}");
     }
     // Rewinding the session that wrote one.txt removes one.txt only.
-    let which = if fa == json!(["one.txt"]) { &all[0] } else { &all[1] };
-    let out = s.fen(&["rewind", "--session", which.to_str().unwrap(), "--to", "1", "--code"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let which = if fa == json!(["one.txt"]) {
+        &all[0]
+    } else {
+        &all[1]
+    };
+    let out = s.fen(&[
+        "rewind",
+        "--session",
+        which.to_str().unwrap(),
+        "--to",
+        "1",
+        "--code",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!cwd.join("one.txt").exists());
     assert!(cwd.join("two.txt").exists());
 }
@@ -290,8 +412,15 @@ fn checkpoints_survive_kill_9_and_resume() {
             {"text": "never finished", "delay_ms": 60000},
         ]),
     );
-    let resumed = script(&s, "resumed.json", json!([{"text": "unused"}, {"text": "resumed"}]));
-    let mut child = s.command(&["-p", "slow", "--mock-script", &sc]).spawn().unwrap();
+    let resumed = script(
+        &s,
+        "resumed.json",
+        json!([{"text": "unused"}, {"text": "resumed"}]),
+    );
+    let mut child = s
+        .command(&["-p", "slow", "--mock-script", &sc])
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let done = std::fs::read_to_string(cwd.join("a.txt")).is_ok_and(|t| t == "changed\n");
@@ -310,11 +439,19 @@ fn checkpoints_survive_kill_9_and_resume() {
     assert!(t["commit"].as_str().is_some(), "{list}");
     // Resumed: the next turn is numbered 2 and rewinding to 1 restores the tree.
     let out = s.fen(&["-c", "-p", "go on", "--mock-script", &resumed]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let list = list_json(&s, &[]);
     assert_eq!(list["session"]["turns"][0]["turn"], 2, "{list}");
     let out = s.fen(&["rewind", "--to", "1", "--code", "--yes"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(tree(&cwd, false), before);
 }
 

@@ -49,8 +49,22 @@ use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
 const LAZY: [&str; 16] = [
-    "checkpoint", "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line", "policy", "mcp", "subagent",
+    "checkpoint",
+    "truncate",
+    "fs",
+    "edit",
+    "search",
+    "process",
+    "json",
+    "http",
+    "term",
+    "session",
+    "jobs",
+    "markup",
+    "line",
+    "policy",
+    "mcp",
+    "subagent",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {

@@ -166,13 +166,19 @@ impl Git {
         let info = self.dir.join("info");
         let _ = std::fs::create_dir_all(&info);
         let exclude = info.join("exclude");
-        std::fs::write(&exclude, "# fen's own worktrees are not part of a checkpoint\n/.fen/worktrees/\n")
-            .map_err(|e| io_err("cannot write", &exclude, e))?;
+        std::fs::write(
+            &exclude,
+            "# fen's own worktrees are not part of a checkpoint\n/.fen/worktrees/\n",
+        )
+        .map_err(|e| io_err("cannot write", &exclude, e))?;
         // Bytes in, the same bytes out: no end-of-line conversion, filter or encoding that a
         // workspace's .gitattributes asks for (info/attributes takes precedence over them).
         let attributes = info.join("attributes");
-        std::fs::write(&attributes, "* -text -filter -ident -working-tree-encoding\n")
-            .map_err(|e| io_err("cannot write", &attributes, e))?;
+        std::fs::write(
+            &attributes,
+            "* -text -filter -ident -working-tree-encoding\n",
+        )
+        .map_err(|e| io_err("cannot write", &attributes, e))?;
         let _ = std::fs::create_dir_all(self.dir.join("index"));
         let _ = std::fs::create_dir_all(self.dir.join("sessions"));
         Ok(())
@@ -274,7 +280,10 @@ impl Git {
             }
         }
         if !remove.is_empty() {
-            self.run(&["update-index", "-z", "--force-remove", "--stdin"], Some(remove))?;
+            self.run(
+                &["update-index", "-z", "--force-remove", "--stdin"],
+                Some(remove),
+            )?;
         }
         if !update.is_empty() {
             self.run(

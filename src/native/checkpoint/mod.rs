@@ -159,7 +159,9 @@ impl Shadow {
     pub fn snapshot(&self, opts: &Options, name: &str) -> Result<Snapshot> {
         let skipped = self.git.stage(opts)?;
         let tree = self.git.write_tree()?;
-        let commit = self.git.commit_tree(&tree, &format!("fen checkpoint {name}"))?;
+        let commit = self
+            .git
+            .commit_tree(&tree, &format!("fen checkpoint {name}"))?;
         self.git.update_ref(&self.ref_name(name), &commit)?;
         Ok(Snapshot { commit, skipped })
     }

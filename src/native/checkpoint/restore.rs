@@ -97,9 +97,21 @@ pub fn plan(
 }
 
 /// `(path, added, removed)` lines between two commits (None for binary files).
-fn numstat(shadow: &Shadow, from: &str, to: &str) -> Result<Vec<(String, Option<u64>, Option<u64>)>> {
+fn numstat(
+    shadow: &Shadow,
+    from: &str,
+    to: &str,
+) -> Result<Vec<(String, Option<u64>, Option<u64>)>> {
     let out = shadow.git.run(
-        &["diff-tree", "-r", "-z", "--numstat", "--no-renames", from, to],
+        &[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--numstat",
+            "--no-renames",
+            from,
+            to,
+        ],
         None,
     )?;
     let mut rows = Vec::new();

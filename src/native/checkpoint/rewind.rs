@@ -58,7 +58,11 @@ pub fn run(req: &Request) -> Result<Outcome> {
         return Err(CheckpointError::Invalid(format!(
             "no turn {} in this session (turns: {}); `fen rewind --list` shows them",
             req.turn,
-            if known.is_empty() { "none".into() } else { known.join(", ") }
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
         )));
     };
     let mut out = Outcome {

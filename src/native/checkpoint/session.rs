@@ -222,6 +222,7 @@ pub fn branch(path: &Path, turn: u64) -> Result<(PathBuf, String)> {
         w.append_raw(report.text(r).as_bytes())
             .map_err(|e| CheckpointError::Invalid(e.to_string()))?;
     }
-    w.sync().map_err(|e| CheckpointError::Invalid(e.to_string()))?;
+    w.sync()
+        .map_err(|e| CheckpointError::Invalid(e.to_string()))?;
     Ok((new_path, id.to_string()))
 }

@@ -294,7 +294,10 @@ pub fn decide(req: &Request) -> Decision {
         let read_only = !analysis.parse_error
             && items.iter().all(|i| {
                 i.verdict == Verdict::Allow
-                    && matches!(i.reason.as_str(), "read-only" | "reads only" | "empty command")
+                    && matches!(
+                        i.reason.as_str(),
+                        "read-only" | "reads only" | "empty command"
+                    )
             });
         let mut d = finish(items, scope, segments);
         d.parse_error = analysis.parse_error;
