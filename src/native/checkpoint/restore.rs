@@ -96,12 +96,15 @@ pub fn plan(
     })
 }
 
-/// `(path, added, removed)` lines between two commits (None for binary files).
+/// `(path, added, removed)`; None for binary files.
+type NumstatRow = (String, Option<u64>, Option<u64>);
+
+/// The lines added and removed per file between two commits.
 fn numstat(
     shadow: &Shadow,
     from: &str,
     to: &str,
-) -> Result<Vec<(String, Option<u64>, Option<u64>)>> {
+) -> Result<Vec<NumstatRow>> {
     let out = shadow.git.run(
         &[
             "diff-tree",
