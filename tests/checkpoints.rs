@@ -462,3 +462,55 @@ fn rewind_without_a_session_or_turn_says_what_to_do() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session in this directory"));
 }
+
+#[test]
+fn size_cap_include_patterns_and_pruning_follow_the_settings() {
+    if !have_git() {
+        return;
+    }
+    let s = Sandbox::new();
+    let cwd = s.cwd();
+    seed_repo(&cwd, true);
+    std::fs::write(cwd.join(".gitignore"), "target/\n.env\n").unwrap();
+    std::fs::write(cwd.join(".env"), "KEY=old\n").unwrap();
+    std::fs::write(
+        s.config().join("fen/settings.json"),
+        r#"{"permissions": {"mode": "yolo"}, "checkpoints": {"include": [".env"], "max_file_bytes": 1000}}"#,
+    )
+    .unwrap();
+    let sc = script(
+        &s,
+        "s.json",
+        json!([
+            {"tool_calls": [bash("printf 'KEY=new\\n' > .env && head -c 5000 /dev/zero > big.bin && printf 'x\\n' > target/build.log")]},
+            {"text": "ok"},
+        ]),
+    );
+    assert!(s.fen(&["-p", "go", "--mock-script", &sc]).status.success());
+    let list = list_json(&s, &[]);
+    let t = &list["session"]["turns"][0];
+    assert_eq!(t["skipped"], json!(["big.bin"]), "{list}");
+    assert!(t["files"].as_array().unwrap().contains(&json!(".env")), "{list}");
+    let out = s.fen(&["rewind", "--to", "1", "--code"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The included ignored file is back; the ignored one not included and the one over the
+    // cap are left as they are.
+    assert_eq!(std::fs::read_to_string(cwd.join(".env")).unwrap(), "KEY=old\n");
+    assert_eq!(std::fs::read_to_string(cwd.join("target/build.log")).unwrap(), "x\n");
+    assert_eq!(std::fs::metadata(cwd.join("big.bin")).unwrap().len(), 5000);
+
+    // A deleted session's snapshots are pruned at the end of the next run's first turn.
+    let first = sessions(&s)[0].clone();
+    let id = list["session"]["session_id"].as_str().unwrap().to_string();
+    std::fs::remove_file(&first).unwrap();
+    let sc2 = script(&s, "s2.json", json!([{"tool_calls": [bash("printf 'y\\n' > y.txt")]}, {"text": "ok"}]));
+    assert!(s.fen(&["-p", "again", "--mock-script", &sc2]).status.success());
+    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints")).unwrap().flatten().next().unwrap().path();
+    let refs = Command::new("git")
+        .args(["--git-dir", shadow.to_str().unwrap(), "for-each-ref", "--format=%(refname)", "refs/fen/"])
+        .output()
+        .unwrap();
+    let refs = String::from_utf8_lossy(&refs.stdout);
+    assert!(!refs.contains(&id), "{refs}");
+    assert!(refs.contains("/1"), "{refs}");
+}
