@@ -514,3 +514,42 @@ fn size_cap_include_patterns_and_pruning_follow_the_settings() {
     assert!(!refs.contains(&id), "{refs}");
     assert!(refs.contains("/1"), "{refs}");
 }
+
+#[test]
+fn a_worktree_session_is_removed_when_unchanged_and_kept_when_changed() {
+    if !have_git() {
+        return;
+    }
+    let s = Sandbox::new();
+    let cwd = s.cwd();
+    seed_repo(&cwd, true);
+    git(&cwd, &["commit", "-qm", "notes"]);
+    std::fs::write(cwd.join(".gitignore"), "target/\n.env\n").unwrap();
+    std::fs::write(cwd.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(cwd.join(".worktreeinclude"), ".env\n").unwrap();
+    let look = script(&s, "look.json", json!([{"tool_calls": [bash("pwd; cat .env")]}, {"text": "looked"}]));
+    let out = s.fen(&["-w", "look", "--mode", "json", "look", "--mock-script", &look]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(".fen/worktrees/look\\nSECRET=1"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no changes and was removed"));
+    assert!(!cwd.join(".fen/worktrees/look").exists());
+
+    let change = script(&s, "change.json", json!([{"tool_calls": [bash("printf 'wt\\n' > wt.txt")]}, {"text": "wrote"}]));
+    let out = s.fen(&["-w", "change", "-p", "change", "--mock-script", &change]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("git merge fen/change") && err.contains("fen worktree remove change"), "{err}");
+    assert!(cwd.join(".fen/worktrees/change/wt.txt").exists());
+    assert!(!cwd.join("wt.txt").exists());
+    // The user's status does not show fen's worktrees.
+    let status = Command::new("git").args(["status", "--porcelain"]).current_dir(&cwd).output().unwrap();
+    assert!(!String::from_utf8_lossy(&status.stdout).contains(".fen/worktrees"));
+    let out = s.fen(&["worktree", "list"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("change  fen/change  changed"));
+    let out = s.fen(&["worktree", "remove", "change"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!cwd.join(".fen/worktrees/change").exists());
+    let branches = Command::new("git").args(["branch"]).current_dir(&cwd).output().unwrap();
+    assert!(!String::from_utf8_lossy(&branches.stdout).contains("fen/change"));
+}

@@ -93,6 +93,11 @@ pub struct Cli {
     #[arg(long, requires = "source")]
     pub fork: bool,
 
+    /// Run the session in a new git worktree on branch fen/NAME under .fen/worktrees/NAME/
+    /// (removed on exit when nothing changed). NAME defaults to session-<time>.
+    #[arg(short = 'w', long = "worktree", value_name = "NAME", num_args = 0..=1)]
+    pub worktree: Option<Option<String>>,
+
     /// Keep nothing on disk for this run.
     #[arg(long, conflicts_with_all = ["continue_session", "resume"])]
     pub no_session: bool,
@@ -222,6 +227,11 @@ pub enum Command {
         #[arg(long, value_enum)]
         mode: Option<Mode>,
     },
+    /// fen's git worktrees (`fen -w NAME`): list them, or remove one and its branch.
+    Worktree {
+        #[command(subcommand)]
+        what: WorktreeCommand,
+    },
     /// MCP servers (see docs/mcp.md).
     Mcp {
         #[command(subcommand)]
@@ -235,6 +245,18 @@ pub enum Command {
         /// Page to write or check (default docs/contracts.md under the current directory).
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
+    },
+}
+
+/// `fen worktree ...`.
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// The worktrees under .fen/worktrees/ with their branch and whether they changed.
+    List,
+    /// Remove a worktree and its branch fen/NAME (its changes are discarded).
+    Remove {
+        /// The worktree's name.
+        name: String,
     },
 }
 

@@ -12,6 +12,7 @@ pub mod run;
 pub mod session;
 mod show;
 mod tool;
+mod worktree;
 
 use crate::host::{BootOptions, Kernel};
 use crate::kernel::Status;
@@ -83,7 +84,19 @@ pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        None => run::run(&cli),
+        None => match &cli.worktree {
+            Some(name) => {
+                let entered = worktree::enter(name.as_deref())?;
+                let r = run::run(&cli);
+                worktree::leave(&entered);
+                r
+            }
+            None => run::run(&cli),
+        },
+        Some(Command::Worktree { what }) => match what {
+            cli::WorktreeCommand::List => worktree::list(),
+            cli::WorktreeCommand::Remove { name } => worktree::remove_cmd(name),
+        },
         Some(Command::List { what, json }) => list::list(&cli, *what, *json),
         Some(Command::Show {
             what: ShowWhat::Contract { name, json },
