@@ -553,3 +553,44 @@ fn a_worktree_session_is_removed_when_unchanged_and_kept_when_changed() {
     let branches = Command::new("git").args(["branch"]).current_dir(&cwd).output().unwrap();
     assert!(!String::from_utf8_lossy(&branches.stdout).contains("fen/change"));
 }
+
+#[test]
+fn an_agent_with_isolation_worktree_works_in_its_own_worktree() {
+    if !have_git() {
+        return;
+    }
+    let s = Sandbox::new();
+    let cwd = s.cwd();
+    seed_repo(&cwd, true);
+    git(&cwd, &["commit", "-qm", "notes"]);
+    s.write(
+        "config/fen/agents/isowriter.md",
+        "---\nname: isowriter\ndescription: writes in a worktree\ntools: bash\nisolation: worktree\n---\nYou write.\n",
+    );
+    let sc = s.write(
+        "iso.lua",
+        r#"return function(n)
+  if (os.getenv("FEN_SUBAGENT_DEPTH") or "0") ~= "0" then
+    if n == 1 then return { tool_calls = { { name = "bash", arguments = { command = "printf 'sub\\n' > sub.txt" } } } } end
+    return { text = "child done" }
+  end
+  if n == 1 then return { tool_calls = { { name = "subagent", arguments = { agent = "isowriter", task = "write sub.txt" } } } } end
+  return { text = "parent done" }
+end"#,
+    );
+    let out = s.fen(&["--mode", "json", "--no-session", "delegate", "--mock-script", sc.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "tool-result")
+        .expect("a tool result");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap_or("").to_string();
+    assert!(text.contains("child done"), "{text}");
+    assert!(text.contains("[worktree: branch fen/sa-") && text.contains("sub.txt"), "{text}");
+    // The child wrote in its worktree, not in the parent's tree.
+    assert!(!cwd.join("sub.txt").exists());
+    let wt = std::fs::read_dir(cwd.join(".fen/worktrees")).unwrap().flatten().next().unwrap().path();
+    assert_eq!(std::fs::read_to_string(wt.join("sub.txt")).unwrap(), "sub\n");
+}
