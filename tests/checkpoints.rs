@@ -490,24 +490,55 @@ fn size_cap_include_patterns_and_pruning_follow_the_settings() {
     let list = list_json(&s, &[]);
     let t = &list["session"]["turns"][0];
     assert_eq!(t["skipped"], json!(["big.bin"]), "{list}");
-    assert!(t["files"].as_array().unwrap().contains(&json!(".env")), "{list}");
+    assert!(
+        t["files"].as_array().unwrap().contains(&json!(".env")),
+        "{list}"
+    );
     let out = s.fen(&["rewind", "--to", "1", "--code"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The included ignored file is back; the ignored one not included and the one over the
     // cap are left as they are.
-    assert_eq!(std::fs::read_to_string(cwd.join(".env")).unwrap(), "KEY=old\n");
-    assert_eq!(std::fs::read_to_string(cwd.join("target/build.log")).unwrap(), "x\n");
+    assert_eq!(
+        std::fs::read_to_string(cwd.join(".env")).unwrap(),
+        "KEY=old\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("target/build.log")).unwrap(),
+        "x\n"
+    );
     assert_eq!(std::fs::metadata(cwd.join("big.bin")).unwrap().len(), 5000);
 
     // A deleted session's snapshots are pruned at the end of the next run's first turn.
     let first = sessions(&s)[0].clone();
     let id = list["session"]["session_id"].as_str().unwrap().to_string();
     std::fs::remove_file(&first).unwrap();
-    let sc2 = script(&s, "s2.json", json!([{"tool_calls": [bash("printf 'y\\n' > y.txt")]}, {"text": "ok"}]));
-    assert!(s.fen(&["-p", "again", "--mock-script", &sc2]).status.success());
-    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints")).unwrap().flatten().next().unwrap().path();
+    let sc2 = script(
+        &s,
+        "s2.json",
+        json!([{"tool_calls": [bash("printf 'y\\n' > y.txt")]}, {"text": "ok"}]),
+    );
+    assert!(s
+        .fen(&["-p", "again", "--mock-script", &sc2])
+        .status
+        .success());
+    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
     let refs = Command::new("git")
-        .args(["--git-dir", shadow.to_str().unwrap(), "for-each-ref", "--format=%(refname)", "refs/fen/"])
+        .args([
+            "--git-dir",
+            shadow.to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/fen/",
+        ])
         .output()
         .unwrap();
     let refs = String::from_utf8_lossy(&refs.stdout);
@@ -527,30 +558,72 @@ fn a_worktree_session_is_removed_when_unchanged_and_kept_when_changed() {
     std::fs::write(cwd.join(".gitignore"), "target/\n.env\n").unwrap();
     std::fs::write(cwd.join(".env"), "SECRET=1\n").unwrap();
     std::fs::write(cwd.join(".worktreeinclude"), ".env\n").unwrap();
-    let look = script(&s, "look.json", json!([{"tool_calls": [bash("pwd; cat .env")]}, {"text": "looked"}]));
-    let out = s.fen(&["-w", "look", "--mode", "json", "look", "--mock-script", &look]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let look = script(
+        &s,
+        "look.json",
+        json!([{"tool_calls": [bash("pwd; cat .env")]}, {"text": "looked"}]),
+    );
+    let out = s.fen(&[
+        "-w",
+        "look",
+        "--mode",
+        "json",
+        "look",
+        "--mock-script",
+        &look,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains(".fen/worktrees/look\\nSECRET=1"), "{stdout}");
+    assert!(
+        stdout.contains(".fen/worktrees/look\\nSECRET=1"),
+        "{stdout}"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no changes and was removed"));
     assert!(!cwd.join(".fen/worktrees/look").exists());
 
-    let change = script(&s, "change.json", json!([{"tool_calls": [bash("printf 'wt\\n' > wt.txt")]}, {"text": "wrote"}]));
+    let change = script(
+        &s,
+        "change.json",
+        json!([{"tool_calls": [bash("printf 'wt\\n' > wt.txt")]}, {"text": "wrote"}]),
+    );
     let out = s.fen(&["-w", "change", "-p", "change", "--mock-script", &change]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("git merge fen/change") && err.contains("fen worktree remove change"), "{err}");
+    assert!(
+        err.contains("git merge fen/change") && err.contains("fen worktree remove change"),
+        "{err}"
+    );
     assert!(cwd.join(".fen/worktrees/change/wt.txt").exists());
     assert!(!cwd.join("wt.txt").exists());
     // The user's status does not show fen's worktrees.
-    let status = Command::new("git").args(["status", "--porcelain"]).current_dir(&cwd).output().unwrap();
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
     assert!(!String::from_utf8_lossy(&status.stdout).contains(".fen/worktrees"));
     let out = s.fen(&["worktree", "list"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("change  fen/change  changed"));
     let out = s.fen(&["worktree", "remove", "change"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!cwd.join(".fen/worktrees/change").exists());
-    let branches = Command::new("git").args(["branch"]).current_dir(&cwd).output().unwrap();
+    let branches = Command::new("git")
+        .args(["branch"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
     assert!(!String::from_utf8_lossy(&branches.stdout).contains("fen/change"));
 }
 
@@ -578,19 +651,44 @@ fn an_agent_with_isolation_worktree_works_in_its_own_worktree() {
   return { text = "parent done" }
 end"#,
     );
-    let out = s.fen(&["--mode", "json", "--no-session", "delegate", "--mock-script", sc.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = s.fen(&[
+        "--mode",
+        "json",
+        "--no-session",
+        "delegate",
+        "--mock-script",
+        sc.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|e| e["type"] == "tool-result")
         .expect("a tool result");
-    let text = result["result"]["content"][0]["text"].as_str().unwrap_or("").to_string();
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     assert!(text.contains("child done"), "{text}");
-    assert!(text.contains("[worktree: branch fen/sa-") && text.contains("sub.txt"), "{text}");
+    assert!(
+        text.contains("[worktree: branch fen/sa-") && text.contains("sub.txt"),
+        "{text}"
+    );
     // The child wrote in its worktree, not in the parent's tree.
     assert!(!cwd.join("sub.txt").exists());
-    let wt = std::fs::read_dir(cwd.join(".fen/worktrees")).unwrap().flatten().next().unwrap().path();
-    assert_eq!(std::fs::read_to_string(wt.join("sub.txt")).unwrap(), "sub\n");
+    let wt = std::fs::read_dir(cwd.join(".fen/worktrees"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::read_to_string(wt.join("sub.txt")).unwrap(),
+        "sub\n"
+    );
 }

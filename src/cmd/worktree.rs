@@ -29,7 +29,10 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
 fn repo_root() -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir()?;
     let top = git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
-        anyhow::anyhow!("--worktree needs a git repository; {} is not in one", cwd.display())
+        anyhow::anyhow!(
+            "--worktree needs a git repository; {} is not in one",
+            cwd.display()
+        )
     })?;
     Ok(PathBuf::from(top))
 }
@@ -79,7 +82,11 @@ pub fn enter(name: Option<&str>) -> anyhow::Result<Entered> {
     }
     // Keep fen's worktrees out of the user's `git status`.
     let common = PathBuf::from(git(&root, &["rev-parse", "--git-common-dir"])?);
-    let common = if common.is_absolute() { common } else { root.join(common) };
+    let common = if common.is_absolute() {
+        common
+    } else {
+        root.join(common)
+    };
     let exclude = common.join("info/exclude");
     let current = std::fs::read_to_string(&exclude).unwrap_or_default();
     if !current.lines().any(|l| l.trim() == "/.fen/worktrees/") {
@@ -95,7 +102,15 @@ pub fn enter(name: Option<&str>) -> anyhow::Result<Entered> {
     let branch = format!("fen/{name}");
     git(
         &root,
-        &["worktree", "add", "-q", "-b", &branch, &path.to_string_lossy(), "HEAD"],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &branch,
+            &path.to_string_lossy(),
+            "HEAD",
+        ],
     )?;
     let copied = copy_included(&root, &path);
     std::env::set_current_dir(&path)?;

@@ -100,11 +100,7 @@ pub fn plan(
 type NumstatRow = (String, Option<u64>, Option<u64>);
 
 /// The lines added and removed per file between two commits.
-fn numstat(
-    shadow: &Shadow,
-    from: &str,
-    to: &str,
-) -> Result<Vec<NumstatRow>> {
+fn numstat(shadow: &Shadow, from: &str, to: &str) -> Result<Vec<NumstatRow>> {
     let out = shadow.git.run(
         &[
             "diff-tree",
