@@ -252,7 +252,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+            "true true nil checkpoint:table,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
              markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
