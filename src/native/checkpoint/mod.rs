@@ -204,6 +204,7 @@ pub fn prune(state_dir: &Path, max_total_bytes: u64) -> Result<Vec<String>> {
     // (modified, repo dir, session)
     let mut live: Vec<(std::time::SystemTime, PathBuf, String)> = Vec::new();
     let mut repos = Vec::new();
+    let mut dropped_in: Vec<PathBuf> = Vec::new();
     for e in entries.flatten() {
         let dir = e.path();
         if !dir.join("HEAD").exists() {
@@ -219,6 +220,7 @@ pub fn prune(state_dir: &Path, max_total_bytes: u64) -> Result<Vec<String>> {
             if target.is_empty() || !Path::new(&target).exists() {
                 drop_session(&dir, &name)?;
                 dropped.push(name);
+                dropped_in.push(dir.clone());
             } else {
                 let modified = s
                     .metadata()
@@ -228,8 +230,11 @@ pub fn prune(state_dir: &Path, max_total_bytes: u64) -> Result<Vec<String>> {
             }
         }
     }
+    // git prune walks every object: only where something was dropped.
     for dir in &repos {
-        Git::at(dir).prune()?;
+        if dropped_in.contains(dir) {
+            Git::at(dir).prune()?;
+        }
     }
     live.sort();
     let mut total = dir_size(&root);
