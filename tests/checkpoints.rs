@@ -692,3 +692,36 @@ end"#,
         "sub\n"
     );
 }
+
+#[test]
+fn rewind_in_the_line_repl_lists_turns_and_restores() {
+    if !have_git() {
+        return;
+    }
+    let s = Sandbox::new();
+    let cwd = s.cwd();
+    seed_repo(&cwd, true);
+    let before = tree(&cwd, false);
+    let sc = script(
+        &s,
+        "repl.json",
+        json!([{"tool_calls": [bash("printf 'changed\\n' > a.txt && rm src/lib.rs")]}, {"text": "edited"}]),
+    );
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--mock-script", &sc],
+        "change it\n/rewind\n1\n3\n1\n",
+        &[],
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("turn 1: change it  [2 files: a.txt, src/lib.rs]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("recreate src/lib.rs")
+            && text.contains("restored 2 file(s) to before turn 1"),
+        "{text}"
+    );
+    assert_eq!(tree(&cwd, false), before);
+}
