@@ -154,6 +154,12 @@ function session.latest_state(name) end
 ---@return boolean stored
 function session.append_compaction(record, first_kept_message) end
 
+--- Appends a record of the extension's own type (`{type = "checkpoint", ...}`) to the session
+--- file as it is. False when there is no session or the backend keeps no records.
+---@param record table
+---@return boolean
+function session.append_record(record) end
+
 ---@class fen.ApiUi
 local ui = {}
 
@@ -224,6 +230,7 @@ function kernel.run_options() end
 ---@field http fen.NativeHttp
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
+---@field checkpoint fen.NativeCheckpoint
 ---@field jobs fen.NativeJobs
 ---@field mcp fen.NativeMcp
 ---@field subagent fen.NativeSubagent
@@ -255,6 +262,14 @@ function native.clock_ms() end
 ---@field human_bytes fun(n: integer): string
 ---@field count_lines fun(text: string): integer
 ---@field number_lines fun(text: string, first: integer?): string
+
+---@class fen.NativeCheckpoint
+---@field workspace_of fun(dir: string): string the nearest ancestor holding `.git`, else `dir`
+---@field settings fun(workspace: string): {enabled: boolean, include: string[], max_file_bytes: integer, max_total_bytes: integer, problems: string[]} async; `checkpoints` of the settings files
+---@field snapshot fun(opts: {workspace: string, session: string, session_path: string?, name: string, include: string[]?, max_file_bytes: integer?, since: string?, baseline: boolean?}): {commit: string, skipped: string[], files: string[]?}?, string? async; the tree in the shadow repository (`files`: changed since `since`)
+---@field turns fun(session_path: string): {session_id: string?, cwd: string?, turns: table[]}?, string? async; the checkpoint records of a session file, merged by id, oldest first
+---@field rewind fun(opts: {session_path: string, turn: integer, code: boolean?, conversation: boolean?, apply: boolean?, force: boolean?, include: string[]?, max_file_bytes: integer?}): table?, string? async; plan (apply = false) or restore code and/or branch the conversation to before `turn`
+---@field prune fun(max_total_bytes: integer?): string[]?, string? async; drops deleted sessions' snapshots, then the oldest while over the bound
 
 ---@class fen.NativeFs
 ---@field read fun(path: string, opts: {offset: integer?, limit: integer?, max_bytes: integer?, max_columns: integer?, numbered: boolean?, images: boolean?}?): table?, string? async; with `images`, a PNG/JPEG/GIF/WebP is `{kind = "image", mime_type, data, ...}`

@@ -95,6 +95,11 @@ pub struct Cli {
     #[arg(long, requires = "source")]
     pub fork: bool,
 
+    /// Run the session in a new git worktree on branch fen/NAME under .fen/worktrees/NAME/
+    /// (removed on exit when nothing changed). NAME defaults to session-<time>.
+    #[arg(short = 'w', long = "worktree", value_name = "NAME", num_args = 0..=1)]
+    pub worktree: Option<Option<String>>,
+
     /// Keep nothing on disk for this run.
     #[arg(long, conflicts_with_all = ["continue_session", "resume"])]
     pub no_session: bool,
@@ -197,6 +202,39 @@ pub enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+    /// Undo turns: list a session's checkpoints, or restore the files and/or the
+    /// conversation to before a turn (see docs/checkpoints.md).
+    Rewind {
+        /// Session id, id prefix or path (default: the latest of this directory).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// List the turns, newest first, with the files each changed.
+        #[arg(long, conflicts_with = "to")]
+        list: bool,
+        /// Restore to just before this turn (a number `--list` shows).
+        #[arg(long, value_name = "TURN")]
+        to: Option<u64>,
+        /// Restore the files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
+        code: bool,
+        /// Restore the conversation only (a new session branch; the old one stays).
+        #[arg(long, conflicts_with = "both")]
+        conversation: bool,
+        /// Restore both (the default).
+        #[arg(long)]
+        both: bool,
+        /// Overwrite files changed by hand since fen last recorded them.
+        #[arg(long)]
+        yes: bool,
+        /// `text`, or `json`: one `rewind` event on stdout.
+        #[arg(long, value_enum)]
+        mode: Option<Mode>,
+    },
+    /// fen's git worktrees (`fen -w NAME`): list them, or remove one and its branch.
+    Worktree {
+        #[command(subcommand)]
+        what: WorktreeCommand,
+    },
     /// MCP servers (see docs/mcp.md).
     Mcp {
         #[command(subcommand)]
@@ -247,6 +285,18 @@ pub enum Command {
         /// Page to write or check (default docs/contracts.md under the current directory).
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
+    },
+}
+
+/// `fen worktree ...`.
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// The worktrees under .fen/worktrees/ with their branch and whether they changed.
+    List,
+    /// Remove a worktree and its branch fen/NAME (its changes are discarded).
+    Remove {
+        /// The worktree's name.
+        name: String,
     },
 }
 

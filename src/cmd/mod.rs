@@ -9,10 +9,12 @@ mod docs;
 mod list;
 mod login;
 mod mcp;
+pub mod rewind;
 pub mod run;
 pub mod session;
 mod show;
 mod tool;
+mod worktree;
 
 use crate::host::{BootOptions, Kernel};
 use crate::kernel::Status;
@@ -84,7 +86,19 @@ pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        None => run::run(&cli),
+        None => match &cli.worktree {
+            Some(name) => {
+                let entered = worktree::enter(name.as_deref())?;
+                let r = run::run(&cli);
+                worktree::leave(&entered);
+                r
+            }
+            None => run::run(&cli),
+        },
+        Some(Command::Worktree { what }) => match what {
+            cli::WorktreeCommand::List => worktree::list(),
+            cli::WorktreeCommand::Remove { name } => worktree::remove_cmd(name),
+        },
         Some(Command::List { what, json }) => list::list(&cli, *what, *json),
         Some(Command::Show {
             what: ShowWhat::Contract { name, json },
@@ -121,6 +135,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             },
         ),
         Some(Command::Logout { provider }) => login::logout(&cli, provider.as_deref()),
+        Some(Command::Rewind {
+            session,
+            list,
+            to,
+            code,
+            conversation,
+            both,
+            yes,
+            mode,
+        }) => {
+            if let Some(dir) = &cli.session_dir {
+                std::env::set_var("FEN_SESSION_DIR", dir);
+            }
+            rewind::run(&rewind::Args {
+                session: session.clone(),
+                list: *list,
+                to: *to,
+                code: *code || *both,
+                conversation: *conversation || *both,
+                yes: *yes,
+                mode: mode.unwrap_or(cli.mode),
+            })
+        }
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

@@ -2,6 +2,7 @@
 //! in `crate::host::native`.
 
 pub mod auth;
+pub mod checkpoint;
 pub mod edit;
 pub mod filetype;
 pub mod frontmatter;

@@ -24,9 +24,11 @@
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
 //! | `auth` | `login`, `credential`, `models`, `status`, `logout`, `path` ([`crate::native::auth`]) |
 //! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
+//! | `checkpoint` | `workspace_of`, `snapshot`, `turns`, `rewind`, `prune` ([`crate::native::checkpoint`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
 mod auth;
+pub mod checkpoint;
 mod edit;
 mod fs;
 mod http;
@@ -49,14 +51,15 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 16] = [
-    "auth", "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session",
-    "jobs", "markup", "line", "policy", "mcp", "subagent",
+const LAZY: [&str; 17] = [
+    "auth", "checkpoint", "truncate", "fs", "edit", "search", "process", "json", "http", "term",
+    "session", "jobs", "markup", "line", "policy", "mcp", "subagent",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
     Ok(Value::Table(match name {
         "auth" => auth::module(lua)?,
+        "checkpoint" => checkpoint::module(lua)?,
         "truncate" => text::truncate_module(lua)?,
         "fs" => fs::module(lua)?,
         "edit" => edit::module(lua)?,
@@ -297,7 +300,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil auth:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+            "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
              markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );

@@ -156,6 +156,9 @@ pub struct Decision {
     pub segments: Vec<Segment>,
     /// The shell command did not parse cleanly (the verdict is then at least ask).
     pub parse_error: bool,
+    /// The analysis shows a shell command that changes no file (every segment read-only,
+    /// whatever rule allowed it). False when unsure. Checkpoints skip such calls.
+    pub read_only: bool,
 }
 
 /// One tool call to judge.
@@ -288,8 +291,17 @@ pub fn decide(req: &Request) -> Decision {
             });
         }
         segments = analysis.segments;
+        let read_only = !analysis.parse_error
+            && items.iter().all(|i| {
+                i.verdict == Verdict::Allow
+                    && matches!(
+                        i.reason.as_str(),
+                        "read-only" | "reads only" | "empty command"
+                    )
+            });
         let mut d = finish(items, scope, segments);
         d.parse_error = analysis.parse_error;
+        d.read_only = read_only;
         return d;
     }
 
@@ -416,6 +428,7 @@ fn finish(items: Vec<Item>, mut scope: Vec<String>, segments: Vec<Segment>) -> D
         scope,
         segments,
         parse_error: false,
+        read_only: false,
     }
 }
 
