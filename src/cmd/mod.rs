@@ -47,6 +47,7 @@ pub fn end_children() {
     crate::native::process::terminate_all_groups();
     crate::native::jobs::terminate_all();
     crate::native::mcp::terminate_all();
+    crate::native::lsp::shutdown_all();
     crate::native::subagent::terminate_all();
 }
 

@@ -20,6 +20,7 @@
 //! | `platform` | `{os, arch}` |
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
+//! | `lsp` | `configure`, `prepare`, `after_change`, `sync`, `query`, `servers` ([`crate::native::lsp`]) |
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
 //! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
@@ -30,6 +31,7 @@ mod http;
 mod jobs;
 mod ledger;
 mod line;
+mod lsp;
 mod markup;
 mod mcp;
 mod misc;
@@ -46,9 +48,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 15] = [
+const LAZY: [&str; 16] = [
     "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line", "policy", "mcp", "subagent",
+    "markup", "line", "policy", "mcp", "subagent", "lsp",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -68,6 +70,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "policy" => policy::module(lua)?,
         "mcp" => mcp::module(lua)?,
         "subagent" => subagent::module(lua)?,
+        "lsp" => lsp::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
