@@ -19,6 +19,7 @@ mod kernel_loader;
 mod kernel_runtime;
 mod kernel_soundness;
 mod layering;
+mod lsp;
 mod mcp;
 mod native_edit;
 mod native_filetype;

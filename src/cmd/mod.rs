@@ -6,6 +6,7 @@ pub mod cli;
 mod completion;
 mod docs;
 mod list;
+mod lsp;
 mod mcp;
 pub mod run;
 pub mod session;
@@ -94,6 +95,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Mcp {
             what: cli::McpCommand::List { json },
         }) => mcp::list(&cli, *json),
+        Some(Command::Lsp {
+            what: cli::LspCommand::Status { json, no_start },
+        }) => lsp::status(&cli, *json, *no_start),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

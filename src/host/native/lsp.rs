@@ -43,26 +43,6 @@ fn paths_of(lua: &Lua, v: Value) -> mlua::Result<Vec<PathBuf>> {
     Ok(list.iter().map(|p| absolute(p, &cwd)).collect())
 }
 
-/// The settings files with an `lsp` table, in the order they apply, and their problems.
-fn settings_files(config_dir: &Path, root: &Path) -> (Vec<(PathBuf, serde_json::Value, bool)>, Vec<String>) {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    for (path, project) in [
-        (config_dir.join("settings.json"), false),
-        (root.join(".fen/settings.json"), true),
-        (root.join(".fen/settings.local.json"), true),
-    ] {
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(v) => files.push((path, v, project)),
-            Err(e) => errors.push(format!("{}: not valid JSON ({e})", path.display())),
-        }
-    }
-    (files, errors)
-}
-
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set(
@@ -75,7 +55,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             let paths = crate::kernel::settings::Paths::from_env();
             let cwd = std::env::current_dir().map_err(mlua::Error::external)?;
             let root = crate::kernel::trust::project_root(&cwd);
-            let (files, mut errors) = settings_files(&paths.config_dir, &root);
+            let (files, mut errors) = config::read_settings(&paths.config_dir, &root);
             let loaded = config::load(&files, trusted);
             errors.extend(loaded.errors.iter().cloned());
             let hidden = lua

@@ -96,6 +96,28 @@ pub fn builtins() -> Vec<ServerDef> {
         .collect()
 }
 
+/// The settings files that may hold an `lsp` table, parsed, in the order they apply (the
+/// user's `CONFIG_DIR/settings.json`, then the project's `.fen/settings.json` and
+/// `.fen/settings.local.json`, flagged as project files), and the ones that are not JSON.
+pub fn read_settings(config_dir: &Path, project_root: &Path) -> (Vec<(PathBuf, Value, bool)>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for (path, project) in [
+        (config_dir.join("settings.json"), false),
+        (project_root.join(".fen/settings.json"), true),
+        (project_root.join(".fen/settings.local.json"), true),
+    ] {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) => files.push((path, v, project)),
+            Err(e) => errors.push(format!("{}: not valid JSON ({e})", path.display())),
+        }
+    }
+    (files, errors)
+}
+
 /// What [`load`] made of the settings.
 #[derive(Clone, Debug, Default)]
 pub struct Loaded {
@@ -131,6 +153,7 @@ pub fn load(files: &[(PathBuf, Value, bool)], trusted: bool) -> Loaded {
             out.errors.push(format!("{}: `lsp` must be an object", file.display()));
             continue;
         };
+        let mut added = 0;
         for (name, v) in table {
             if name == "diagnostics_wait_ms" {
                 match v.as_u64() {
@@ -157,8 +180,10 @@ pub fn load(files: &[(PathBuf, Value, bool)], trusted: bool) -> Loaded {
                 out.untrusted.push((name.clone(), file.clone()));
                 continue;
             }
-            if let Err(e) = apply(&mut out.servers, name, obj, *project) {
-                out.errors.push(format!("{} (server '{name}'): {e}", file.display()));
+            match apply(&mut out.servers, name, obj, *project, added) {
+                Ok(true) => added += 1,
+                Ok(false) => {}
+                Err(e) => out.errors.push(format!("{} (server '{name}'): {e}", file.display())),
             }
         }
     }
@@ -176,7 +201,8 @@ fn apply(
     name: &str,
     obj: &Map<String, Value>,
     project: bool,
-) -> Result<(), String> {
+    at: usize,
+) -> Result<bool, String> {
     const KNOWN: [&str; 7] = [
         "command",
         "args",
@@ -189,15 +215,18 @@ fn apply(
     if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(format!("unknown key `{k}` (known: {})", KNOWN.join(", ")));
     }
+    let mut new = false;
     let idx = match servers.iter().position(|s| s.name == name) {
         Some(i) => i,
         None => {
+            new = true;
             if obj.get("command").is_none() {
                 return Err("a new server needs `command` (and `extensions`)".into());
             }
-            // Servers the user adds are tried before the built-ins.
+            // Servers the user adds are tried before the built-ins, in the order written.
+            let at = at.min(servers.len());
             servers.insert(
-                0,
+                at,
                 ServerDef {
                     name: name.to_string(),
                     command: String::new(),
@@ -211,7 +240,7 @@ fn apply(
                     builtin: false,
                 },
             );
-            0
+            at
         }
     };
     let s = &mut servers[idx];
@@ -261,7 +290,7 @@ fn apply(
     if s.extensions.is_empty() && !s.disabled {
         return Err("no `extensions`: the server would never be used".into());
     }
-    Ok(())
+    Ok(new)
 }
 
 /// The workspace root of `file` for `def`: the nearest directory from the file's up to

@@ -123,7 +123,13 @@ pub fn format(path: &str, d: &Diagnostic, line_text: Option<&str>) -> String {
         .map(|t| super::position::utf16_to_char_col(t, d.character))
         .unwrap_or(d.character)
         + 1;
-    let msg = d.message.lines().collect::<Vec<_>>().join(" ");
+    let msg = d
+        .message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     let tag = match (&d.source, &d.code) {
         (Some(s), Some(c)) => format!(" [{s} {c}]"),
         (Some(s), None) => format!(" [{s}]"),

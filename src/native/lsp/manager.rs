@@ -318,6 +318,10 @@ impl Manager {
     /// Starts the server of `key` when it is not running (or restarts a crashed one whose
     /// backoff has passed). Returns when it must wait for the backoff first.
     fn start(&self, st: &mut State, key: &Key) -> Option<Instant> {
+        if st.unavailable.contains_key(&key.0) {
+            // Once: a stub is not started again (no restart loop).
+            return None;
+        }
         let def = st.defs.iter().find(|d| d.name == key.0)?.clone();
         let epoch;
         let restarts;
@@ -675,6 +679,27 @@ impl Manager {
         changed.len()
     }
 
+    /// Moves `path`'s document to the next server for its language when its own turned out
+    /// unavailable; None when it did not (or there is none).
+    fn migrate(&self, path: &Path) -> Option<Key> {
+        let mut st = lock(&self.shared.st);
+        let old = st.docs.get(path)?.key.clone();
+        if !st.unavailable.contains_key(&old.0) {
+            return None;
+        }
+        let Some(key) = Self::pick(&mut st, path) else {
+            st.docs.remove(path);
+            return None;
+        };
+        if let Some(d) = st.docs.get_mut(path) {
+            d.key = key.clone();
+            d.opened = false;
+            d.diags.clear();
+        }
+        self.start(&mut st, &key);
+        Some(key)
+    }
+
     /// The diagnostics of `path` at `version` (or later): pulled when the server answers
     /// `textDocument/diagnostic`, else the first `publishDiagnostics` for it, waited for
     /// until `deadline`.
@@ -684,7 +709,15 @@ impl Manager {
             let d = st.docs.get(path)?;
             (d.key.clone(), d.uri.clone())
         };
-        let (conn, caps) = self.ready(&key, deadline).await.ok()?;
+        let mut key = key;
+        let (conn, caps) = loop {
+            match self.ready(&key, deadline).await {
+                Ok(x) => break x,
+                // A stub: the next server for the language gets the document (with the text
+                // it had, so the diagnostics before the change still come out right).
+                Err(_) => key = self.migrate(path)?,
+            }
+        };
         if pulls(&caps) {
             let req = conn.request(
                 "textDocument/diagnostic",
@@ -704,6 +737,14 @@ impl Manager {
                 let d = st.docs.get(path)?;
                 if let Some((_, items, _)) = d.diags.iter().rev().find(|(v, _, _)| *v >= version) {
                     return Some(items.clone());
+                }
+                // A server that died will not answer: no point waiting out the deadline.
+                let alive = st
+                    .servers
+                    .get(&d.key)
+                    .is_some_and(|s| matches!(s.status, Status::Running | Status::Starting));
+                if !alive {
+                    return None;
                 }
             }
             if Instant::now() >= deadline {
@@ -793,6 +834,9 @@ impl Manager {
             diag::introduced(&[], &after, &map)
         };
         let lines: Vec<&str> = new_text.split('\n').collect();
+        if let Some(d) = lock(&self.shared.st).docs.get(path) {
+            report.server = d.key.0.clone();
+        }
         report.introduced = new.len();
         report.errors = new.iter().filter(|d| d.severity == 1).count();
         report.lines = new
@@ -877,5 +921,22 @@ impl Manager {
             .map(|d| d.key.clone())
             .ok_or("no server for this file")?;
         self.ready(&key, deadline).await
+    }
+}
+
+impl Manager {
+    /// Starts every enabled server that is on PATH at the project root and waits (until
+    /// `deadline`) for each to run or fail: what `fen lsp status` shows.
+    pub async fn probe(&self, deadline: Instant) {
+        let keys: Vec<Key> = {
+            let st = lock(&self.shared.st);
+            st.defs
+                .iter()
+                .filter(|d| !d.disabled && !st.unavailable.contains_key(&d.name) && on_path(&d.command))
+                .map(|d| (d.name.clone(), st.project_root.clone()))
+                .collect()
+        };
+        let waits = keys.iter().map(|k| self.ready(k, deadline));
+        futures_util::future::join_all(waits).await;
     }
 }
