@@ -213,6 +213,26 @@ fn a_stub_that_exits_at_once_is_unavailable_once() {
     assert_eq!(fake["state"], "running", "{status}");
 }
 
+/// A file a shell command changed is sent to its server after the command (the stat scan of
+/// open documents), before any edit of it.
+#[test]
+fn files_a_shell_command_changed_are_sent_again() {
+    let s = Sandbox::new();
+    let texts = s.root().join("texts");
+    settings(&s, json!({"fake": fake(&["--texts", texts.to_str().unwrap()], "fk")}));
+    session(
+        &s,
+        &[write("x.fk", "one\n"), ("bash", json!({"command": "printf 'two\\n' > x.fk"}))],
+        &[],
+    );
+    let seen: Vec<String> = std::fs::read_to_string(&texts)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(seen, ["one\n", "two\n"]);
+}
+
 /// Secrets never reach a server's environment; its stderr goes to its log.
 #[test]
 fn servers_get_no_secrets() {

@@ -10,6 +10,7 @@ textDocument/diagnostic with --pull. Flags:
   --pidfile FILE   append this process's pid (one line per start)
   --env-out FILE   write this process's environment as JSON
   --pull           offer pull diagnostics instead of publishing
+  --texts FILE     append every text a document gets (didOpen, didChange) as one JSON line
 """
 import json
 import os
@@ -88,6 +89,9 @@ def changed(uri, version, text, change):
     if change and crash_word and crash_word in text:
         sys.exit(1)
     docs[uri] = text
+    if value("--texts"):
+        with open(value("--texts"), "a") as f:
+            f.write(json.dumps(text) + "\n")
     if flag("--silent") or flag("--pull"):
         return
     send({"method": "textDocument/publishDiagnostics",
