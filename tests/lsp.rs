@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/lsp_server.py");
 
 fn on_path(cmd: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
 }
 
 /// Whether `cmd` is there; prints why the test is skipped when not.
@@ -56,7 +57,16 @@ fn session(s: &Sandbox, calls: &[(&str, Value)], env: &[(&str, &str)]) -> (Vec<S
     turns.push(json!({"text": "done"}));
     let script = s.write("script.json", &Value::Array(turns).to_string());
     let out = s.fen_env(
-        &["--provider", "mock", "--mock-script", script.to_str().unwrap(), "--mode", "json", "-p", "go"],
+        &[
+            "--provider",
+            "mock",
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--mode",
+            "json",
+            "-p",
+            "go",
+        ],
         env,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -76,7 +86,10 @@ fn read(path: &str) -> (&'static str, Value) {
 }
 
 fn edit(path: &str, old: &str, new: &str) -> (&'static str, Value) {
-    ("edit", json!({"path": path, "old_string": old, "new_string": new}))
+    (
+        "edit",
+        json!({"path": path, "old_string": old, "new_string": new}),
+    )
 }
 
 fn write(path: &str, content: &str) -> (&'static str, Value) {
@@ -84,7 +97,10 @@ fn write(path: &str, content: &str) -> (&'static str, Value) {
 }
 
 fn lsp_lines(result: &str) -> Vec<&str> {
-    result.lines().filter(|l| l.contains(" error ") || l.contains(" warning ")).collect()
+    result
+        .lines()
+        .filter(|l| l.contains(" error ") || l.contains(" warning "))
+        .collect()
 }
 
 /// The delta: an edit that adds an error gets exactly that one (not the one the file had);
@@ -109,8 +125,16 @@ fn delta_cases(extra: &[&str]) {
         "{}\n{stderr}",
         r[1]
     );
-    assert!(r[1].contains("lsp (fake): this edit introduced 1 diagnostic in x.fk"), "{}", r[1]);
-    assert!(!r[2].contains("lsp"), "moving lines introduced nothing: {}", r[2]);
+    assert!(
+        r[1].contains("lsp (fake): this edit introduced 1 diagnostic in x.fk"),
+        "{}",
+        r[1]
+    );
+    assert!(
+        !r[2].contains("lsp"),
+        "moving lines introduced nothing: {}",
+        r[2]
+    );
     assert!(!r[3].contains("lsp"), "a fix introduced nothing: {}", r[3]);
 }
 
@@ -134,10 +158,26 @@ fn a_server_that_never_answers_costs_at_most_the_deadline() {
         lsp["diagnostics_wait_ms"] = json!(700);
         settings(&s, lsp);
         let t = Instant::now();
-        let (r, _) = session(&s, &[write("x.fk", "ERR 1\n"), read("x.fk"), write("x.fk", "ERR 2\n")], &[]);
+        let (r, _) = session(
+            &s,
+            &[
+                write("x.fk", "ERR 1\n"),
+                read("x.fk"),
+                write("x.fk", "ERR 2\n"),
+            ],
+            &[],
+        );
         let took = t.elapsed();
-        assert!(r[0].contains("lsp: diagnostics pending for x.fk"), "{mode}: {}", r[0]);
-        assert!(!r[1].contains("ERR 1") || !r[1].contains("lsp"), "{mode}: {}", r[1]);
+        assert!(
+            r[0].contains("lsp: diagnostics pending for x.fk"),
+            "{mode}: {}",
+            r[0]
+        );
+        assert!(
+            !r[1].contains("ERR 1") || !r[1].contains("lsp"),
+            "{mode}: {}",
+            r[1]
+        );
         assert!(r[2].contains("diagnostics pending"), "{mode}: {}", r[2]);
         // Two waits of 0.7 s and the session's own start; a wait without a deadline never ends.
         assert!(took < Duration::from_secs(20), "{mode}: took {took:?}");
@@ -145,7 +185,9 @@ fn a_server_that_never_answers_costs_at_most_the_deadline() {
 }
 
 fn starts(pidfile: &std::path::Path) -> usize {
-    std::fs::read_to_string(pidfile).map(|t| t.lines().count()).unwrap_or(0)
+    std::fs::read_to_string(pidfile)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
 }
 
 /// A server that crashes is restarted on next use (with backoff) and reports again; after
@@ -154,14 +196,28 @@ fn starts(pidfile: &std::path::Path) -> usize {
 fn a_crashed_server_restarts_then_gives_up() {
     let s = Sandbox::new();
     let pidfile = s.root().join("pids");
-    settings(&s, json!({"fake": fake(&["--crash-on", "CRASH", "--pidfile", pidfile.to_str().unwrap()], "fk")}));
+    settings(
+        &s,
+        json!({"fake": fake(&["--crash-on", "CRASH", "--pidfile", pidfile.to_str().unwrap()], "fk")}),
+    );
     let (r, _) = session(
         &s,
-        &[write("x.fk", "ok\n"), read("x.fk"), write("x.fk", "CRASH\n"), read("x.fk"), write("x.fk", "ERR back\n")],
+        &[
+            write("x.fk", "ok\n"),
+            read("x.fk"),
+            write("x.fk", "CRASH\n"),
+            read("x.fk"),
+            write("x.fk", "ERR back\n"),
+        ],
         &[],
     );
     assert!(r[2].contains("diagnostics pending"), "{}", r[2]);
-    assert_eq!(lsp_lines(&r[4]), ["x.fk:1:1 error found ERR: ERR back [fake]"], "{}", r[4]);
+    assert_eq!(
+        lsp_lines(&r[4]),
+        ["x.fk:1:1 error found ERR: ERR back [fake]"],
+        "{}",
+        r[4]
+    );
     assert_eq!(starts(&pidfile), 2);
     let log = std::fs::read_to_string(s.state().join("fen/lsp/fake.log")).unwrap();
     assert!(log.contains("restart 1 of 3"), "{log}");
@@ -169,7 +225,10 @@ fn a_crashed_server_restarts_then_gives_up() {
     // Crashing every time: the first start and three restarts, then failed.
     let s = Sandbox::new();
     let pidfile = s.root().join("pids");
-    settings(&s, json!({"fake": fake(&["--crash-on", "CRASH", "--pidfile", pidfile.to_str().unwrap()], "fk")}));
+    settings(
+        &s,
+        json!({"fake": fake(&["--crash-on", "CRASH", "--pidfile", pidfile.to_str().unwrap()], "fk")}),
+    );
     let mut calls = vec![write("x.fk", "ok\n")];
     let texts: Vec<String> = (1..=5).map(|n| format!("CRASH {n}\n")).collect();
     for t in &texts {
@@ -179,7 +238,10 @@ fn a_crashed_server_restarts_then_gives_up() {
     session(&s, &calls, &[]);
     assert_eq!(starts(&pidfile), 4);
     let log = std::fs::read_to_string(s.state().join("fen/lsp/fake.log")).unwrap();
-    assert!(log.contains("restart 3 of 3") && !log.contains("restart 4"), "{log}");
+    assert!(
+        log.contains("restart 3 of 3") && !log.contains("restart 4"),
+        "{log}"
+    );
 }
 
 /// A stub that exits at once (rustup's proxy for a missing component) is started once, marked
@@ -199,17 +261,43 @@ fn a_stub_that_exits_at_once_is_unavailable_once() {
     s.write("work/x.fk", "ERR before\n");
     let (r, stderr) = session(
         &s,
-        &[read("x.fk"), edit("x.fk", "ERR before\n", "ERR before\nERR after\n"), read("x.fk"), write("x.fk", "ok\n")],
+        &[
+            read("x.fk"),
+            edit("x.fk", "ERR before\n", "ERR before\nERR after\n"),
+            read("x.fk"),
+            write("x.fk", "ok\n"),
+        ],
         &[],
     );
-    assert_eq!(lsp_lines(&r[1]), ["x.fk:2:1 error found ERR: ERR after [fake]"], "{}\n{stderr}", r[1]);
+    assert_eq!(
+        lsp_lines(&r[1]),
+        ["x.fk:2:1 error found ERR: ERR after [fake]"],
+        "{}\n{stderr}",
+        r[1]
+    );
     assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1);
     // `fen lsp status` says why.
     let status = s.fen_json(&["lsp", "status", "--json"]);
-    let stub = status["servers"].as_array().unwrap().iter().find(|x| x["name"] == "astub").unwrap();
+    let stub = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "astub")
+        .unwrap();
     assert_eq!(stub["state"], "unavailable", "{status}");
-    assert!(stub["error"].as_str().unwrap().contains("exited before it started"), "{status}");
-    let fake = status["servers"].as_array().unwrap().iter().find(|x| x["name"] == "fake").unwrap();
+    assert!(
+        stub["error"]
+            .as_str()
+            .unwrap()
+            .contains("exited before it started"),
+        "{status}"
+    );
+    let fake = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "fake")
+        .unwrap();
     assert_eq!(fake["state"], "running", "{status}");
 }
 
@@ -219,10 +307,16 @@ fn a_stub_that_exits_at_once_is_unavailable_once() {
 fn files_a_shell_command_changed_are_sent_again() {
     let s = Sandbox::new();
     let texts = s.root().join("texts");
-    settings(&s, json!({"fake": fake(&["--texts", texts.to_str().unwrap()], "fk")}));
+    settings(
+        &s,
+        json!({"fake": fake(&["--texts", texts.to_str().unwrap()], "fk")}),
+    );
     session(
         &s,
-        &[write("x.fk", "one\n"), ("bash", json!({"command": "printf 'two\\n' > x.fk"}))],
+        &[
+            write("x.fk", "one\n"),
+            ("bash", json!({"command": "printf 'two\\n' > x.fk"})),
+        ],
         &[],
     );
     let seen: Vec<String> = std::fs::read_to_string(&texts)
@@ -230,7 +324,33 @@ fn files_a_shell_command_changed_are_sent_again() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(seen, ["one\n", "two\n"]);
+    // fen asked the server to shut down when it exited.
+    assert_eq!(seen, ["one\n", "two\n", "<shutdown>"]);
+}
+
+/// When fen exits, every server it started is gone.
+#[test]
+fn servers_end_with_fen() {
+    let s = Sandbox::new();
+    let pidfile = s.root().join("pids");
+    settings(
+        &s,
+        json!({"fake": fake(&["--pidfile", pidfile.to_str().unwrap()], "fk")}),
+    );
+    session(&s, &[write("x.fk", "ERR\n")], &[]);
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
+            st.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(gone(pid), "the server outlived fen");
 }
 
 /// Secrets never reach a server's environment; its stderr goes to its log.
@@ -238,15 +358,25 @@ fn files_a_shell_command_changed_are_sent_again() {
 fn servers_get_no_secrets() {
     let s = Sandbox::new();
     let env_out = s.root().join("env.json");
-    settings(&s, json!({"fake": fake(&["--env-out", env_out.to_str().unwrap()], "fk")}));
+    settings(
+        &s,
+        json!({"fake": fake(&["--env-out", env_out.to_str().unwrap()], "fk")}),
+    );
     session(
         &s,
         &[write("x.fk", "ERR\n")],
-        &[("OPENAI_API_KEY", "sk-secret"), ("SOME_API_KEY", "s3cret"), ("PLAIN", "kept")],
+        &[
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("SOME_API_KEY", "s3cret"),
+            ("PLAIN", "kept"),
+        ],
     );
     let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_out).unwrap()).unwrap();
     assert_eq!(env["PLAIN"], "kept");
-    assert!(env.get("OPENAI_API_KEY").is_none() && env.get("SOME_API_KEY").is_none(), "{env}");
+    assert!(
+        env.get("OPENAI_API_KEY").is_none() && env.get("SOME_API_KEY").is_none(),
+        "{env}"
+    );
 }
 
 /// A project's own server definition does not start until the folder is trusted; it may
@@ -259,13 +389,28 @@ fn project_servers_need_a_trusted_folder() {
         &json!({"lsp": {"proj": fake(&[], "fk"), "pylsp": {"disabled": true}}}).to_string(),
     );
     let status = s.fen_json(&["lsp", "status", "--json", "--no-start"]);
-    let names: Vec<&str> = status["servers"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
     assert!(!names.contains(&"proj"), "{status}");
     assert_eq!(status["untrusted"][0]["name"], "proj", "{status}");
-    let pylsp = status["servers"].as_array().unwrap().iter().find(|x| x["name"] == "pylsp").unwrap();
+    let pylsp = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "pylsp")
+        .unwrap();
     assert_eq!(pylsp["state"], "disabled");
     let status = s.fen_json(&["--trust", "lsp", "status", "--json", "--no-start"]);
-    let names: Vec<&str> = status["servers"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"proj"), "{status}");
 }
 
@@ -288,7 +433,10 @@ const PY_BEFORE: &str = "def f(x: int) -> int:\n    return x\n\n\nold: str = 1\n
 /// reports nothing.
 #[test]
 fn pyright_reports_the_type_error_an_edit_introduces() {
-    if !have("pyright-langserver", "pyright_reports_the_type_error_an_edit_introduces") {
+    if !have(
+        "pyright-langserver",
+        "pyright_reports_the_type_error_an_edit_introduces",
+    ) {
         return;
     }
     let s = Sandbox::new();
@@ -298,14 +446,23 @@ fn pyright_reports_the_type_error_an_edit_introduces() {
         &s,
         &[
             read("a.py"),
-            edit("a.py", "    return x\n", "    return x\n\n\ny: str = f(1)\n"),
+            edit(
+                "a.py",
+                "    return x\n",
+                "    return x\n\n\ny: str = f(1)\n",
+            ),
             edit("a.py", "y: str = f(1)", "y: int = f(1)"),
         ],
         &[],
     );
     let lines = lsp_lines(&r[1]);
     assert_eq!(lines.len(), 1, "{}\n{stderr}", r[1]);
-    assert!(lines[0].starts_with("a.py:5:10 error Type \"int\" is not assignable to declared type \"str\""), "{}", r[1]);
+    assert!(
+        lines[0]
+            .starts_with("a.py:5:10 error Type \"int\" is not assignable to declared type \"str\""),
+        "{}",
+        r[1]
+    );
     assert!(r[1].contains("lsp (pyright)"), "{}", r[1]);
     assert!(!r[2].contains("lsp"), "{}", r[2]);
 }
@@ -313,57 +470,113 @@ fn pyright_reports_the_type_error_an_edit_introduces() {
 /// pylsp (pyflakes): an undefined name the edit adds.
 #[test]
 fn pylsp_reports_an_undefined_name_an_edit_introduces() {
-    if !have("pylsp", "pylsp_reports_an_undefined_name_an_edit_introduces") {
+    if !have(
+        "pylsp",
+        "pylsp_reports_an_undefined_name_an_edit_introduces",
+    ) {
         return;
     }
     let s = Sandbox::new();
-    settings(&s, json!({"diagnostics_wait_ms": 20000, "pyright": {"disabled": true}}));
-    s.write("work/b.py", "import os\n\nprint(os.sep)\nprint(missing_a)\n");
+    settings(
+        &s,
+        json!({"diagnostics_wait_ms": 20000, "pyright": {"disabled": true}}),
+    );
+    s.write(
+        "work/b.py",
+        "import os\n\nprint(os.sep)\nprint(missing_a)\n",
+    );
     let (r, stderr) = session(
         &s,
-        &[read("b.py"), edit("b.py", "print(os.sep)\n", "print(os.sep)\nprint(missing_b)\n"), read("b.py"), edit("b.py", "print(missing_b)\n", "")],
+        &[
+            read("b.py"),
+            edit(
+                "b.py",
+                "print(os.sep)\n",
+                "print(os.sep)\nprint(missing_b)\n",
+            ),
+            read("b.py"),
+            edit("b.py", "print(missing_b)\n", ""),
+        ],
         &[],
     );
     let lines = lsp_lines(&r[1]);
     assert_eq!(lines.len(), 1, "{}\n{stderr}", r[1]);
-    assert!(lines[0].starts_with("b.py:4:7 error undefined name 'missing_b'"), "{}", r[1]);
+    assert!(
+        lines[0].starts_with("b.py:4:7 error undefined name 'missing_b'"),
+        "{}",
+        r[1]
+    );
     assert!(!r[3].contains("lsp"), "{}", r[3]);
 }
 
 /// typescript-language-server (tsserver): a type error.
 #[test]
 fn typescript_reports_the_type_error_an_edit_introduces() {
-    if !have("typescript-language-server", "typescript_reports_the_type_error_an_edit_introduces") {
+    if !have(
+        "typescript-language-server",
+        "typescript_reports_the_type_error_an_edit_introduces",
+    ) {
         return;
     }
     let s = Sandbox::new();
     settings(&s, json!({"diagnostics_wait_ms": 20000}));
-    s.write("work/tsconfig.json", r#"{"compilerOptions": {"strict": true, "noEmit": true}}"#);
-    s.write("work/m.ts", "export const a: number = 1;\nexport const old: string = 2;\n");
+    s.write(
+        "work/tsconfig.json",
+        r#"{"compilerOptions": {"strict": true, "noEmit": true}}"#,
+    );
+    s.write(
+        "work/m.ts",
+        "export const a: number = 1;\nexport const old: string = 2;\n",
+    );
     let (r, stderr) = session(
         &s,
-        &[read("m.ts"), edit("m.ts", "export const a: number = 1;\n", "export const a: number = 1;\nexport const b: number = \"x\";\n")],
+        &[
+            read("m.ts"),
+            edit(
+                "m.ts",
+                "export const a: number = 1;\n",
+                "export const a: number = 1;\nexport const b: number = \"x\";\n",
+            ),
+        ],
         &[],
     );
     let lines = lsp_lines(&r[1]);
     assert_eq!(lines.len(), 1, "{}\n{stderr}", r[1]);
-    assert!(lines[0].starts_with("m.ts:2:14 error Type 'string' is not assignable to type 'number'."), "{}", r[1]);
+    assert!(
+        lines[0].starts_with("m.ts:2:14 error Type 'string' is not assignable to type 'number'."),
+        "{}",
+        r[1]
+    );
 }
 
 /// Definition and references on a two-file project (pyright).
 #[test]
 fn definition_and_references_on_a_small_project() {
-    if !have("pyright-langserver", "definition_and_references_on_a_small_project") {
+    if !have(
+        "pyright-langserver",
+        "definition_and_references_on_a_small_project",
+    ) {
         return;
     }
     let s = Sandbox::new();
     settings(&s, json!({}));
-    s.write("work/helpers.py", "def helper(x: int) -> int:\n    return x + 1\n");
-    s.write("work/main.py", "from helpers import helper\n\nprint(helper(1))\nprint(helper(2))\n");
+    s.write(
+        "work/helpers.py",
+        "def helper(x: int) -> int:\n    return x + 1\n",
+    );
+    s.write(
+        "work/main.py",
+        "from helpers import helper\n\nprint(helper(1))\nprint(helper(2))\n",
+    );
     let tool = |args: Value| -> String {
         let out = s.fen(&["tool", "lsp", &args.to_string()]);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        assert_eq!(v["is_error"], false, "{v} {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            v["is_error"],
+            false,
+            "{v} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         text(&v)
     };
     let def = tool(json!({"operation": "definition", "path": "main.py", "line": 3, "column": 8}));
@@ -382,7 +595,11 @@ fn definition_and_references_on_a_small_project() {
     let hover = tool(json!({"operation": "hover", "path": "main.py", "line": 3, "column": 8}));
     assert!(hover.contains("def helper(x: int) -> int"), "{hover}");
     // A position without its line and column is a clear error.
-    let out = s.fen(&["tool", "lsp", r#"{"operation": "definition", "path": "main.py"}"#]);
+    let out = s.fen(&[
+        "tool",
+        "lsp",
+        r#"{"operation": "definition", "path": "main.py"}"#,
+    ]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["is_error"], true);
     assert!(text(&v).contains("needs line and column"), "{v}");

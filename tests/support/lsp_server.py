@@ -10,7 +10,8 @@ textDocument/diagnostic with --pull. Flags:
   --pidfile FILE   append this process's pid (one line per start)
   --env-out FILE   write this process's environment as JSON
   --pull           offer pull diagnostics instead of publishing
-  --texts FILE     append every text a document gets (didOpen, didChange) as one JSON line
+  --texts FILE     append every text a document gets (didOpen, didChange) as one JSON line,
+                   and "<shutdown>" when asked to shut down
 """
 import json
 import os
@@ -112,6 +113,9 @@ while True:
             caps["diagnosticProvider"] = {"interFileDependencies": False, "workspaceDiagnostics": False}
         send({"id": msg["id"], "result": {"capabilities": caps, "serverInfo": {"name": "fake"}}})
     elif method == "shutdown":
+        if value("--texts"):
+            with open(value("--texts"), "a") as f:
+                f.write(json.dumps("<shutdown>") + "\n")
         send({"id": msg["id"], "result": None})
     elif method == "exit":
         sys.exit(0)

@@ -101,7 +101,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 r = m.after_change(&paths, wait, &cwd) => r,
                 _ = cancel.cancelled() => Vec::new(),
             };
-            lua.to_value_with(&reports, mlua::serde::SerializeOptions::new().serialize_none_to_null(false))
+            lua.to_value_with(
+                &reports,
+                mlua::serde::SerializeOptions::new().serialize_none_to_null(false),
+            )
         })?,
     )?;
     m.set(
@@ -117,7 +120,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "query",
         lua.create_async_function(|lua, t: Table| async move {
-            super::check_keys(&t, &["operation", "path", "line", "column", "query"], "lsp.query")?;
+            super::check_keys(
+                &t,
+                &["operation", "path", "line", "column", "query"],
+                "lsp.query",
+            )?;
             let operation: String = t.get::<Option<String>>("operation")?.unwrap_or_default();
             let path: Option<String> = t.get("path")?;
             let line: u32 = t.get::<Option<u32>>("line")?.unwrap_or(1);
@@ -141,7 +148,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             };
             match r {
                 Ok(r) => {
-                    let v = lua.to_value_with(&r, mlua::serde::SerializeOptions::new().serialize_none_to_null(false))?;
+                    let v = lua.to_value_with(
+                        &r,
+                        mlua::serde::SerializeOptions::new().serialize_none_to_null(false),
+                    )?;
                     Ok((v, Value::Nil))
                 }
                 Err(e) => super::failure(&lua, e),
@@ -152,7 +162,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "servers",
         lua.create_function(|lua, ()| {
             let list = lsp::global().servers();
-            lua.to_value_with(&list, mlua::serde::SerializeOptions::new().serialize_none_to_null(false))
+            lua.to_value_with(
+                &list,
+                mlua::serde::SerializeOptions::new().serialize_none_to_null(false),
+            )
         })?,
     )?;
     Ok(m)

@@ -76,10 +76,7 @@ pub struct Spawn<'a> {
 impl Conn {
     /// Starts the server. `on` gets diagnostics and the end of the stream, on the reader
     /// thread (it must not block).
-    pub fn spawn(
-        s: &Spawn,
-        on: Arc<dyn Fn(Incoming) + Send + Sync>,
-    ) -> Result<Arc<Conn>, String> {
+    pub fn spawn(s: &Spawn, on: Arc<dyn Fn(Incoming) + Send + Sync>) -> Result<Arc<Conn>, String> {
         use std::os::unix::process::CommandExt;
         if let Some(dir) = s.log.parent() {
             std::fs::create_dir_all(dir)
@@ -179,7 +176,9 @@ impl Conn {
     }
 
     pub fn notify(&self, method: &str, params: Value) {
-        let _ = self.out.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        let _ = self
+            .out
+            .send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
     /// Sends a request; `reply` gets the answer on the reader thread (or, when the server is
@@ -353,7 +352,9 @@ impl Reader {
                     | "workspace/semanticTokens/refresh"
                     | "workspace/inlayHint/refresh"
                     | "workspace/codeLens/refresh" => Ok(Value::Null),
-                    _ => Err(json!({"code": -32601, "message": format!("fen does not handle {m}")})),
+                    _ => {
+                        Err(json!({"code": -32601, "message": format!("fen does not handle {m}")}))
+                    }
                 };
                 let reply = match result {
                     Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),

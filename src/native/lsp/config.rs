@@ -34,20 +34,63 @@ pub struct ServerDef {
 }
 
 /// A built-in row: name, command, args, extensions, root markers.
-type Row = (&'static str, &'static str, &'static [&'static str], &'static [&'static str], &'static [&'static str]);
+type Row = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
 
 /// The built-in servers, in the order they are tried for a file (pyright before pylsp).
 const BUILTIN: &[Row] = &[
-    ("rust-analyzer", "rust-analyzer", &[], &["rs"], &["Cargo.toml", "rust-project.json"]),
-    ("pyright", "pyright-langserver", &["--stdio"], &["py", "pyi"],
-        &["pyrightconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"]),
-    ("pylsp", "pylsp", &[], &["py", "pyi"],
-        &["pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"]),
-    ("typescript", "typescript-language-server", &["--stdio"],
-        &["ts", "tsx", "js", "jsx", "mjs", "cjs", "mts", "cts"], &["tsconfig.json", "jsconfig.json", "package.json"]),
+    (
+        "rust-analyzer",
+        "rust-analyzer",
+        &[],
+        &["rs"],
+        &["Cargo.toml", "rust-project.json"],
+    ),
+    (
+        "pyright",
+        "pyright-langserver",
+        &["--stdio"],
+        &["py", "pyi"],
+        &[
+            "pyrightconfig.json",
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+        ],
+    ),
+    (
+        "pylsp",
+        "pylsp",
+        &[],
+        &["py", "pyi"],
+        &[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+        ],
+    ),
+    (
+        "typescript",
+        "typescript-language-server",
+        &["--stdio"],
+        &["ts", "tsx", "js", "jsx", "mjs", "cjs", "mts", "cts"],
+        &["tsconfig.json", "jsconfig.json", "package.json"],
+    ),
     ("gopls", "gopls", &[], &["go"], &["go.work", "go.mod"]),
-    ("clangd", "clangd", &[], &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
-        &["compile_commands.json", "compile_flags.txt", ".clangd"]),
+    (
+        "clangd",
+        "clangd",
+        &[],
+        &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
+        &["compile_commands.json", "compile_flags.txt", ".clangd"],
+    ),
 ];
 
 /// The LSP language id of a file extension (what `didOpen` says).
@@ -99,7 +142,10 @@ pub fn builtins() -> Vec<ServerDef> {
 /// The settings files that may hold an `lsp` table, parsed, in the order they apply (the
 /// user's `CONFIG_DIR/settings.json`, then the project's `.fen/settings.json` and
 /// `.fen/settings.local.json`, flagged as project files), and the ones that are not JSON.
-pub fn read_settings(config_dir: &Path, project_root: &Path) -> (Vec<(PathBuf, Value, bool)>, Vec<String>) {
+pub fn read_settings(
+    config_dir: &Path,
+    project_root: &Path,
+) -> (Vec<(PathBuf, Value, bool)>, Vec<String>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for (path, project) in [
@@ -150,7 +196,8 @@ pub fn load(files: &[(PathBuf, Value, bool)], trusted: bool) -> Loaded {
             continue;
         }
         let Some(table) = lsp.as_object() else {
-            out.errors.push(format!("{}: `lsp` must be an object", file.display()));
+            out.errors
+                .push(format!("{}: `lsp` must be an object", file.display()));
             continue;
         };
         let mut added = 0;
@@ -183,7 +230,9 @@ pub fn load(files: &[(PathBuf, Value, bool)], trusted: bool) -> Loaded {
             match apply(&mut out.servers, name, obj, *project, added) {
                 Ok(true) => added += 1,
                 Ok(false) => {}
-                Err(e) => out.errors.push(format!("{} (server '{name}'): {e}", file.display())),
+                Err(e) => out
+                    .errors
+                    .push(format!("{} (server '{name}'): {e}", file.display())),
             }
         }
     }
@@ -337,9 +386,18 @@ mod tests {
         assert_eq!(l.diagnostics_wait_ms, 500);
         assert_eq!(names(&l)[0], "ruff");
         let ruff = &l.servers[0];
-        assert_eq!((ruff.command.as_str(), ruff.args.clone()), ("ruff", vec!["server".to_string()]));
+        assert_eq!(
+            (ruff.command.as_str(), ruff.args.clone()),
+            ("ruff", vec!["server".to_string()])
+        );
         assert_eq!(ruff.extensions, ["py"]);
-        assert!(l.servers.iter().find(|s| s.name == "pyright").unwrap().disabled);
+        assert!(
+            l.servers
+                .iter()
+                .find(|s| s.name == "pyright")
+                .unwrap()
+                .disabled
+        );
         let pylsp = l.servers.iter().find(|s| s.name == "pylsp").unwrap();
         assert_eq!(pylsp.env["A"], "1");
         assert_eq!(pylsp.initialization_options, json!({"x": 1}));
@@ -355,8 +413,21 @@ mod tests {
         let files = [(PathBuf::from(".fen/settings.json"), project, true)];
         let l = load(&files, false);
         assert!(!names(&l).contains(&"evil"));
-        assert_eq!(l.servers.iter().find(|s| s.name == "pylsp").unwrap().command, "pylsp");
-        assert!(l.servers.iter().find(|s| s.name == "gopls").unwrap().disabled);
+        assert_eq!(
+            l.servers
+                .iter()
+                .find(|s| s.name == "pylsp")
+                .unwrap()
+                .command,
+            "pylsp"
+        );
+        assert!(
+            l.servers
+                .iter()
+                .find(|s| s.name == "gopls")
+                .unwrap()
+                .disabled
+        );
         assert_eq!(l.untrusted.len(), 2);
         let l = load(&files, true);
         let evil = l.servers.iter().find(|s| s.name == "evil").unwrap();
@@ -378,7 +449,10 @@ mod tests {
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(d.path().join("a/Cargo.toml"), "").unwrap();
         let def = &builtins()[0];
-        assert_eq!(root_for(def, &sub.join("x.rs"), d.path()), d.path().join("a"));
+        assert_eq!(
+            root_for(def, &sub.join("x.rs"), d.path()),
+            d.path().join("a")
+        );
         let py = &builtins()[1];
         assert_eq!(root_for(py, &sub.join("x.py"), d.path()), d.path());
     }

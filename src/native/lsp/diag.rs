@@ -136,7 +136,11 @@ pub fn format(path: &str, d: &Diagnostic, line_text: Option<&str>) -> String {
         (None, Some(c)) => format!(" [{c}]"),
         _ => String::new(),
     };
-    format!("{path}:{}:{col} {} {msg}{tag}", d.line + 1, d.severity_name())
+    format!(
+        "{path}:{}:{col} {} {msg}{tag}",
+        d.line + 1,
+        d.severity_name()
+    )
 }
 
 #[cfg(test)]

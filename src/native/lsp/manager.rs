@@ -23,6 +23,8 @@ use tokio::sync::watch;
 pub const MAX_RESTARTS: u32 = 3;
 /// Diagnostics reported per file.
 pub const MAX_PER_FILE: usize = 20;
+/// Files larger than this are not sent to servers (generated code, data).
+pub const MAX_DOCUMENT: u64 = 4 * 1024 * 1024;
 
 type Key = (String, PathBuf);
 
@@ -276,10 +278,8 @@ impl Manager {
     }
 
     fn log_path(st: &State, name: &str) -> PathBuf {
-        st.log_dir.join(format!(
-            "{}.log",
-            crate::native::mcp::names::sanitize(name)
-        ))
+        st.log_dir
+            .join(format!("{}.log", crate::native::mcp::names::sanitize(name)))
     }
 
     /// The server for `path`: the first enabled definition for its extension that can run.
@@ -326,7 +326,12 @@ impl Manager {
         let epoch;
         let restarts;
         match st.servers.get_mut(key) {
-            Some(s) if matches!(s.status, Status::Starting | Status::Running | Status::Failed) => {
+            Some(s)
+                if matches!(
+                    s.status,
+                    Status::Starting | Status::Running | Status::Failed
+                ) =>
+            {
                 return None
             }
             Some(s) => {
@@ -426,7 +431,11 @@ impl Manager {
         }
         let me = self.clone();
         let k = key.clone();
-        conn.send_request("initialize", params, Box::new(move |r| me.initialized(&k, epoch, r)));
+        conn.send_request(
+            "initialize",
+            params,
+            Box::new(move |r| me.initialized(&k, epoch, r)),
+        );
         None
     }
 
@@ -474,7 +483,9 @@ impl Manager {
                 version,
                 items,
             } => {
-                let Some(path) = uri_to_path(&uri) else { return };
+                let Some(path) = uri_to_path(&uri) else {
+                    return;
+                };
                 let Some(d) = st.docs.get_mut(&path).filter(|d| d.key == *key) else {
                     return;
                 };
@@ -504,10 +515,7 @@ impl Manager {
                     }
                 } else if s.restarts >= MAX_RESTARTS {
                     s.status = Status::Failed;
-                    s.error = Some(format!(
-                        "crashed {} times; last: {why}",
-                        s.restarts + 1
-                    ));
+                    s.error = Some(format!("crashed {} times; last: {why}", s.restarts + 1));
                     s.conn = None;
                 } else {
                     s.status = Status::Crashed;
@@ -563,6 +571,12 @@ impl Manager {
     /// Makes sure `path` is known to its server: starts the server and opens the document
     /// with its text on disk (a missing file counts as empty-and-absent). Returns the server.
     pub async fn open(&self, path: &Path) -> Option<String> {
+        if tokio::fs::metadata(path)
+            .await
+            .is_ok_and(|m| m.len() > MAX_DOCUMENT)
+        {
+            return None;
+        }
         let text = tokio::fs::read_to_string(path).await.ok();
         let st_stamp = stamp(path);
         let mut st = lock(&self.shared.st);
@@ -604,7 +618,12 @@ impl Manager {
     /// Sends the server `path`'s text on disk when it differs from what the server has
     /// (`didChange` + `didSave`, or `didOpen`). Returns (old text, new version) when it
     /// changed. A file that is gone is closed.
-    fn push_text(&self, st: &mut State, path: &Path, text: Option<String>) -> Option<(Option<String>, i64)> {
+    fn push_text(
+        &self,
+        st: &mut State,
+        path: &Path,
+        text: Option<String>,
+    ) -> Option<(Option<String>, i64)> {
         let st_stamp = stamp(path);
         let d = st.docs.get_mut(path)?;
         d.stamp = st_stamp;
@@ -629,7 +648,10 @@ impl Manager {
                     json!({"textDocument": {"uri": d.uri, "version": d.version},
                            "contentChanges": [{"text": t}]}),
                 );
-                conn.notify("textDocument/didSave", json!({"textDocument": {"uri": d.uri}}));
+                conn.notify(
+                    "textDocument/didSave",
+                    json!({"textDocument": {"uri": d.uri}}),
+                );
             }
             (Some(t), false) => {
                 conn.notify(
@@ -639,7 +661,10 @@ impl Manager {
                 d.opened = true;
             }
             (None, true) => {
-                conn.notify("textDocument/didClose", json!({"textDocument": {"uri": d.uri}}));
+                conn.notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": d.uri}}),
+                );
                 d.opened = false;
             }
             (None, false) => {}
@@ -650,7 +675,9 @@ impl Manager {
     async fn sync_one(&self, path: &Path) {
         let unchanged = {
             let st = lock(&self.shared.st);
-            st.docs.get(path).is_some_and(|d| d.stamp == stamp(path) && d.stamp.is_some())
+            st.docs
+                .get(path)
+                .is_some_and(|d| d.stamp == stamp(path) && d.stamp.is_some())
         };
         if unchanged {
             return;
@@ -703,7 +730,12 @@ impl Manager {
     /// The diagnostics of `path` at `version` (or later): pulled when the server answers
     /// `textDocument/diagnostic`, else the first `publishDiagnostics` for it, waited for
     /// until `deadline`.
-    async fn diagnostics(&self, path: &Path, version: i64, deadline: Instant) -> Option<Vec<Diagnostic>> {
+    async fn diagnostics(
+        &self,
+        path: &Path,
+        version: i64,
+        deadline: Instant,
+    ) -> Option<Vec<Diagnostic>> {
         let (key, uri) = {
             let st = lock(&self.shared.st);
             let d = st.docs.get(path)?;
@@ -770,7 +802,12 @@ impl Manager {
 
     /// After a change: sends each file's new text and reports the diagnostics it introduced,
     /// waiting at most `wait` in all. `cwd` makes paths relative.
-    pub async fn after_change(&self, paths: &[PathBuf], wait: Duration, cwd: &Path) -> Vec<FileReport> {
+    pub async fn after_change(
+        &self,
+        paths: &[PathBuf],
+        wait: Duration,
+        cwd: &Path,
+    ) -> Vec<FileReport> {
         let deadline = Instant::now() + wait;
         let jobs = paths.iter().map(|p| self.report_one(p, deadline, cwd));
         futures_util::future::join_all(jobs)
@@ -858,7 +895,10 @@ impl Manager {
             None => format!(
                 "{} is unavailable: {}",
                 d.key.0,
-                st.unavailable.get(&d.key.0).map(String::as_str).unwrap_or("?")
+                st.unavailable
+                    .get(&d.key.0)
+                    .map(String::as_str)
+                    .unwrap_or("?")
             ),
         }
     }
@@ -871,7 +911,10 @@ impl Manager {
             let log = Self::log_path(&st, &d.name);
             let base = ServerInfo {
                 name: d.name.clone(),
-                command: std::iter::once(d.command.clone()).chain(d.args.iter().cloned()).collect::<Vec<_>>().join(" "),
+                command: std::iter::once(d.command.clone())
+                    .chain(d.args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 extensions: d.extensions.clone(),
                 state: String::new(),
                 root: None,
@@ -883,13 +926,29 @@ impl Manager {
             };
             let running: Vec<_> = st.servers.iter().filter(|(k, _)| k.0 == d.name).collect();
             if d.disabled {
-                out.push(ServerInfo { state: "disabled".into(), ..base });
+                out.push(ServerInfo {
+                    state: "disabled".into(),
+                    ..base
+                });
             } else if let Some(why) = st.unavailable.get(&d.name) {
-                out.push(ServerInfo { state: "unavailable".into(), error: Some(why.clone()), ..base });
+                out.push(ServerInfo {
+                    state: "unavailable".into(),
+                    error: Some(why.clone()),
+                    ..base
+                });
             } else if running.is_empty() {
-                let state = if on_path(&d.command) { "idle" } else { "unavailable" };
-                let error = (state == "unavailable").then(|| format!("`{}` is not on PATH", d.command));
-                out.push(ServerInfo { state: state.into(), error, ..base });
+                let state = if on_path(&d.command) {
+                    "idle"
+                } else {
+                    "unavailable"
+                };
+                let error =
+                    (state == "unavailable").then(|| format!("`{}` is not on PATH", d.command));
+                out.push(ServerInfo {
+                    state: state.into(),
+                    error,
+                    ..base
+                });
             } else {
                 for (k, s) in running {
                     out.push(ServerInfo {
@@ -906,7 +965,6 @@ impl Manager {
         out
     }
 }
-
 
 impl Manager {
     /// The running connection of `path`'s server (opened before), waiting until `deadline`.
@@ -932,7 +990,9 @@ impl Manager {
             let st = lock(&self.shared.st);
             st.defs
                 .iter()
-                .filter(|d| !d.disabled && !st.unavailable.contains_key(&d.name) && on_path(&d.command))
+                .filter(|d| {
+                    !d.disabled && !st.unavailable.contains_key(&d.name) && on_path(&d.command)
+                })
                 .map(|d| (d.name.clone(), st.project_root.clone()))
                 .collect()
         };

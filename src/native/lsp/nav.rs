@@ -25,9 +25,31 @@ pub const OPERATIONS: [&str; 8] = [
 pub const MAX_ITEMS: usize = 200;
 
 const KINDS: [&str; 26] = [
-    "file", "module", "namespace", "package", "class", "method", "property", "field",
-    "constructor", "enum", "interface", "function", "variable", "constant", "string", "number",
-    "boolean", "array", "object", "key", "null", "enum member", "struct", "event", "operator",
+    "file",
+    "module",
+    "namespace",
+    "package",
+    "class",
+    "method",
+    "property",
+    "field",
+    "constructor",
+    "enum",
+    "interface",
+    "function",
+    "variable",
+    "constant",
+    "string",
+    "number",
+    "boolean",
+    "array",
+    "object",
+    "key",
+    "null",
+    "enum member",
+    "struct",
+    "event",
+    "operator",
     "type parameter",
 ];
 
@@ -54,9 +76,11 @@ struct Lines(HashMap<PathBuf, Option<Vec<String>>>);
 impl Lines {
     fn line(&mut self, path: &Path, line: u32) -> Option<String> {
         let lines = self.0.entry(path.to_path_buf()).or_insert_with(|| {
-            std::fs::read_to_string(path)
-                .ok()
-                .map(|t| t.split('\n').map(|l| l.trim_end_matches('\r').to_string()).collect())
+            std::fs::read_to_string(path).ok().map(|t| {
+                t.split('\n')
+                    .map(|l| l.trim_end_matches('\r').to_string())
+                    .collect()
+            })
         });
         lines.as_ref()?.get(line as usize).cloned()
     }
@@ -80,7 +104,10 @@ fn location(v: &Value) -> Option<(String, &Value)> {
     }
     // A WorkspaceSymbol without a range.
     static ZERO: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    Some((uri.to_string(), ZERO.get_or_init(|| json!({"line": 0, "character": 0}))))
+    Some((
+        uri.to_string(),
+        ZERO.get_or_init(|| json!({"line": 0, "character": 0})),
+    ))
 }
 
 fn item(lines: &mut Lines, cwd: &Path, v: &Value, depth: u32) -> Option<Item> {
@@ -100,7 +127,14 @@ fn item(lines: &mut Lines, cwd: &Path, v: &Value, depth: u32) -> Option<Item> {
     })
 }
 
-fn flatten_symbols(lines: &mut Lines, cwd: &Path, uri: &str, list: &Value, depth: u32, out: &mut Vec<Item>) {
+fn flatten_symbols(
+    lines: &mut Lines,
+    cwd: &Path,
+    uri: &str,
+    list: &Value,
+    depth: u32,
+    out: &mut Vec<Item>,
+) {
     for s in list.as_array().into_iter().flatten() {
         if out.len() >= MAX_ITEMS {
             return;
@@ -120,10 +154,7 @@ fn hover_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(a) => a.iter().map(hover_text).collect::<Vec<_>>().join("\n\n"),
-        Value::Object(o) => o
-            .get("value")
-            .map(hover_text)
-            .unwrap_or_default(),
+        Value::Object(o) => o.get("value").map(hover_text).unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -154,7 +185,9 @@ impl Manager {
         self.sync_all().await;
         let deadline = Instant::now() + q.timeout;
         let Some(path) = q.path else {
-            return Err("`path` is required (for workspace_symbols, any file of the language)".into());
+            return Err(
+                "`path` is required (for workspace_symbols, any file of the language)".into(),
+            );
         };
         if !path.is_file() {
             return Err(format!("{} is not a file", path.display()));
@@ -168,7 +201,10 @@ impl Manager {
         let (conn, caps) = self.connection(path, deadline).await?;
         let uri = path_to_uri(path);
         let text = tokio::fs::read_to_string(path).await.unwrap_or_default();
-        let line_text = text.split('\n').nth(q.line.saturating_sub(1) as usize).unwrap_or("");
+        let line_text = text
+            .split('\n')
+            .nth(q.line.saturating_sub(1) as usize)
+            .unwrap_or("");
         let pos = json!({
             "line": q.line.saturating_sub(1),
             "character": char_to_utf16_col(line_text, q.column.saturating_sub(1)),
@@ -176,12 +212,17 @@ impl Manager {
         let at = json!({"textDocument": {"uri": uri}, "position": pos});
         let needs = |cap: &str| -> Result<(), String> {
             match &caps[cap] {
-                Value::Null | Value::Bool(false) => Err(format!("{server} does not support {}", q.operation)),
+                Value::Null | Value::Bool(false) => {
+                    Err(format!("{server} does not support {}", q.operation))
+                }
                 _ => Ok(()),
             }
         };
         let mut lines = Lines(HashMap::new());
-        let mut out = NavResult { server: server.clone(), ..NavResult::default() };
+        let mut out = NavResult {
+            server: server.clone(),
+            ..NavResult::default()
+        };
         let cwd = q.cwd;
         let push_all = |out: &mut NavResult, lines: &mut Lines, v: &Value| {
             let list: Vec<Value> = match v {
@@ -221,17 +262,38 @@ impl Manager {
             }
             "document_symbols" => {
                 needs("documentSymbolProvider")?;
-                let v = ask(&conn, &server, deadline, "textDocument/documentSymbol", json!({"textDocument": {"uri": uri}})).await?;
+                let v = ask(
+                    &conn,
+                    &server,
+                    deadline,
+                    "textDocument/documentSymbol",
+                    json!({"textDocument": {"uri": uri}}),
+                )
+                .await?;
                 flatten_symbols(&mut lines, cwd, &uri, &v, 0, &mut out.items);
             }
             "workspace_symbols" => {
                 needs("workspaceSymbolProvider")?;
-                let v = ask(&conn, &server, deadline, "workspace/symbol", json!({"query": q.query})).await?;
+                let v = ask(
+                    &conn,
+                    &server,
+                    deadline,
+                    "workspace/symbol",
+                    json!({"query": q.query}),
+                )
+                .await?;
                 push_all(&mut out, &mut lines, &v);
             }
             _ => {
                 needs("callHierarchyProvider")?;
-                let prepared = ask(&conn, &server, deadline, "textDocument/prepareCallHierarchy", at).await?;
+                let prepared = ask(
+                    &conn,
+                    &server,
+                    deadline,
+                    "textDocument/prepareCallHierarchy",
+                    at,
+                )
+                .await?;
                 let incoming = q.operation == "incoming_calls";
                 for it in prepared.as_array().into_iter().flatten().take(5) {
                     let (method, field) = if incoming {

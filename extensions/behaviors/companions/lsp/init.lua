@@ -108,6 +108,15 @@ return function(api)
         if configured then native.lsp.sync() end
         return nil
       end
+      if tool == "read" then
+        -- A file read is usually edited next: open it now, so its server is warm and its
+        -- diagnostics before the edit are known by then.
+        if not result.is_error and type(args.path) == "string" then
+          configure()
+          native.lsp.prepare({ args.path })
+        end
+        return nil
+      end
       local paths = edited_paths(tool, args)
       if not paths or result.is_error then return nil end
       configure()
