@@ -20,7 +20,7 @@ const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/lsp_serve
 
 fn text(i: usize) -> String {
     // Alternates between a clean file and one with a fresh error, as edits do.
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         format!("def f(x: int) -> int:\n    return x\n\n\nv{i}: int = f(1)\n")
     } else {
         format!("def f(x: int) -> int:\n    return x\n\n\nv{i}: str = f(1)  # ERR\n")

@@ -579,13 +579,20 @@ impl Manager {
         }
         let text = tokio::fs::read_to_string(path).await.ok();
         let st_stamp = stamp(path);
-        let mut st = lock(&self.shared.st);
-        let key = Self::pick(&mut st, path)?;
-        if st.docs.get(path).is_some_and(|d| d.key == key) {
-            drop(st);
+        let known = {
+            let mut st = lock(&self.shared.st);
+            let key = Self::pick(&mut st, path)?;
+            st.docs
+                .get(path)
+                .is_some_and(|d| d.key == key)
+                .then_some(key)
+        };
+        if let Some(key) = known {
             self.sync_one(path).await;
             return Some(key.0);
         }
+        let mut st = lock(&self.shared.st);
+        let key = Self::pick(&mut st, path)?;
         self.start(&mut st, &key);
         let doc = Doc {
             key: key.clone(),
