@@ -31,6 +31,10 @@ pub struct ServerDef {
     /// Defined or changed by a project's settings (needs a trusted folder).
     pub project: bool,
     pub builtin: bool,
+    /// How long to keep listening after a publication for a later one of the same version
+    /// (servers that publish in stages, such as typescript-language-server's syntactic then
+    /// semantic diagnostics); 0 takes the first.
+    pub settle_ms: u64,
 }
 
 /// A built-in row: name, command, args, extensions, root markers.
@@ -135,6 +139,7 @@ pub fn builtins() -> Vec<ServerDef> {
             disabled: false,
             project: false,
             builtin: true,
+            settle_ms: if *name == "typescript" { 150 } else { 0 },
         })
         .collect()
 }
@@ -287,6 +292,7 @@ fn apply(
                     disabled: false,
                     project,
                     builtin: false,
+                    settle_ms: 0,
                 },
             );
             at

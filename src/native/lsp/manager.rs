@@ -771,31 +771,31 @@ impl Manager {
         }
         let mut rx = self.shared.changed.subscribe();
         loop {
-            {
+            let until = {
                 let st = lock(&self.shared.st);
                 let d = st.docs.get(path)?;
-                if let Some((_, items, _)) = d.diags.iter().rev().find(|(v, _, _)| *v >= version) {
-                    return Some(items.clone());
-                }
-                // A server that died will not answer: no point waiting out the deadline.
                 let alive = st
                     .servers
                     .get(&d.key)
                     .is_some_and(|s| matches!(s.status, Status::Running | Status::Starting));
-                if !alive {
-                    return None;
+                let settle = st.servers.get(&d.key).map_or(0, |s| s.def.settle_ms);
+                match d.diags.iter().rev().find(|(v, _, _)| *v >= version) {
+                    Some((_, items, at)) => {
+                        // Staged publications: wait for quiet (a later one moves `at`).
+                        let quiet = (*at + Duration::from_millis(settle)).min(deadline);
+                        if settle == 0 || Instant::now() >= quiet {
+                            return Some(items.clone());
+                        }
+                        quiet
+                    }
+                    // A server that died will not answer: no point waiting out the deadline.
+                    None if !alive => return None,
+                    None if Instant::now() >= deadline => return None,
+                    None => deadline,
                 }
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            if tokio::time::timeout_at(deadline.into(), rx.changed())
-                .await
-                .is_err()
-            {
-                // Timed out: one last look above.
-                continue;
-            }
+            };
+            // Woken by any change, or at `until` for one last look.
+            let _ = tokio::time::timeout_at(until.into(), rx.changed()).await;
         }
     }
 
