@@ -604,3 +604,48 @@ fn definition_and_references_on_a_small_project() {
     assert_eq!(v["is_error"], true);
     assert!(text(&v).contains("needs line and column"), "{v}");
 }
+
+/// `/lsp` in a session lists the servers with their state: the one that ran (with its root
+/// and log), one that is not on PATH, one disabled.
+#[test]
+fn slash_lsp_lists_the_servers_and_their_state() {
+    let s = Sandbox::new();
+    settings(
+        &s,
+        json!({"fake": fake(&[], "fk"), "nowhere": {"command": "no-such-server-xyz", "extensions": ["nw"]},
+               "gopls": {"disabled": true}}),
+    );
+    let script = s.write(
+        "script.json",
+        &json!([
+            {"tool_calls": [{"name": "write", "arguments": {"path": "x.fk", "content": "ERR\n"}}]},
+            {"text": "ok"}
+        ])
+        .to_string(),
+    );
+    let out = s.fen_stdin(
+        &[
+            "--provider",
+            "mock",
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
+        "go\n/lsp\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .to_string()
+    };
+    assert!(line("fake ").contains("running"), "{text}");
+    assert!(text.contains("fen/lsp/fake.log"), "{text}");
+    assert!(line("nowhere ").contains("unavailable"), "{text}");
+    assert!(
+        text.contains("`no-such-server-xyz` is not on PATH"),
+        "{text}"
+    );
+    assert!(line("gopls ").contains("disabled"), "{text}");
+}

@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(
             out,
             "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
-             markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
+             lsp:table,markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
     }
