@@ -72,6 +72,8 @@ struct Doc {
     opened: bool,
     /// Diagnostics by document version, newest last (a few kept).
     diags: Vec<(i64, Vec<Diagnostic>, Instant)>,
+    /// The last pulled diagnostics and the version they are for.
+    pulled: Option<(i64, Vec<Diagnostic>)>,
 }
 
 #[derive(Default)]
@@ -603,6 +605,7 @@ impl Manager {
             stamp: st_stamp,
             opened: false,
             diags: Vec::new(),
+            pulled: None,
         };
         st.docs.insert(path.to_path_buf(), doc);
         let running = st
@@ -729,6 +732,7 @@ impl Manager {
             d.key = key.clone();
             d.opened = false;
             d.diags.clear();
+            d.pulled = None;
         }
         self.start(&mut st, &key);
         Some(key)
@@ -758,13 +762,30 @@ impl Manager {
             }
         };
         if pulls(&caps) {
+            // The last pull answered for this version already (the "after" of the previous
+            // edit is the "before" of this one): no second round trip.
+            let pulled = lock(&self.shared.st).docs.get(path).and_then(|d| {
+                d.pulled
+                    .as_ref()
+                    .filter(|(v, _)| *v == version)
+                    .map(|(_, items)| items.clone())
+            });
+            if pulled.is_some() {
+                return pulled;
+            }
             let req = conn.request(
                 "textDocument/diagnostic",
                 json!({"textDocument": {"uri": uri}}),
             );
             if let Ok(Ok(v)) = tokio::time::timeout_at(deadline.into(), req).await {
                 if v["kind"] == "full" || v["items"].is_array() {
-                    return Some(diag::parse_list(&v["items"]));
+                    let items = diag::parse_list(&v["items"]);
+                    if let Some(d) = lock(&self.shared.st).docs.get_mut(path) {
+                        if d.version == version {
+                            d.pulled = Some((version, items.clone()));
+                        }
+                    }
+                    return Some(items);
                 }
             }
             // A failed pull: servers that advertise pull may still push.
