@@ -22,6 +22,7 @@ mod kernel_runtime;
 mod kernel_soundness;
 mod layering;
 mod login;
+mod lsp;
 mod mcp;
 mod native_edit;
 mod native_filetype;

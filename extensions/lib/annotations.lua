@@ -233,6 +233,7 @@ function kernel.run_options() end
 ---@field checkpoint fen.NativeCheckpoint
 ---@field jobs fen.NativeJobs
 ---@field mcp fen.NativeMcp
+---@field lsp fen.NativeLsp
 ---@field subagent fen.NativeSubagent
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
@@ -371,6 +372,38 @@ function native.clock_ms() end
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
 ---@field add fun(servers: {name: string, command: string?, args: string[]?, env: table<string, string>?, url: string?, headers: table<string, string>?}[]): string[]?, string? servers beside the configured ones (an ACP client's), kept across `configure`; starts none
+--- What an edit did to one file's diagnostics (`native.lsp.after_change`).
+---@class fen.LspReport
+---@field path string as given
+---@field server string
+---@field lines string[] `path:line:col severity message`, errors first, at most 20
+---@field introduced integer how many the change introduced (before the cap)
+---@field errors integer
+---@field pending string? set when the deadline passed first: why
+---@field baseline boolean false when the file was not open before (all its diagnostics shown)
+
+--- A server as `native.lsp.servers()` lists it.
+---@class fen.LspServer
+---@field name string
+---@field command string
+---@field extensions string[]
+---@field state string running, starting, crashed, failed, unavailable, disabled, idle
+---@field root string?
+---@field error string?
+---@field restarts integer
+---@field log string
+---@field project boolean
+---@field documents integer
+
+--- The language-server client (docs/lsp.md): one server per (definition, workspace root),
+--- started lazily; I/O on threads of its own, waits async.
+---@class fen.NativeLsp
+---@field configure fun(opts: {trusted: boolean?}?): {errors: string[], untrusted: {name: string, file: string}[], wait_ms: integer} reads the `lsp` settings (starts nothing)
+---@field prepare fun(paths: string[]) async: opens the files that have a server (starting it), so the diagnostics before a change are known
+---@field after_change fun(paths: string[]): fen.LspReport[] async: sends the files' new text and waits (at most `lsp.diagnostics_wait_ms`) for the diagnostics the change introduced
+---@field sync fun(): integer async: the stat scan of open documents; how many changed
+---@field query fun(q: {operation: string, path: string?, line: integer?, column: integer?, query: string?}): {server: string, items: {path: string, line: integer, column: integer, context: string, name: string?, kind: string?, depth: integer}[], text: string?}?, string? async; a navigation request
+---@field servers fun(): fen.LspServer[]
 --- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
 --- `finished` once it exited and its output was read; `result` is its last `result` line.
 ---@class fen.SubagentInfo

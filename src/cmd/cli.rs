@@ -277,6 +277,11 @@ pub enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// Language servers (see docs/lsp.md).
+    Lsp {
+        #[command(subcommand)]
+        what: LspCommand,
+    },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
         /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
@@ -322,6 +327,22 @@ pub enum McpCommand {
     Logout {
         /// The server's name in mcp.json.
         name: String,
+    },
+}
+
+/// `fen lsp ...`.
+#[derive(Debug, Subcommand)]
+pub enum LspCommand {
+    /// Start every configured server that is on PATH (in this folder's project root, each
+    /// within 10 s) and list every server with its state: running, unavailable, failed and
+    /// why, disabled.
+    Status {
+        /// One JSON document on stdout.
+        #[arg(long)]
+        json: bool,
+        /// List the servers without starting any.
+        #[arg(long)]
+        no_start: bool,
     },
 }
 

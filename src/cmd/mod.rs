@@ -8,6 +8,7 @@ mod completion;
 mod docs;
 mod list;
 mod login;
+mod lsp;
 mod mcp;
 pub mod rewind;
 pub mod run;
@@ -51,6 +52,7 @@ pub fn end_children() {
     crate::native::process::terminate_all_groups();
     crate::native::jobs::terminate_all();
     crate::native::mcp::terminate_all();
+    crate::native::lsp::shutdown_all();
     crate::native::subagent::terminate_all();
 }
 
@@ -158,6 +160,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 mode: mode.unwrap_or(cli.mode),
             })
         }
+        Some(Command::Lsp {
+            what: cli::LspCommand::Status { json, no_start },
+        }) => lsp::status(&cli, *json, *no_start),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

@@ -13,6 +13,7 @@ pub mod image;
 pub mod jobs;
 pub mod jsonl;
 pub mod line;
+pub mod lsp;
 pub mod mcp;
 pub mod plain_deltas;
 pub mod policy;

@@ -21,6 +21,7 @@
 //! | `platform` | `{os, arch}` |
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
+//! | `lsp` | `configure`, `prepare`, `after_change`, `sync`, `query`, `servers` ([`crate::native::lsp`]) |
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
 //! | `auth` | `login`, `credential`, `models`, `status`, `logout`, `path` ([`crate::native::auth`]) |
 //! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
@@ -35,6 +36,7 @@ mod http;
 mod jobs;
 mod ledger;
 mod line;
+mod lsp;
 mod markup;
 mod mcp;
 mod misc;
@@ -51,9 +53,9 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 17] = [
+const LAZY: [&str; 18] = [
     "auth", "checkpoint", "truncate", "fs", "edit", "search", "process", "json", "http", "term",
-    "session", "jobs", "markup", "line", "policy", "mcp", "subagent",
+    "session", "jobs", "markup", "line", "policy", "mcp", "subagent", "lsp",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
@@ -75,6 +77,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "policy" => policy::module(lua)?,
         "mcp" => mcp::module(lua)?,
         "subagent" => subagent::module(lua)?,
+        "lsp" => lsp::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -301,7 +304,7 @@ mod tests {
         assert_eq!(
             out,
             "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
-             markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
+             lsp:table,markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
     }
