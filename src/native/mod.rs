@@ -14,6 +14,7 @@ pub mod line;
 pub mod mcp;
 pub mod plain_deltas;
 pub mod policy;
+pub mod prices;
 pub mod process;
 pub mod read;
 pub mod registry;

@@ -43,6 +43,15 @@ return function(api)
     return string.format("%.1fM", n / 1000000)
   end
 
+  --- Token counts the way the status row shows them: 950, 8.4k, 84k, 1.2M.
+  local function short(n)
+    if n < 1000 then return tostring(math.floor(n)) end
+    if n < 10000 then return (string.format("%.1fk", n / 1000):gsub("%.0k$", "k")) end
+    if n < 1000000 then return string.format("%dk", math.floor(n / 1000 + 0.5)) end
+    return (string.format("%.1fM", n / 1000000):gsub("%.0M$", "M"))
+  end
+  impl.short = short
+
   --- The transcript blocks of the user's messages, oldest first (Ctrl-G, /jump).
   S.user_blocks = S.user_blocks or {}
   function impl.remember_user(id, text)
@@ -149,14 +158,16 @@ return function(api)
     local okm, m = pcall(api.turn.model)
     local thinking = okm and m and m.thinking or S.thinking_level
     if thinking then items[#items + 1] = { text = "think:" .. thinking } end
+    -- Context use, always in view: the last request's input (cache reads and writes
+    -- included) plus its answer, against the model's window; warn at 70 %, alarm at 90 %.
     local used = (S.usage.last_input or 0) + (S.usage.last_output or 0)
-    if used > 0 then
-      local ok, window = pcall(api.turn.context_window)
-      if ok and type(window) == "number" and window > 0 then
-        items[#items + 1] = { text = string.format("ctx %s %d%%", human(used), math.floor(used * 100 / window)) }
-      else
-        items[#items + 1] = { text = "ctx " .. human(used) }
-      end
+    local okw, window = pcall(api.turn.context_window)
+    if okw and type(window) == "number" and window > 0 then
+      local pct = math.floor(used * 100 / window)
+      local st = (pct >= 90 and style.err) or (pct >= 70 and style.hint) or nil
+      items[#items + 1] = { text = string.format("ctx %d%% %s/%s", pct, short(used), short(window)), style = st }
+    elseif used > 0 then
+      items[#items + 1] = { text = "ctx " .. short(used) }
     end
     if #S.queued.steering > 0 then items[#items + 1] = { text = "steer:" .. #S.queued.steering, style = style.hint } end
     if #S.queued["follow-up"] > 0 then items[#items + 1] = { text = "follow:" .. #S.queued["follow-up"], style = style.hint } end
@@ -333,7 +344,8 @@ return function(api)
     if u then
       S.usage.input = S.usage.input + (u.input or 0)
       S.usage.output = S.usage.output + (u.output or 0)
-      S.usage.last_input, S.usage.last_output = u.input or 0, u.output or 0
+      S.usage.last_input = (u.input or 0) + (u.cache_read or 0) + (u.cache_write or 0)
+      S.usage.last_output = u.output or 0
       S.usage.cost = (S.usage.cost or 0) + ((u.cost and u.cost.total) or 0)
     end
   end)
