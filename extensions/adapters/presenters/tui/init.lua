@@ -18,6 +18,7 @@ return function(api)
   S = api.state()
   local editor = api.load("editor")
   local toolrows = api.load("toolrows")
+  local notify = api.load("notify")
   S.ed = S.ed or { text = "", cursor = 0 }
   S.pastes = S.pastes or {}
   S.paste_n = S.paste_n or 0
@@ -404,8 +405,35 @@ return function(api)
     end
   end)
 
+  --- A desktop notification when the terminal is not focused (tui/notify.lua).
+  function impl.notify(kind, title, body)
+    if not open() or not S.notify_cfg then return end
+    notify.send(S.notify_cfg, term, function(fn) term.spawn(function() pcall(fn) end) end,
+      function(msg) notice(msg, style.error) end,
+      { type = kind, title = title, body = body })
+  end
+
+  --- The first line of the last answer, for the turn-end notification.
+  local function last_answer_line()
+    local ok, msgs = pcall(api.turn.messages)
+    if not ok then return "" end
+    for i = #(msgs or {}), 1, -1 do
+      local m = msgs[i]
+      if m.role == "assistant" then
+        for _, b in ipairs(m.content or {}) do
+          if b.type == "text" and (b.text or ""):match("%S") then
+            return (b.text:match("^%s*([^\n]*)") or ""):sub(1, 200)
+          end
+        end
+        return ""
+      end
+    end
+    return ""
+  end
+
   api.on("agent-turn-complete", function(ev)
     if not open() then return end
+    impl.notify("turn_end", "fen: turn done", last_answer_line())
     end_text()
     -- Tool rows whose result never came (a cancelled turn) are final now.
     for k, t in pairs(S.tools) do
@@ -1147,6 +1175,7 @@ return function(api)
     --- `api.ui.select(title, items)`: the chosen index, nil when dismissed (Esc).
     select = function(title, items)
       local shown = labels(items)
+      S.impl.notify("question", "fen asks", tostring(title or ""))
       local choice = ask_overlay({ title = tostring(title or ""), items = shown })
       if choice == nil then return nil end
       for i, l in ipairs(shown) do if l == choice then return i end end
@@ -1155,12 +1184,15 @@ return function(api)
     --- `api.ui.prompt(question, default)`: the text entered, nil when dismissed.
     prompt = function(question, default)
       local d = default and tostring(default) or ""
+      S.impl.notify("question", "fen asks", tostring(question or ""))
       return ask_overlay({ title = "fen", question = tostring(question or ""), input = { text = d, cursor = #d } })
     end,
     --- A hook's `ctx.ask(request)`. A string asks yes/no and answers "yes" or "no"; a table
     --- `{title, question, options = {...}}` answers the chosen option (its `value`, else its
     --- label); `{question, input = true, default}` answers text. Dismissed: nil.
     ask = function(request)
+      local what = type(request) == "table" and (request.question or request.text or request.title) or request
+      S.impl.notify("approval", "fen needs your approval", tostring(what or ""):match("^[^\n]*"))
       if type(request) ~= "table" then
         local a = ask_overlay({ title = "fen asks", question = tostring(request), items = { "yes", "no" } })
         return a
@@ -1189,6 +1221,8 @@ return function(api)
       S.inline = (ok_opts and opts and opts.inline == true) or settings.mode == "inline"
       S.mouse = settings.mouse == true and not S.inline
       S.user_theme = settings.theme
+      local problems
+      S.notify_cfg, problems = notify.config(notify.read_settings())
       S.theme_base = style.apply(S.user_theme, term.background())
       term.open({ inline = S.inline, mouse = S.mouse })
       S.impl.sync_palette()
@@ -1196,6 +1230,7 @@ return function(api)
       local ok_msgs, messages = pcall(api.turn.messages)
       if ok_msgs then replay(messages) end
       S.impl.reinit()
+      for _, p in ipairs(problems) do S.impl.notice(p, S.style.error) end
       if ctx.prompt and ctx.prompt ~= "" then
         editor.set(S.ed, ctx.prompt)
         S.impl.key("enter")
