@@ -5,6 +5,7 @@ pub mod edit;
 pub mod filetype;
 pub mod frontmatter;
 pub mod fs;
+pub mod fuzzy;
 pub mod html;
 pub mod http;
 pub mod image;

@@ -203,7 +203,6 @@ pub fn normalize(ev: Event) -> Option<Input> {
                 row: m.row,
             })
         }
-        _ => None,
     }
 }
 

@@ -8,7 +8,7 @@ local M = {}
 --- A fresh tally row.
 local function row(provider, model)
   return { provider = provider, model = model, calls = 0, input = 0, output = 0,
-    cache_read = 0, cache_write = 0, cost = 0, priced = 0, subscription = false }
+    cache_read = 0, cache_write = 0, cost = 0, priced = 0, subs = 0 }
 end
 
 --- Adds one assistant message's usage to `tally` (keyed provider/model).
@@ -27,8 +27,9 @@ function M.add(tally, m)
     local v = tonumber(u[k]) or 0
     if v > 0 then r[k] = r[k] + v end
   end
-  if u.subscription then r.subscription = true end
-  if type(u.cost) == "table" and tonumber(u.cost.total) then
+  if u.subscription then
+    r.subs = r.subs + 1
+  elseif type(u.cost) == "table" and tonumber(u.cost.total) then
     r.cost = r.cost + u.cost.total
     r.priced = r.priced + 1
   end
@@ -52,21 +53,23 @@ function M.report(tally)
     local r = tally.rows[key]
     local prompt = r.input + r.cache_read + r.cache_write
     local hit = prompt > 0 and math.floor(r.cache_read * 100 / prompt + 0.5) or 0
-    local money
-    if r.subscription then
-      money = "subscription (tokens only)"
-      any_sub = true
-    elseif r.priced == 0 then
-      money = "price unknown (add it to models.json, docs/cost.md)"
-      all_priced = false
-    else
-      money = string.format("$%.4f", r.cost)
-      if r.priced < r.calls then
-        money = money .. string.format(" (%d of %d calls priced)", r.priced, r.calls)
-        all_priced = false
-      end
+    -- Dollars for the priced calls; a subscription's calls show tokens only.
+    local parts = {}
+    if r.priced > 0 then
+      parts[#parts + 1] = string.format("$%.4f", r.cost)
       total = total + r.cost
     end
+    if r.subs > 0 then
+      parts[#parts + 1] = "subscription (tokens only)"
+      any_sub = true
+    end
+    local unpriced = r.calls - r.priced - r.subs
+    if unpriced > 0 then
+      all_priced = false
+      parts[#parts + 1] = unpriced == r.calls and "price unknown (add it to models.json, docs/cost.md)"
+        or string.format("%d call%s unpriced", unpriced, unpriced == 1 and "" or "s")
+    end
+    local money = table.concat(parts, " + ")
     lines[#lines + 1] = string.format("  %s  %d call%s  %s in · %s out · cache %s read, %s written (%d%% hit)  %s",
       key, r.calls, r.calls == 1 and "" or "s", num(r.input), num(r.output), num(r.cache_read),
       num(r.cache_write), hit, money)
@@ -76,7 +79,7 @@ function M.report(tally)
   local hit = prompt > 0 and math.floor(sum.cache_read * 100 / prompt + 0.5) or 0
   local money = string.format("$%.4f", total)
   if not all_priced then money = money .. " (some calls unpriced)" end
-  if any_sub then money = money .. " + subscription" end
+  if any_sub then money = money .. " + subscription calls" end
   lines[#lines + 1] = string.format("  total  %d call%s  %s in · %s out · cache %s read (%d%% hit)  %s",
     sum.calls, sum.calls == 1 and "" or "s", num(sum.input), num(sum.output), num(sum.cache_read), hit, money)
   return table.concat(lines, "\n")
