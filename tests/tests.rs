@@ -39,4 +39,5 @@ mod tools_fs;
 mod tools_search;
 pub mod tui;
 mod tui_code;
+mod tui_comforts;
 mod tui_inline;

@@ -59,12 +59,18 @@ pub fn score(query: &str, candidate: &str) -> Option<i64> {
     let mut s: i64 = 0;
     let mut i = 0;
     let mut last: Option<usize> = None;
-    for &qc in &q {
+    // Whether `rest` is a subsequence of `lower[from..]`.
+    let fits = |from: usize, rest: &[char]| -> bool {
+        let mut it = lower[from.min(lower.len())..].iter();
+        rest.iter().all(|qc| it.any(|c| c == qc))
+    };
+    for (k, &qc) in q.iter().enumerate() {
         let found = (i..lower.len()).find(|&j| lower[j] == qc)?;
-        // A later word-start holding the same letter is worth the jump.
+        // A later word-start holding the same letter is worth the jump, if the rest of the
+        // query still fits after it.
         let at = (found..lower.len())
             .find(|&j| lower[j] == qc && boundary(j))
-            .filter(|&j| j - found < 8)
+            .filter(|&j| j - found < 8 && fits(j + 1, &q[k + 1..]))
             .unwrap_or(found);
         if boundary(at) {
             s += 30;
@@ -127,6 +133,7 @@ mod tests {
         assert!(r.contains(&"extensions/adapters/presenters/tui/init.lua".to_string()));
         assert!(!r.contains(&"src/native/term/render.rs".to_string()));
         // Scattered letters: term/render.rs has t-r-r in order.
+        assert!(score("mtarg", "src/menu_target.rs").is_some());
         let r = top("trr", &files);
         assert!(r.contains(&"src/native/term/render.rs".to_string()), "{r:?}");
     }

@@ -195,7 +195,8 @@ impl mlua::UserData for FileList {
 
 async fn file_list_fn(lua: Lua, path: Option<String>) -> mlua::Result<(Value, Value)> {
     let mut o = FindOptions::new("", expand_path(path.as_deref().unwrap_or(".")));
-    o.limit = 0;
+    // Enough for any repository; a home directory's millions stop here.
+    o.limit = 200_000;
     let cancel = AtomicBool::new(false);
     match blocking(move || search::find(&o, &cancel)).await? {
         Ok(r) => Ok((

@@ -19,6 +19,7 @@ return function(api)
   local editor = api.load("editor")
   local toolrows = api.load("toolrows")
   local notify = api.load("notify")
+  local menu = api.load("menu")
   S.ed = S.ed or { text = "", cursor = 0 }
   S.pastes = S.pastes or {}
   S.paste_n = S.paste_n or 0
@@ -357,8 +358,29 @@ return function(api)
     local call = ev.tool_call or {}
     local head = toolrows.call_head(call, term, style) or tool_row("tool> run " .. rows.call_summary(call))
     local id = term.push({ kind = "tool-live", head = head, text = "", live = true })
-    S.tools[call.id or ""] = { id = id, out = "", call = call }
+    local t = { id = id, out = "", call = call, head = head, started = os.time() }
+    S.tools[call.id or ""] = t
+    impl.tick_tool(call.id or "", t)
   end)
+
+  --- A running tool's row shows its elapsed time once it has run for 2 s, updated each
+  --- second until its result arrives (a wake-up a second while a tool runs; none otherwise).
+  function impl.tick_tool(key, t)
+    term.spawn(function()
+      while S.tools[key] == t and open() do
+        pcall(native.sleep, 1000)
+        if S.tools[key] ~= t or not open() then return end
+        local secs = os.time() - t.started
+        if secs >= 2 then
+          local head = {}
+          for i, span in ipairs(t.head) do head[i] = span end
+          local el = secs < 60 and string.format("%ds", secs) or string.format("%dm%02ds", secs // 60, secs % 60)
+          head[#head + 1] = { text = "  " .. el, style = style.dim }
+          pcall(term.update, t.id, { head = head })
+        end
+      end
+    end)
+  end
 
   api.on("tool-update", function(ev)
     if not open() then return end
@@ -544,80 +566,38 @@ return function(api)
   end
 
   ---------------------------------------------------------------------------------------------
-  -- Completion: slash commands (and their arguments), @paths.
-  local function fuzzy(q, s)
-    if q == "" then return 1 end
-    local lq, ls = q:lower(), s:lower()
-    local p = ls:find(lq, 1, true)
-    if p then return 1000 - p * 2 - #s * 0.01 end
-    local j = 1
-    for i = 1, #lq do
-      j = ls:find(lq:sub(i, i), j, true)
-      if not j then return nil end
-      j = j + 1
-    end
-    return 100 - #s * 0.01
-  end
-
-  local function rank(q, items, key)
-    local out = {}
-    for _, it in ipairs(items) do
-      local sc = fuzzy(q, key(it))
-      if sc then out[#out + 1] = { it = it, sc = sc } end
-    end
-    table.sort(out, function(a, b)
-      if a.sc ~= b.sc then return a.sc > b.sc end
-      return key(a.it) < key(b.it)
-    end)
-    local r = {}
-    for i = 1, math.min(#out, 50) do r[i] = out[i].it end
-    return r
-  end
-
+  -- Completion: slash commands (and their arguments), @paths (tui/menu.lua).
   local function completions()
-    local text, cur = S.ed.text, S.ed.cursor
-    local before = text:sub(1, cur)
-    local cmd = before:match("^/(%S*)$")
-    if cmd then
-      local items = {}
-      for _, c in ipairs(api.list("command")) do
-        if not c.shadowed_by then
-          items[#items + 1] = { label = "/" .. c.name, detail = c.description, replace = { 1, cur }, value = "/" .. c.name .. " " }
+    return menu.items({
+      api = api, S = S, term = term, contributions = contributions,
+      -- The file list arrived: an open @ menu shows it at once.
+      on_files = function()
+        if S.menu and S.menu.kind == "file" and open() then
+          impl.update_menu(true)
+          layout()
         end
-      end
-      return rank(cmd, items, function(it) return it.label:sub(2) end)
+      end,
+    })
+  end
+
+  --- Opens, narrows or closes the menu after the input changed: it opens by itself on a
+  --- `/command` or `@path` word (unless Esc closed it for this word); a menu opened with
+  --- Tab (command arguments) narrows while it has items.
+  function impl.update_menu(force)
+    local kind, _, from = menu.trigger(S.ed.text, S.ed.cursor)
+    if S.menu_dismissed and S.menu_dismissed ~= (kind and (kind .. from) or nil) then S.menu_dismissed = nil end
+    if not kind and not (S.menu and S.menu.kind == "arg") then
+      S.menu = nil
+      return
     end
-    local name, arg = before:match("^/(%S+)%s+(.*)$")
-    if name then
-      for _, c in ipairs(contributions("command")) do
-        if c.name == name and type(c.spec.complete) == "function" then
-          local ok, list = pcall(c.spec.complete, arg)
-          if ok and type(list) == "table" then
-            local items = {}
-            local from = cur - #arg + 1
-            for _, v in ipairs(list) do
-              items[#items + 1] = { label = tostring(v), replace = { from, cur }, value = tostring(v) }
-            end
-            return rank(arg, items, function(it) return it.label end)
-          end
-        end
-      end
-      return {}
+    if kind and S.menu_dismissed and not force then return end
+    local items = completions()
+    if #items > 0 then
+      local sel = 1
+      S.menu = { items = items, selected = sel, kind = kind or "arg" }
+    else
+      S.menu = nil
     end
-    local at, word = editor.mention(S.ed)
-    if at then
-      if not S.files then
-        local r = native.search.find({ pattern = "*", path = ".", limit = 20000 })
-        S.files = (r and r.paths) or {}
-      end
-      local items = {}
-      for _, p in ipairs(S.files) do
-        local rel = p:gsub("^%./", "")
-        items[#items + 1] = { label = "@" .. rel, replace = { at, cur }, value = "@" .. rel .. " " }
-      end
-      return rank(word, items, function(it) return it.label:sub(2) end)
-    end
-    return {}
   end
 
   local function apply_completion(it)
@@ -636,7 +616,7 @@ return function(api)
     if #items == 1 then
       apply_completion(items[1])
     elseif #items > 1 then
-      S.menu = { items = items, selected = 1 }
+      S.menu = { items = items, selected = 1, kind = items[1].kind }
     end
   end
 
@@ -864,10 +844,20 @@ return function(api)
         S.menu.selected = S.menu.selected % #S.menu.items + 1
         return layout()
       elseif key == "esc" then
+        local kind, _, from = menu.trigger(S.ed.text, S.ed.cursor)
+        S.menu_dismissed = kind and (kind .. from) or nil
         S.menu = nil
         return layout()
       elseif key == "tab" then
         complete()
+        impl.update_menu()
+        return layout()
+      elseif key == "enter" then
+        -- Enter takes the item; a command runs at once (as if typed in full).
+        local it = S.menu.items[S.menu.selected]
+        apply_completion(it)
+        if it.kind == "command" then return submit() end
+        impl.update_menu()
         return layout()
       end
     end
@@ -926,11 +916,8 @@ return function(api)
     else
       return
     end
-    if S.menu then
-      -- Typing narrows the open menu.
-      local items = completions()
-      S.menu = #items > 0 and { items = items, selected = 1 } or nil
-    end
+    -- Typing opens, narrows or closes the menu.
+    impl.update_menu()
     layout()
   end
 
@@ -948,6 +935,7 @@ return function(api)
     else
       editor.insert(S.ed, text)
     end
+    impl.update_menu()
     layout()
   end
 
@@ -1231,6 +1219,8 @@ return function(api)
       if ok_msgs then replay(messages) end
       S.impl.reinit()
       for _, p in ipairs(problems) do S.impl.notice(p, S.style.error) end
+      -- The @ menu's files, listed in the background now so the first @ finds them.
+      menu.refresh_files(S, term, function() end)
       if ctx.prompt and ctx.prompt ~= "" then
         editor.set(S.ed, ctx.prompt)
         S.impl.key("enter")
