@@ -273,6 +273,24 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write a session as one file: self-contained HTML (the default), Markdown or JSON.
+    #[command(group = clap::ArgGroup::new("format").args(["html", "markdown", "json"]).multiple(false))]
+    Export {
+        /// Session id, id prefix or path.
+        id: String,
+        /// One HTML file that opens from disk with no network (the default).
+        #[arg(long)]
+        html: bool,
+        /// Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// The messages and usage as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Where to write (`-` for stdout); default `fen-session-<id>.<html|md|json>` here.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,6 +2,7 @@
 //! in `crate::host::native`.
 
 pub mod edit;
+pub mod export;
 pub mod filetype;
 pub mod frontmatter;
 pub mod fs;
