@@ -31,6 +31,7 @@ mod native_truncate;
 mod permissions;
 mod policy_corpus;
 mod providers;
+mod session_export;
 mod sessions;
 mod stdio_presenter;
 mod subagents;

@@ -72,6 +72,13 @@ pub fn write_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
     tmp.write_all(text.as_bytes())?;
     tmp.flush()?;
+    // A temporary file is private (0600); an export is an ordinary file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
