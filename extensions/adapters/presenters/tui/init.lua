@@ -978,6 +978,12 @@ return function(api)
         local id = term.push({ kind = "user", text = text, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
         impl.remember_user(id, text)
       elseif m.role == "assistant" then
+        -- The context gauge starts where the resumed conversation left it.
+        local u = m.usage
+        if type(u) == "table" and ((u.input or 0) + (u.output or 0)) > 0 then
+          S.usage.last_input = (u.input or 0) + (u.cache_read or 0) + (u.cache_write or 0)
+          S.usage.last_output = u.output or 0
+        end
         for _, b in ipairs(content or {}) do
           if b.type == "text" and b.text ~= "" then
             term.push({ kind = "assistant", markdown = true, text = b.text, gap = true, style = style.assistant })
