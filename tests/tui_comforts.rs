@@ -270,3 +270,30 @@ fn a_long_tool_row_shows_its_elapsed_time_and_last_output_line() {
     let screen = t.wait_for("finished");
     assert!(screen.contains("exit 0"), "{screen}");
 }
+
+#[test]
+fn an_approval_waiting_notifies_an_unfocused_terminal() {
+    let s = Sandbox::new();
+    // The default mode asks before a shell command that writes.
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "default"}}"#,
+    );
+    let turns = r#"[
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]},
+        {"text": "over"}
+    ]"#;
+    let mut t = spawn(&s, turns, &[], &[("TERM_PROGRAM", "WezTerm")]);
+    t.wait_for("/ for commands");
+    t.send(FOCUS_OUT);
+    t.send("make it\r");
+    t.wait("the approval overlay", |s| s.contains("y  ") || s.contains("yes"));
+    let want: &[u8] = b"\x1b]9;fen needs your approval";
+    let start = Instant::now();
+    while !contains(&t.raw.lock().expect("raw"), want) {
+        assert!(start.elapsed() < Duration::from_secs(10), "no approval notification");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    t.send("n");
+    t.wait_for("over");
+}
