@@ -67,7 +67,10 @@ fn version_info(manifest_dir: &Path) {
                 .map(|c| manifest_dir.join(c))
                 .unwrap_or(dir.clone());
             println!("cargo:rerun-if-changed={}", common.join(&r).display());
-            println!("cargo:rerun-if-changed={}", common.join("packed-refs").display());
+            println!(
+                "cargo:rerun-if-changed={}",
+                common.join("packed-refs").display()
+            );
         }
     }
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
@@ -81,7 +84,10 @@ fn version_info(manifest_dir: &Path) {
                 .unwrap_or(0)
         });
     println!("cargo:rustc-env=FEN_GIT_COMMIT={commit}");
-    println!("cargo:rustc-env=FEN_BUILD_DATE={}", civil_date(secs.div_euclid(86_400)));
+    println!(
+        "cargo:rustc-env=FEN_BUILD_DATE={}",
+        civil_date(secs.div_euclid(86_400))
+    );
 }
 
 /// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard Hinnant's algorithm).

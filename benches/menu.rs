@@ -31,7 +31,10 @@ fn repo(home: &Path) -> Vec<String> {
         let dir = format!("pkg{d:03}/src/module_{d}");
         std::fs::create_dir_all(work.join(&dir)).unwrap();
         for f in 0..100 {
-            let p = format!("{dir}/file_{f:03}_{}.rs", ["alpha", "beta", "gamma", "delta"][f % 4]);
+            let p = format!(
+                "{dir}/file_{f:03}_{}.rs",
+                ["alpha", "beta", "gamma", "delta"][f % 4]
+            );
             std::fs::write(work.join(&p), "").unwrap();
             paths.push(p);
         }
@@ -40,7 +43,12 @@ fn repo(home: &Path) -> Vec<String> {
 }
 
 fn screen_has(p: &Pty, needle: &str) -> bool {
-    p.screen.lock().unwrap().screen().contents().contains(needle)
+    p.screen
+        .lock()
+        .unwrap()
+        .screen()
+        .contents()
+        .contains(needle)
 }
 
 /// Time from sending `keys` until `pred` holds on the screen.
@@ -91,7 +99,9 @@ fn main() {
         query.push(until(&mut p, b"gamma", |p| {
             screen_has(p, "› @gamma") && screen_has(p, "_gamma.rs")
         }));
-        until(&mut p, b"\x7f\x7f\x7f\x7f\x7f\x7f", |p| !screen_has(p, "@pkg"));
+        until(&mut p, b"\x7f\x7f\x7f\x7f\x7f\x7f", |p| {
+            !screen_has(p, "@pkg")
+        });
         std::thread::sleep(gap);
     }
     let (plain, at, query) = (p95(plain), p95(at), p95(query));

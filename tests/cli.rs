@@ -23,7 +23,8 @@ fn version_and_help() {
         .and_then(|r| r.split_once(", built "))
         .unwrap_or_else(|| panic!("unexpected version line: {line}"));
     assert!(
-        commit == "unknown" || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
         "{line}"
     );
     let parts: Vec<&str> = date.split('-').collect();

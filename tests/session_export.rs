@@ -66,7 +66,11 @@ fn session(s: &Sandbox, port: u16) -> String {
         "-p",
         "fix a.txt please",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let list = s.fen(&["session", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
     v[0]["id"].as_str().expect("a session").to_string()
@@ -78,7 +82,11 @@ fn export_writes_html_markdown_and_json() {
     let (port, _) = counting_server();
     let id = session(&s, port);
     let out = s.fen(&["session", "export", &id, "-o", "out.html"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("wrote out.html"));
     let html = std::fs::read_to_string(s.cwd().join("out.html")).expect("html written");
     assert!(html.contains("default-src 'none'"));
@@ -86,7 +94,10 @@ fn export_writes_html_markdown_and_json() {
     // The model's raw <img> is text, its markdown image a link: nothing to fetch.
     assert!(!html.contains(&format!("<img src=\"http://127.0.0.1:{port}")));
     assert!(html.contains("&lt;img src="), "{html}");
-    assert!(html.contains("<span class=\"add\">+new line</span>"), "{html}");
+    assert!(
+        html.contains("<span class=\"add\">+new line</span>"),
+        "{html}"
+    );
     assert!(html.contains("data:image/png;base64,"));
     // The sanitizer's escape stays an escape.
     assert!(html.contains("esc:\\x01x\\x00y"), "{html}");
@@ -121,14 +132,24 @@ fn slash_export_writes_the_conversation() {
     s.write("script.json", r#"[{"text": "the answer is 42"}]"#);
     let script = s.root().join("script.json");
     let out = s.fen_stdin(
-        &["--presenter", "stdio", "--provider", "mock", "--mock-script", script.to_str().expect("utf-8")],
+        &[
+            "--presenter",
+            "stdio",
+            "--provider",
+            "mock",
+            "--mock-script",
+            script.to_str().expect("utf-8"),
+        ],
         "what is it?\n/export talk.md\n/export\n",
         &[],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("wrote talk.md"), "{stdout}");
     let md = std::fs::read_to_string(s.cwd().join("talk.md")).expect("markdown");
-    assert!(md.contains("the answer is 42") && md.contains("> what is it?"), "{md}");
+    assert!(
+        md.contains("the answer is 42") && md.contains("> what is it?"),
+        "{md}"
+    );
     let html = std::fs::read_dir(s.cwd())
         .expect("dir")
         .flatten()
@@ -177,8 +198,21 @@ fn the_html_renders_in_headless_chromium_without_network() {
         .output()
         .expect("run chromium");
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.contains("</html>"), "chromium printed no DOM: {}", String::from_utf8_lossy(&out.stderr));
-    for text in ["fix a.txt please", "esc:\\x01x\\x00y", "Fixed <strong>a.txt</strong>", "✻ thinking", "tool&gt; <span class=\"ok\">ok</span> edit a.txt", "+new line", "Usage and cost", "$0.0095"] {
+    assert!(
+        dom.contains("</html>"),
+        "chromium printed no DOM: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for text in [
+        "fix a.txt please",
+        "esc:\\x01x\\x00y",
+        "Fixed <strong>a.txt</strong>",
+        "✻ thinking",
+        "tool&gt; <span class=\"ok\">ok</span> edit a.txt",
+        "+new line",
+        "Usage and cost",
+        "$0.0095",
+    ] {
         assert!(dom.contains(text), "{text:?} not rendered:\n{dom}");
     }
     // Thinking and tool calls are folded (no `open`), the image is inline.
@@ -190,15 +224,29 @@ fn the_html_renders_in_headless_chromium_without_network() {
     // The check can fail: a page that does load from the server is counted.
     s.write(
         "work/control.html",
-        &format!("<!DOCTYPE html><html><body><img src=\"http://127.0.0.1:{port}/c.png\"></body></html>"),
+        &format!(
+            "<!DOCTYPE html><html><body><img src=\"http://127.0.0.1:{port}/c.png\"></body></html>"
+        ),
     );
     let _ = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--virtual-time-budget=2000"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=2000",
+        ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
         .arg(format!("file://{}", s.cwd().join("control.html").display()))
         .output()
         .expect("run chromium");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(hits.load(Ordering::SeqCst) > 0, "the control page's request was not seen");
+    assert!(
+        hits.load(Ordering::SeqCst) > 0,
+        "the control page's request was not seen"
+    );
 }

@@ -35,11 +35,15 @@ fn menu_flow(inline: bool) {
     t.wait_for("/ for commands");
     // `/` alone opens the menu: commands with their descriptions.
     t.send("/");
-    let screen = t.wait("the command menu", |s| s.contains("/help") && s.contains("/cost"));
+    let screen = t.wait("the command menu", |s| {
+        s.contains("/help") && s.contains("/cost")
+    });
     assert!(screen.contains("tokens and cost"), "{screen}");
     // Typing narrows it, fuzzily: "cst" finds /cost first.
     t.send("cst");
-    t.wait("narrowed to /cost", |s| s.contains("/cost") && !s.contains("/help"));
+    t.wait("narrowed to /cost", |s| {
+        s.contains("/cost") && !s.contains("/help")
+    });
     // Esc closes it; typing on in the same word keeps it closed.
     t.send("\x1b");
     t.wait("menu closed", |s| !s.contains("/cost  Show"));
@@ -185,7 +189,11 @@ fn each_terminal_gets_its_notification_sequence() {
 fn the_bell_is_the_fallback_and_a_focused_terminal_gets_nothing() {
     // An unknown terminal rings the bell.
     let (_s, raw) = turn_output(&[], FOCUS_OUT, None, Some(b"\x07"));
-    assert!(raw.contains(&0x07), "no bell in {:?}", String::from_utf8_lossy(&raw));
+    assert!(
+        raw.contains(&0x07),
+        "no bell in {:?}",
+        String::from_utf8_lossy(&raw)
+    );
     // Focused: nothing at all.
     let (_s, raw) = turn_output(&[("TERM_PROGRAM", "WezTerm")], FOCUS_IN, None, None);
     assert!(!raw.contains(&0x07), "{:?}", String::from_utf8_lossy(&raw));
@@ -197,7 +205,11 @@ fn the_bell_is_the_fallback_and_a_focused_terminal_gets_nothing() {
         Some(r#"{"notifications": {"method": "osc777"}}"#),
         Some(b"\x1b]777;notify;"),
     );
-    assert!(contains(&raw, b"\x1b]777;notify;"), "{:?}", String::from_utf8_lossy(&raw));
+    assert!(
+        contains(&raw, b"\x1b]777;notify;"),
+        "{:?}",
+        String::from_utf8_lossy(&raw)
+    );
     let (_s, raw) = turn_output(
         &[("TERM_PROGRAM", "WezTerm")],
         FOCUS_OUT,
@@ -222,7 +234,8 @@ fn the_notification_command_gets_the_event_as_json_without_secrets() {
         "cat > '{0}.tmp'; printf '%s' \"${{OPENAI_API_KEY:-no key}}\" > '{0}.env'; mv '{0}.tmp' '{0}'",
         out.display()
     );
-    let settings = serde_json::json!({"notifications": {"method": "off", "command": cmd}}).to_string();
+    let settings =
+        serde_json::json!({"notifications": {"method": "off", "command": cmd}}).to_string();
     let (_s, _raw) = turn_output(
         &[("OPENAI_API_KEY", "sk-secret-value")],
         FOCUS_OUT,
@@ -249,7 +262,9 @@ fn bad_notification_settings_are_named() {
         r#"{"notifications": {"method": "loud", "on": ["turn_end", "lunch"]}}"#,
     );
     let t = spawn(&s, r#"[{"text": "x"}]"#, &[], &[]);
-    let screen = t.wait("the problems", |s| s.contains("notifications.method") && s.contains("lunch"));
+    let screen = t.wait("the problems", |s| {
+        s.contains("notifications.method") && s.contains("lunch")
+    });
     assert!(screen.contains("osc9"), "{screen}");
 }
 
@@ -287,11 +302,16 @@ fn an_approval_waiting_notifies_an_unfocused_terminal() {
     t.wait_for("/ for commands");
     t.send(FOCUS_OUT);
     t.send("make it\r");
-    t.wait("the approval overlay", |s| s.contains("y  ") || s.contains("yes"));
+    t.wait("the approval overlay", |s| {
+        s.contains("y  ") || s.contains("yes")
+    });
     let want: &[u8] = b"\x1b]9;fen needs your approval";
     let start = Instant::now();
     while !contains(&t.raw.lock().expect("raw"), want) {
-        assert!(start.elapsed() < Duration::from_secs(10), "no approval notification");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no approval notification"
+        );
         std::thread::sleep(Duration::from_millis(30));
     }
     t.send("n");

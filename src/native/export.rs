@@ -153,7 +153,10 @@ fn totals(t: &Transcript) -> Totals {
             }
         };
         let r = &mut out.rows[i];
-        for (k, key) in ["input", "output", "cache_read", "cache_write"].iter().enumerate() {
+        for (k, key) in ["input", "output", "cache_read", "cache_write"]
+            .iter()
+            .enumerate()
+        {
             r.1[k] += u[*key].as_f64().unwrap_or(0.0).max(0.0) as u64;
         }
         if u["subscription"] == true {
@@ -194,7 +197,10 @@ fn result_diff(r: &Value) -> Option<String> {
             return Some(parts.concat());
         }
     }
-    d["diff"].as_str().filter(|s| !s.is_empty()).map(str::to_string)
+    d["diff"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 fn css_color(c: Color) -> Option<&'static str> {
@@ -264,9 +270,7 @@ fn markdown_html(text: &str) -> String {
         match ev {
             Event::Start(Tag::CodeBlock(kind)) => {
                 let lang = match kind {
-                    CodeBlockKind::Fenced(info) => {
-                        highlight::lang_token(&info).to_string()
-                    }
+                    CodeBlockKind::Fenced(info) => highlight::lang_token(&info).to_string(),
                     CodeBlockKind::Indented => String::new(),
                 };
                 code = Some((lang, String::new()));
@@ -434,7 +438,9 @@ pub fn html(t: &Transcript) -> String {
                 out.push_str("<div class=\"msg assistant\">\n");
                 for b in m["content"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
                     match b["type"].as_str() {
-                        Some("text") => out.push_str(&markdown_html(b["text"].as_str().unwrap_or(""))),
+                        Some("text") => {
+                            out.push_str(&markdown_html(b["text"].as_str().unwrap_or("")))
+                        }
                         Some("thinking") => {
                             let body = if b["redacted"] == true {
                                 "(redacted by the provider)".to_string()
@@ -454,7 +460,8 @@ pub fn html(t: &Transcript) -> String {
                                 Some(_) => ("ok", "ok"),
                                 None => ("no result", "err"),
                             };
-                            let args = serde_json::to_string_pretty(&b["arguments"]).unwrap_or_default();
+                            let args =
+                                serde_json::to_string_pretty(&b["arguments"]).unwrap_or_default();
                             let _ = write!(
                                 out,
                                 "<details class=\"tool\"><summary>tool&gt; <span class=\"{class}\">{verb}</span> {}</summary>\n<pre class=\"args\">{}</pre>\n",
@@ -476,7 +483,9 @@ pub fn html(t: &Transcript) -> String {
                     let _ = writeln!(
                         out,
                         "<p class=\"error\">error: {}</p>",
-                        esc(m["error_message"].as_str().unwrap_or("the model call failed"))
+                        esc(m["error_message"]
+                            .as_str()
+                            .unwrap_or("the model call failed"))
                     );
                 } else if m["stop_reason"] == "aborted" {
                     out.push_str("<p class=\"note\">(cancelled)</p>\n");
@@ -563,13 +572,21 @@ pub fn markdown(t: &Transcript) -> String {
                             let _ = write!(out, "<details><summary>thinking</summary>\n\n{f}\n{th}\n{f}\n\n</details>\n\n");
                         }
                         Some("tool-call") => {
-                            let _ = write!(out, "**tool:** `{}`\n\n", call_summary(b).replace('`', "'"));
+                            let _ = write!(
+                                out,
+                                "**tool:** `{}`\n\n",
+                                call_summary(b).replace('`', "'")
+                            );
                         }
                         _ => {}
                     }
                 }
                 if m["stop_reason"] == "error" {
-                    let _ = write!(out, "**error:** {}\n\n", m["error_message"].as_str().unwrap_or(""));
+                    let _ = write!(
+                        out,
+                        "**error:** {}\n\n",
+                        m["error_message"].as_str().unwrap_or("")
+                    );
                 }
             }
             Some("tool-result") => {

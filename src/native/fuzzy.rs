@@ -135,7 +135,10 @@ mod tests {
         // Scattered letters: term/render.rs has t-r-r in order.
         assert!(score("mtarg", "src/menu_target.rs").is_some());
         let r = top("trr", &files);
-        assert!(r.contains(&"src/native/term/render.rs".to_string()), "{r:?}");
+        assert!(
+            r.contains(&"src/native/term/render.rs".to_string()),
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -150,7 +153,10 @@ mod tests {
     #[test]
     fn commands_rank_by_prefix() {
         let cmds = ["compact", "context", "copy", "cost", "expand", "help"];
-        assert_eq!(top("co", &cmds)[..4], ["copy", "cost", "compact", "context"]);
+        assert_eq!(
+            top("co", &cmds)[..4],
+            ["copy", "cost", "compact", "context"]
+        );
         assert_eq!(top("cst", &cmds)[0], "cost");
         assert_eq!(top("ex", &cmds)[0], "expand");
         assert_eq!(top("", &cmds).len(), 6);

@@ -17,16 +17,18 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set("find", lua.create_async_function(find_fn)?)?;
     m.set(
         "fuzzy",
-        lua.create_function(|_, (query, list, limit): (String, Vec<String>, Option<usize>)| {
-            Ok(crate::native::fuzzy::rank(
-                &query,
-                list.iter().map(String::as_str),
-                limit.unwrap_or(50),
-            )
-            .into_iter()
-            .map(|i| i + 1)
-            .collect::<Vec<_>>())
-        })?,
+        lua.create_function(
+            |_, (query, list, limit): (String, Vec<String>, Option<usize>)| {
+                Ok(crate::native::fuzzy::rank(
+                    &query,
+                    list.iter().map(String::as_str),
+                    limit.unwrap_or(50),
+                )
+                .into_iter()
+                .map(|i| i + 1)
+                .collect::<Vec<_>>())
+            },
+        )?,
     )?;
     m.set("file_list", lua.create_async_function(file_list_fn)?)?;
     Ok(m)

@@ -84,9 +84,14 @@ pub fn dir_for(cwd: &std::path::Path) -> PathBuf {
 /// on the blocking pool; the path written, or nil, message.
 async fn export_fn(lua: Lua, (messages, opts): (Value, Table)) -> mlua::Result<(Value, Value)> {
     use crate::native::export;
-    let format: String = opts.get::<Option<String>>("format")?.unwrap_or_else(|| "html".into());
+    let format: String = opts
+        .get::<Option<String>>("format")?
+        .unwrap_or_else(|| "html".into());
     let Some(format) = export::Format::parse(&format) else {
-        return failure(&lua, format!("unknown export format '{format}' (html, markdown, json)"));
+        return failure(
+            &lua,
+            format!("unknown export format '{format}' (html, markdown, json)"),
+        );
     };
     let path: String = opts.get("path")?;
     let messages: serde_json::Value = lua.from_value(messages)?;

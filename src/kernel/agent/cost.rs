@@ -20,9 +20,11 @@ fn declared(inner: &Inner, agent: &Agent) -> ModelInfo {
         return ModelInfo::default();
     };
     let model = agent.model();
-    let Some(entry) = models.sequence_values::<Table>().flatten().find(|m| {
-        m.get::<Option<String>>("id").ok().flatten().as_deref() == Some(model.as_str())
-    }) else {
+    let Some(entry) = models
+        .sequence_values::<Table>()
+        .flatten()
+        .find(|m| m.get::<Option<String>>("id").ok().flatten().as_deref() == Some(model.as_str()))
+    else {
         return ModelInfo::default();
     };
     let mut info = ModelInfo {

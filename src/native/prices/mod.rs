@@ -229,8 +229,14 @@ mod tests {
         assert!(want.is_some());
         assert_eq!(lookup("anthropic", "claude-sonnet-4-5-20250929"), want);
         assert_eq!(lookup("openrouter", "anthropic/claude-sonnet-4-5"), want);
-        assert_eq!(lookup("openai", "gpt-4o-2024-08-06"), lookup("openai", "gpt-4o"));
-        assert_eq!(lookup("anthropic", "claude-3-5-haiku-latest"), lookup("anthropic", "claude-3-5-haiku"));
+        assert_eq!(
+            lookup("openai", "gpt-4o-2024-08-06"),
+            lookup("openai", "gpt-4o")
+        );
+        assert_eq!(
+            lookup("anthropic", "claude-3-5-haiku-latest"),
+            lookup("anthropic", "claude-3-5-haiku")
+        );
         assert_eq!(lookup("nobody", "no-such-model"), None);
     }
 

@@ -80,8 +80,16 @@ impl TermEnv {
 
 /// The method `auto` means in this terminal.
 pub fn auto(env: &TermEnv) -> Method {
-    let program = env.term_program.as_deref().unwrap_or("").to_ascii_lowercase();
-    let lc = env.lc_terminal.as_deref().unwrap_or("").to_ascii_lowercase();
+    let program = env
+        .term_program
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let lc = env
+        .lc_terminal
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let term = env.term.as_deref().unwrap_or("").to_ascii_lowercase();
     if program == "iterm.app" || lc == "iterm2" || program == "wezterm" || env.wezterm {
         return Method::Osc9;
@@ -325,7 +333,10 @@ mod tests {
             ..env("tmux", "tmux-256color")
         };
         let seq = sequence(Method::Osc9, "fen", "done");
-        assert_eq!(wrap(&seq, &tmux), b"\x1bPtmux;\x1b\x1b]9;fen: done\x07\x1b\\");
+        assert_eq!(
+            wrap(&seq, &tmux),
+            b"\x1bPtmux;\x1b\x1b]9;fen: done\x07\x1b\\"
+        );
         let screen = TermEnv {
             screen: true,
             ..env("", "screen-256color")
@@ -359,9 +370,11 @@ mod tests {
             .await
             .expect("runs");
         assert!(r.is_some_and(|m| m.contains("failed")));
-        assert!(run_command(vec!["/no/such/notifier".into()], String::new(), &[])
-            .await
-            .is_err());
+        assert!(
+            run_command(vec!["/no/such/notifier".into()], String::new(), &[])
+                .await
+                .is_err()
+        );
     }
 
     #[test]
