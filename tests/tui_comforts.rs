@@ -164,7 +164,8 @@ const FOCUS_IN: &str = "\x1b[I";
 
 #[test]
 fn each_terminal_gets_its_notification_sequence() {
-    let cases: &[(&[(&str, &str)], &[u8])] = &[
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [u8]);
+    let cases: &[Case] = &[
         (&[("TERM_PROGRAM", "WezTerm")], b"\x1b]9;fen: turn done: all done here\x07"),
         (&[("TERM_PROGRAM", "iTerm.app")], b"\x1b]9;fen: turn done: all done here\x07"),
         (&[("TERM_PROGRAM", "ghostty")], b"\x1b]9;fen: turn done"),

@@ -502,9 +502,9 @@ pub fn html(t: &Transcript) -> String {
                             .is_some_and(|c| c.iter().any(|b| b["id"] == id))
                 });
                 if !has_call {
-                    let _ = write!(
+                    let _ = writeln!(
                         out,
-                        "<details class=\"tool\"><summary>tool&gt; {}</summary>{}</details>\n",
+                        "<details class=\"tool\"><summary>tool&gt; {}</summary>{}</details>",
                         esc(m["tool_name"].as_str().unwrap_or("?")),
                         result_body(m)
                     );

@@ -102,7 +102,7 @@ pub fn rank<'a>(
         .filter_map(|(i, c)| score(query, c).map(|s| (s, i)))
         .collect();
     // Stable: ties stay in input order.
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
     scored.truncate(limit);
     scored.into_iter().map(|(_, i)| i).collect()
 }

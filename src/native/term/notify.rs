@@ -114,7 +114,7 @@ pub fn auto(env: &TermEnv) -> Method {
 fn clean(s: &str, max: usize, no_semicolon: bool) -> String {
     s.chars()
         .map(|c| if c == '\n' || c == '\t' { ' ' } else { c })
-        .filter(|c| !c.is_control() && !(no_semicolon && *c == ';'))
+        .filter(|c| !(c.is_control() || (no_semicolon && *c == ';')))
         .take(max)
         .collect()
 }

@@ -567,16 +567,20 @@ return function(api)
 
   ---------------------------------------------------------------------------------------------
   -- Completion: slash commands (and their arguments), @paths (tui/menu.lua).
+  --- The file list arrived: an @ menu waiting for it shows it at once.
+  function impl.files_arrived()
+    if not open() then return end
+    local kind = menu.trigger(S.ed.text, S.ed.cursor)
+    if kind == "file" and not S.menu_dismissed then
+      impl.update_menu(true)
+      layout()
+    end
+  end
+
   local function completions()
     return menu.items({
       api = api, S = S, term = term, contributions = contributions,
-      -- The file list arrived: an open @ menu shows it at once.
-      on_files = function()
-        if S.menu and S.menu.kind == "file" and open() then
-          impl.update_menu(true)
-          layout()
-        end
-      end,
+      on_files = function() S.impl.files_arrived() end,
     })
   end
 
@@ -1226,7 +1230,7 @@ return function(api)
       S.impl.reinit()
       for _, p in ipairs(problems) do S.impl.notice(p, S.style.error) end
       -- The @ menu's files, listed in the background now so the first @ finds them.
-      menu.refresh_files(S, term, function() end)
+      menu.refresh_files(S, term, function() S.impl.files_arrived() end)
       if ctx.prompt and ctx.prompt ~= "" then
         editor.set(S.ed, ctx.prompt)
         S.impl.key("enter")

@@ -19,6 +19,8 @@ M.REFRESH_S = 10
 ---@param term table fen.native.term
 ---@param done fun()
 function M.refresh_files(S, term, done)
+  -- A walk already running calls the latest `done` when it ends.
+  S.files_done = done
   if S.files_loading then return end
   S.files_loading = true
   term.spawn(function()
@@ -28,7 +30,9 @@ function M.refresh_files(S, term, done)
       S.file_list = list
       S.files_at = os.time()
     end
-    done()
+    local cb = S.files_done
+    S.files_done = nil
+    if cb then cb() end
   end)
 end
 
