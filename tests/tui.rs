@@ -379,8 +379,8 @@ fn slash_completion_opens_a_menu_and_completes() {
     t.wait_for("Ask anything");
     // The menu opens as `/` is typed (tui_comforts has the rest of its behaviour).
     t.send("/");
-    let screen = t.wait_for("/help");
-    assert!(screen.contains("/compact"), "{screen}");
+    let screen = t.wait_for("/compact");
+    assert!(screen.contains("/context"), "{screen}");
     t.send("rel\t");
     t.wait("completed", |_| t.rows()[29].starts_with("› /reload"));
 }

@@ -36,7 +36,7 @@ fn menu_flow(inline: bool) {
     // `/` alone opens the menu: commands with their descriptions.
     t.send("/");
     let screen = t.wait("the command menu", |s| {
-        s.contains("/help") && s.contains("/cost")
+        s.contains("/compact") && s.contains("/cost")
     });
     assert!(screen.contains("tokens and cost"), "{screen}");
     // Typing narrows it, fuzzily: "cst" finds /cost first.

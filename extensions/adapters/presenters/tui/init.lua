@@ -577,10 +577,11 @@ return function(api)
     end
   end
 
-  local function completions()
+  --- `wait`: Tab asked, so a file list not there yet is waited for.
+  local function completions(wait)
     return menu.items({
       api = api, S = S, term = term, contributions = contributions,
-      on_files = function() S.impl.files_arrived() end,
+      on_files = function() S.impl.files_arrived() end, wait = wait,
     })
   end
 
@@ -616,7 +617,7 @@ return function(api)
       apply_completion(S.menu.items[S.menu.selected])
       return
     end
-    local items = completions()
+    local items = completions(true)
     if #items == 1 then
       apply_completion(items[1])
     elseif #items > 1 then

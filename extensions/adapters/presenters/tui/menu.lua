@@ -59,7 +59,7 @@ end
 
 --- The menu's items for the input as it is: `{label, detail, replace = {from, to}, value,
 --- kind}` ranked best first, or {}.
----@param ctx {api: table, S: table, term: table, contributions: fun(kind: string): table, on_files: fun()}
+---@param ctx {api: table, S: table, term: table, contributions: fun(kind: string): table, on_files: fun(), wait: boolean?}
 function M.items(ctx)
   local S, api = ctx.S, ctx.api
   local text, cur = S.ed.text, S.ed.cursor
@@ -77,6 +77,14 @@ function M.items(ctx)
     return rank_labels(query, items, function(it) return it.name end)
   end
   if kind == "file" then
+    if not S.file_list and ctx.wait then
+      -- Tab before the first walk ended: wait for a walk (off the Lua thread) this once.
+      local ok, list = pcall(native.search.file_list, ".")
+      if ok and list then
+        S.file_list = list
+        S.files_at = os.time()
+      end
+    end
     if not S.file_list or os.time() - (S.files_at or 0) > M.REFRESH_S then
       M.refresh_files(S, ctx.term, ctx.on_files)
     end
