@@ -10,6 +10,19 @@ pub fn score(query: &str, candidate: &str) -> Option<i64> {
     if query.is_empty() {
         return Some(0);
     }
+    // Most candidates do not hold the query's letters in order: reject those without
+    // allocating (ASCII case folded; other characters compared as they are, and any
+    // non-ASCII query goes the long way).
+    if query.is_ascii() {
+        let mut it = candidate.bytes().map(|b| b.to_ascii_lowercase());
+        if !query
+            .bytes()
+            .map(|b| b.to_ascii_lowercase())
+            .all(|qb| it.any(|cb| cb == qb))
+        {
+            return None;
+        }
+    }
     let q: Vec<char> = query.chars().flat_map(char::to_lowercase).collect();
     let c: Vec<char> = candidate.chars().collect();
     let lower: Vec<char> = c
