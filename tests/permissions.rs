@@ -446,10 +446,21 @@ fn a_directory_grep_skips_secret_files_and_says_how_many() {
 }
 
 /// A directory outside every writable root of the sandbox (the workspace and HOME are under
-/// /tmp, a root; the target directory is not).
+/// /tmp, a root): the target directory, or /var/tmp when the clone (so the target) is under
+/// /tmp or $TMPDIR.
 fn outside_dir(name: &str) -> std::path::PathBuf {
-    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("perm-outside-{}-{name}", std::process::id()));
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let temps: Vec<std::path::PathBuf> = ["/tmp".into(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|t| std::fs::canonicalize(t).ok())
+        .collect();
+    let base = if temps.iter().any(|t| target.starts_with(t)) {
+        std::path::PathBuf::from("/var/tmp")
+    } else {
+        target
+    };
+    let d = base.join(format!("perm-outside-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -517,4 +528,149 @@ fn an_escalation_answered_always_runs_the_commands_rule_outside_the_sandbox_from
         results[0]
     );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The analyser's answers as a user sees them: a bad rule reported at the start of a `-p` run
+/// (naming file, line and rule) with every call refused; a floor's denial naming the path
+/// refused; a redirect escaping a wildcard allow rule; fen's own settings files out of reach
+/// of every tool; the audit line naming the rule that decided and the suggested scope.
+#[test]
+fn rules_denials_and_audit_name_what_decided() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(s.cwd().join(".fen")).unwrap();
+    s.write("work/.fen/settings.json", "{}\n");
+    // 1. A rule that can never match: `-p` says so on stderr at start; the call is refused.
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "default", "allow": ["Frobnicate(src/**)"]}}"#,
+    );
+    let sc = script(&s, &[("bash", serde_json::json!({"command": "ls"}))]);
+    let out = s.fen(&["-p", "go", "--no-session", "--mock-script", &sc]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error> permission rules:") && err.contains("Frobnicate(src/**)"),
+        "{err}"
+    );
+    assert!(err.contains("settings.json:1"), "{err}");
+    assert!(err.contains("tool> err bash"), "the call is refused: {err}");
+
+    // 2. With good rules: floors name the path, redirects escape `Bash(echo *)`, and fen's
+    //    settings are a floor in yolo too.
+    s.write(
+        "config/fen/settings.json",
+        "{\"permissions\": {\"mode\": \"default\",\n \"allow\": [\"Bash(echo *)\"]}}",
+    );
+    let sc = script(
+        &s,
+        &[
+            (
+                "bash",
+                serde_json::json!({"command": "echo x > .git/hooks/pre-commit"}),
+            ),
+            ("bash", serde_json::json!({"command": "echo x > Makefile"})),
+            ("bash", serde_json::json!({"command": "echo hi"})),
+            (
+                "write",
+                serde_json::json!({"path": ".fen/settings.local.json", "content": "{}"}),
+            ),
+            (
+                "bash",
+                serde_json::json!({"command": "echo '{}' > .fen/settings.json"}),
+            ),
+        ],
+    );
+    let (results, _, out) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 5, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        results[0].starts_with("permission denied: ")
+            && results[0].contains(".git/hooks/pre-commit — floor"),
+        "the denial names the path: {}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("headless: no one to approve it"),
+        "a redirect is not covered by Bash(echo *): {}",
+        results[1]
+    );
+    assert!(!s.cwd().join("Makefile").exists());
+    assert!(allowed(&results[2]), "{}", results[2]);
+    for r in &results[3..] {
+        assert!(
+            r.contains("floor") && r.contains("fen's own permission settings"),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(s.cwd().join(".fen/settings.json")).unwrap(),
+        "{}\n"
+    );
+    assert!(!s.cwd().join(".fen/settings.local.json").exists());
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--yolo"]);
+    assert!(results[3].contains("floor") && results[4].contains("floor"));
+
+    // 3. The audit: the rule that allowed `echo hi` with its file and line, and the scope
+    //    an approval of the redirect would have added.
+    let audit = std::fs::read_to_string(s.state().join("fen/permissions.jsonl")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let by_rule = lines
+        .iter()
+        .find(|l| l["subject"] == "echo hi")
+        .expect("echo hi audited");
+    assert_eq!(by_rule["rule"]["text"], "Bash(echo *)");
+    assert_eq!(by_rule["rule"]["line"], 2);
+    assert!(by_rule["rule"]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("fen/settings.json"));
+    let asked = lines
+        .iter()
+        .find(|l| l["subject"] == "echo x" && l["source"] == "headless")
+        .expect("the redirect audited");
+    assert!(asked["scope"].is_array(), "{asked}");
+}
+
+/// Secret files inside the workspace are masked from sandboxed commands in auto mode, so a
+/// script the policy lets run cannot print them to the model; a `Read(...)` allow rule naming
+/// one keeps it readable.
+#[test]
+fn auto_mode_masks_workspace_secrets_from_sandboxed_commands() {
+    let tier = fen::native::sandbox::detect().tier;
+    if tier == fen::native::sandbox::Tier::None {
+        eprintln!("note: no OS sandbox on this machine; the masking test is skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write("work/.env", "TOKEN=sk-in-dotenv\n");
+    s.write(
+        "work/config/credentials.json",
+        "{\"k\": \"sk-in-credentials\"}\n",
+    );
+    s.write(
+        "work/show.sh",
+        "cat .env config/credentials.json 2>&1; echo shown\n",
+    );
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "sh show.sh"}))],
+    );
+    let run = |settings: &str| {
+        s.write("config/fen/settings.json", settings);
+        let (results, _, out) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "auto"]);
+        assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+        results[0].clone()
+    };
+    let masked = run(r#"{"permissions": {"mode": "auto"}}"#);
+    assert!(masked.contains("shown"), "the script ran: {masked}");
+    assert!(
+        !masked.contains("sk-in-dotenv") && !masked.contains("sk-in-credentials"),
+        "{tier:?}: {masked}"
+    );
+    let readable = run(r#"{"permissions": {"mode": "auto", "allow": ["Read(./.env)"]}}"#);
+    assert!(readable.contains("sk-in-dotenv"), "{readable}");
+    assert!(!readable.contains("sk-in-credentials"), "{readable}");
 }

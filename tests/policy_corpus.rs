@@ -808,3 +808,107 @@ fn webfetch_domain_rules_and_bare_tool_rules() {
         Verdict::Ask
     );
 }
+
+/// The attack corpus, by class (tests/data/policy/attacks.txt): in auto mode with a sandbox
+/// and allow rules for every program it uses, nothing is allowed without a person.
+#[test]
+fn attacks_are_never_allowed_even_in_auto_mode_with_broad_allow_rules() {
+    let f = fixture();
+    write(&f.proj.join("notes.txt"), "a[$(touch p)]\n");
+    write(&f.proj.join(".fen/settings.json"), "{}\n");
+    write(&f.proj.join(".fen/settings.local.json"), "{}\n");
+    std::fs::create_dir_all(f.proj.join(".fen/extensions")).expect("mkdir");
+    let heads = [
+        "git",
+        "echo",
+        "sudo",
+        "xargs",
+        "find",
+        "tar",
+        "man",
+        "cat",
+        "ls",
+        "less",
+        "od",
+        "env",
+        "mkdir",
+        "bash",
+        "sh",
+        "curl",
+        "wget",
+        "rsync",
+        "ssh",
+        "python3",
+        "node",
+        "perl",
+        "ruby",
+        "php",
+        "export",
+        "alias",
+        "shopt",
+        "coproc",
+        "eval",
+        "su",
+        "sed",
+        "awk",
+        "base64",
+        "sort",
+        "rg",
+        "fd",
+        "zip",
+        "hexdump",
+        "xxd",
+        "strings",
+        "sha256sum",
+        "rev",
+        "tac",
+        "nl",
+        "cut",
+        "paste",
+        "diff",
+        "jq",
+        "ps",
+        "mytool",
+        "dd",
+        "trap",
+        "hash",
+        "rm",
+        "mv",
+        "cp",
+        "truncate",
+        "read",
+        "printf",
+        "let",
+        "declare",
+    ];
+    let texts: Vec<(String, RuleKind)> = heads
+        .iter()
+        .map(|h| (format!("Bash({h} *)"), RuleKind::Allow))
+        .collect();
+    let refs: Vec<(&str, RuleKind)> = texts.iter().map(|(t, k)| (t.as_str(), *k)).collect();
+    let r = rules(&f.ws, &refs);
+    let cmds = corpus("attacks.txt");
+    assert!(cmds.len() >= 140, "only {} attacks", cmds.len());
+    let mut allowed = Vec::new();
+    for line in &cmds {
+        // `default: CMD`: a write auto mode allows by design (sandboxed, in the workspace);
+        // the rule must not carry it in default mode.
+        let (modes, c) = match line.strip_prefix("default: ") {
+            Some(c) => (vec![Mode::Default], c),
+            None => (vec![Mode::Default, Mode::Auto], line.as_str()),
+        };
+        for mode in modes {
+            let d = shell(&f, &r, c, mode, mode == Mode::Auto);
+            if d.verdict == Verdict::Allow {
+                allowed.push(format!("{c:?} in {mode:?} mode: {:?}", d.items));
+            }
+        }
+    }
+    assert!(
+        allowed.is_empty(),
+        "{} of {} attacks allowed:\n{}",
+        allowed.len(),
+        cmds.len(),
+        allowed.join("\n")
+    );
+}

@@ -214,6 +214,7 @@ function kernel.run_options() end
 ---@field version string
 ---@field platform {os: string, arch: string}
 ---@field paths {config_dir: string, state_dir: string}
+---@field auth fen.NativeAuth
 ---@field truncate fen.NativeTruncate
 ---@field fs fen.NativeFs
 ---@field edit fen.NativeEdit
@@ -241,6 +242,11 @@ function native.sanitize(text, max_bytes) end
 ---@param ms number
 function native.sleep(ms) end
 
+--- Milliseconds on a monotonic clock (since a fixed point of the process): for intervals,
+--- not dates.
+---@return number
+function native.clock_ms() end
+
 ---@class fen.NativeTruncate
 ---@field head fun(text: string, max_lines: integer, max_bytes: integer): table
 ---@field tail fun(text: string, max_lines: integer, max_bytes: integer): table
@@ -263,6 +269,7 @@ function native.sleep(ms) end
 
 ---@class fen.NativeEdit
 ---@field apply fun(files: {path: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[]}[]): table?, string? async
+---@field apply_text fun(text: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[], label: string?): {text: string, diff: string, replacements: integer, first_changed_line: integer, strategies: string[]}?, string? async; the engine on a buffer, writes nothing
 
 ---@class fen.NativeSearch
 ---@field grep fun(opts: table): table?, string? async
@@ -335,6 +342,17 @@ function native.sleep(ms) end
 ---@field tools fen.McpTool[]? absent with `tools = false`
 
 --- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
+---@class fen.NativeAuth
+---@field login fun(provider: string, opts: {device: boolean?, no_browser: boolean?, host: string?, on_prompt: fun(p: {kind: "url"|"code", url: string, code: string?, opened: boolean?})?}?): table?, string? async: runs the provider's login flow; the status row, or nil and why
+---@field credential fun(provider: string, stale_token: string?): {token: string, expires_at: integer?, headers: table<string, string>, base_url: string?}?, string? async: the request credential (refreshed under a lock when under 5 minutes remain, or when `stale_token` is still the stored one)
+---@field models fun(provider: string): table[]?, string? async: the models the login's plan offers
+---@field status fun(): {provider: string, email: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
+---@field logout fun(provider: string): boolean?, string? async: forgets a login; true when there was one
+---@field mcp_login fun(server: string, opts: {trusted: boolean?, no_browser: boolean?, on_prompt: fun(p: {kind: "url", url: string, opened: boolean})?}?): true?, string? async: the OAuth login of a configured HTTP MCP server
+---@field mcp_logout fun(server: string, opts: {trusted: boolean?}?): boolean?, string? async: forgets an MCP server's OAuth login
+---@field refusal fun(name: string): string? why fen refuses that subscription login (Anthropic, Google)
+---@field path fun(): string the auth.json path
+
 ---@class fen.NativeMcp
 ---@field configure fun(opts: {trusted: boolean?}?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
 ---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
@@ -344,6 +362,7 @@ function native.sleep(ms) end
 ---@field server_for_tool fun(fen_name: string): string?
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
+---@field add fun(servers: {name: string, command: string?, args: string[]?, env: table<string, string>?, url: string?, headers: table<string, string>?}[]): string[]?, string? servers beside the configured ones (an ACP client's), kept across `configure`; starts none
 --- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
 --- `finished` once it exited and its output was read; `result` is its last `result` line.
 ---@class fen.SubagentInfo

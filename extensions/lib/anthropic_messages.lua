@@ -5,7 +5,7 @@ local native = require("fen.native")
 local kit = require("fen.lib.provider")
 local json = native.json
 
-local STOP = { end_turn = "stop", stop_sequence = "stop", tool_use = "tool-use", max_tokens = "length", refusal = "error", pause_turn = "stop" }
+local STOP = { end_turn = "stop", stop_sequence = "stop", tool_use = "tool-use", max_tokens = "length", refusal = "refusal", pause_turn = "stop" }
 local EPHEMERAL = { type = "ephemeral" }
 
 local function convert_messages(messages)
@@ -68,6 +68,21 @@ local function convert_tools(tools)
   return out
 end
 
+-- Usage fields of message_start and message_delta (both cumulative): the last value of each
+-- field wins.
+local USAGE_FIELDS = {
+  input = "input_tokens", output = "output_tokens",
+  cache_read = "cache_read_input_tokens", cache_write = "cache_creation_input_tokens",
+}
+
+local function take_usage(asm, u)
+  if type(u) ~= "table" then return end
+  asm.usage = asm.usage or {}
+  for mine, theirs in pairs(USAGE_FIELDS) do
+    if math.type(u[theirs]) then asm.usage[mine] = u[theirs] end
+  end
+end
+
 local function parse(asm, ev)
   local d = json.decode(ev.data)
   if type(d) ~= "table" then return nil end
@@ -96,11 +111,11 @@ local function parse(asm, ev)
       asm:tool_start(d.index, b.id, b.name)
     end
   elseif t == "message_start" and type(d.message) == "table" then
-    local u = d.message.usage or {}
-    asm.usage = { input = u.input_tokens, output = u.output_tokens, cache_read = u.cache_read_input_tokens, cache_write = u.cache_creation_input_tokens }
+    take_usage(asm, d.message.usage)
   elseif t == "message_delta" then
     if type(d.delta) == "table" and d.delta.stop_reason then asm.stop_reason = STOP[d.delta.stop_reason] or "stop" end
-    if type(d.usage) == "table" and asm.usage then asm.usage.output = d.usage.output_tokens or asm.usage.output end
+    -- Cumulative: when server-side tools ran, the final counts exceed message_start's.
+    take_usage(asm, d.usage)
   elseif t == "message_stop" then
     if asm.usage then
       asm.usage.total_tokens = (asm.usage.input or 0) + (asm.usage.output or 0) + (asm.usage.cache_read or 0) + (asm.usage.cache_write or 0)

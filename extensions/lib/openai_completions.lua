@@ -57,6 +57,31 @@ local function convert_tools(tools)
   return out
 end
 
+-- The text of a typed part's payload: a string, or a list of `{type = "text", text}`.
+local function part_text(v)
+  if type(v) == "string" then return v end
+  if type(v) ~= "table" then return nil end
+  local out = {}
+  for _, p in ipairs(v) do
+    if type(p) == "table" and type(p.text) == "string" then out[#out + 1] = p.text end
+  end
+  return table.concat(out)
+end
+
+--- `delta.content` as a list of typed parts (Mistral's Magistral: `{type = "thinking",
+--- thinking = {{type = "text", text}}}` and `{type = "text", text}`).
+local function content_parts(asm, parts)
+  for _, p in ipairs(parts) do
+    if type(p) == "table" then
+      if p.type == "thinking" then
+        asm:thinking(part_text(p.thinking))
+      elseif p.type == "text" then
+        asm:text(part_text(p.text))
+      end
+    end
+  end
+end
+
 --- Handles one SSE event of the stream.
 local function parse(asm, ev)
   if ev.data == "[DONE]" then return "done" end
@@ -78,7 +103,12 @@ local function parse(asm, ev)
   if type(d) == "table" then
     if type(d.reasoning_content) == "string" then asm:thinking(d.reasoning_content) end
     if type(d.reasoning) == "string" then asm:thinking(d.reasoning) end
-    if type(d.content) == "string" then asm:text(d.content) end
+    if type(d.content) == "string" then
+      asm:text(d.content)
+    elseif type(d.content) == "table" then
+      content_parts(asm, d.content)
+    end
+    if type(d.refusal) == "string" then asm:refusal(d.refusal) end
     if type(d.tool_calls) == "table" then
       for _, tc in ipairs(d.tool_calls) do
         local key = tc.index or 0
@@ -115,7 +145,8 @@ return function(api, cfg)
     local choice = resp.choices and resp.choices[1] or {}
     local asm = kit.assembler()
     local msg = choice.message or {}
-    if msg.content then asm:text(msg.content) end
+    if type(msg.content) == "string" then asm:text(msg.content) elseif type(msg.content) == "table" then content_parts(asm, msg.content) end
+    if type(msg.refusal) == "string" then asm:refusal(msg.refusal) end
     for i, tc in ipairs(msg.tool_calls or {}) do
       asm:tool_start(i, tc.id, tc["function"].name)
       asm:tool_args(i, tc["function"].arguments)

@@ -58,6 +58,11 @@ local function parse(asm, ev)
   local t = d.type or ev.event
   if t == "response.output_text.delta" then
     asm:text(d.delta)
+  elseif t == "response.refusal.delta" then
+    asm:refusal(d.delta)
+  elseif t == "response.refusal.done" then
+    -- The whole refusal, when no deltas carried it.
+    if not asm.refused then asm:refusal(d.refusal) end
   elseif t == "response.reasoning_summary_text.delta" or t == "response.reasoning_text.delta" then
     asm:thinking(d.delta)
   elseif t == "response.output_item.added" and type(d.item) == "table" and d.item.type == "function_call" then
@@ -116,7 +121,9 @@ return function(api, cfg)
     local asm = kit.assembler()
     for i, item in ipairs(resp.output or {}) do
       if item.type == "message" then
-        for _, c in ipairs(item.content or {}) do if c.type == "output_text" then asm:text(c.text) end end
+        for _, c in ipairs(item.content or {}) do
+          if c.type == "output_text" then asm:text(c.text) elseif c.type == "refusal" then asm:refusal(c.refusal) end
+        end
       elseif item.type == "function_call" then
         asm:tool_start(i, item.call_id, item.name)
         asm:tool_args(i, item.arguments)

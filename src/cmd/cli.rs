@@ -41,7 +41,9 @@ pub struct Cli {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
-    /// Output mode for headless runs: `text` (the answer) or `json` (every event as a line).
+    /// Output mode for headless runs: `text` (the answer), `json` (every event as a line) or
+    /// `rpc` (JSON Lines both ways: requests on stdin, events and responses on stdout; see
+    /// docs/rpc.md).
     #[arg(long, value_enum, default_value_t = Mode::Text)]
     pub mode: Mode,
 
@@ -168,6 +170,7 @@ fn at_least_one(s: &str) -> Result<usize, String> {
 pub enum Mode {
     Text,
     Json,
+    Rpc,
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,6 +213,43 @@ pub enum Command {
         #[command(subcommand)]
         what: McpCommand,
     },
+    /// Log in with a subscription (openai-chatgpt, github-copilot; a picker without one).
+    /// Credentials go to $XDG_DATA_HOME/fen/auth.json (see docs/login.md).
+    Login {
+        /// openai-chatgpt or github-copilot (or another registered auth backend).
+        provider: Option<String>,
+        /// The device-code flow (type a code on another machine's browser).
+        #[arg(long)]
+        device: bool,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// GitHub Enterprise host for github-copilot (default github.com).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Each logged-in provider: account email, plan, token expiry (never the token).
+        #[arg(long)]
+        status: bool,
+        /// With --status: one JSON document on stdout.
+        #[arg(long, requires = "status")]
+        json: bool,
+    },
+    /// Forget a subscription login (a picker without PROVIDER).
+    Logout {
+        /// openai-chatgpt or github-copilot.
+        provider: Option<String>,
+    },
+    /// Run as an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains,
+    /// Neovim, Emacs; see docs/acp.md). Takes the session flags: `fen acp --model ID ...`.
+    Acp {
+        /// Session flags, as for `fen` itself (`--model`, `--permission-mode`, ...).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FLAGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
         /// Exit 1 when the page differs from what contracts/ would generate; write nothing.
@@ -230,6 +270,19 @@ pub enum McpCommand {
         /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
+    },
+    /// Log in to an MCP server that requires OAuth (its URL's tokens go to auth.json).
+    Login {
+        /// The server's name in mcp.json.
+        name: String,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the OAuth login of an MCP server.
+    Logout {
+        /// The server's name in mcp.json.
+        name: String,
     },
 }
 

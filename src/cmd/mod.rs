@@ -2,10 +2,12 @@
 //! one module per subcommand. The top layer: it may use everything below (host, kernel,
 //! native); nothing below uses it.
 
+mod acp;
 pub mod cli;
 mod completion;
 mod docs;
 mod list;
+mod login;
 mod mcp;
 pub mod run;
 pub mod session;
@@ -87,12 +89,38 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Show {
             what: ShowWhat::Contract { name, json },
         }) => show::show_contract(name, *json),
+        Some(Command::Acp { args }) => acp::acp(args),
         Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
         Some(Command::Completion { shell }) => completion::completion(*shell),
         Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),
         Some(Command::Mcp {
             what: cli::McpCommand::List { json },
         }) => mcp::list(&cli, *json),
+        Some(Command::Mcp {
+            what: cli::McpCommand::Login { name, no_browser },
+        }) => mcp::login(&cli, name, *no_browser),
+        Some(Command::Mcp {
+            what: cli::McpCommand::Logout { name },
+        }) => mcp::logout(&cli, name),
+        Some(Command::Login {
+            provider,
+            device,
+            no_browser,
+            host,
+            status,
+            json,
+        }) => login::login(
+            &cli,
+            login::LoginArgs {
+                provider: provider.as_deref(),
+                device: *device,
+                no_browser: *no_browser,
+                host: host.as_deref(),
+                status: *status,
+                json: *json,
+            },
+        ),
+        Some(Command::Logout { provider }) => login::logout(&cli, provider.as_deref()),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

@@ -47,7 +47,7 @@ impl PreparedImage {
 pub enum ImageError {
     #[error("not a PNG, JPEG, GIF or WebP image")]
     NotAnImage,
-    #[error("the {format} image could not be decoded: {message}")]
+    #[error("the {format} image is corrupt: {message}")]
     Decode {
         format: &'static str,
         message: String,
@@ -67,7 +67,7 @@ pub fn prepare(bytes: &[u8]) -> Result<PreparedImage, ImageError> {
     };
     let decode_err = |e: image::ImageError| ImageError::Decode {
         format: format_name(format),
-        message: e.to_string(),
+        message: decoder_reason(&e.to_string()),
     };
     let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
         .into_dimensions()
@@ -106,6 +106,43 @@ pub fn prepare(bytes: &[u8]) -> Result<PreparedImage, ImageError> {
             side /= 2;
         }
         as_jpeg = true;
+    }
+}
+
+/// The decoder's reason in one readable line: without the "Format error decoding Png:" lead,
+/// and with the png crate's debug dump of a chunk type (`ChunkType { type: \0\0\0\0,
+/// critical: true, ... }`) said in words.
+fn decoder_reason(text: &str) -> String {
+    let mut rest = text.lines().next().unwrap_or("").trim();
+    if let Some(after) = rest
+        .strip_prefix("Format error decoding ")
+        .and_then(|r| r.split_once(": ").map(|(_, why)| why))
+    {
+        rest = after;
+    }
+    let mut out = String::new();
+    while let Some(at) = rest.find("ChunkType {") {
+        out.push_str(&rest[..at]);
+        let dump = &rest[at..];
+        let end = dump.find('}').map_or(dump.len(), |i| i + 1);
+        let kind = dump
+            .strip_prefix("ChunkType { type: ")
+            .and_then(|t| t.split(',').next())
+            .filter(|t| t.len() == 4 && t.bytes().all(|b| b.is_ascii_alphabetic()));
+        match kind {
+            Some(k) => out.push_str(&format!("chunk '{k}'")),
+            None => out.push_str("a chunk with an invalid type"),
+        }
+        rest = &dump[end..];
+        // "... } chunk appeared": the word "chunk" was already said.
+        rest = rest.strip_prefix(" chunk").unwrap_or(rest);
+    }
+    out.push_str(rest);
+    let out: String = out.chars().filter(|c| !c.is_control()).collect();
+    if out.is_empty() {
+        "the decoder gave no reason".to_string()
+    } else {
+        out
     }
 }
 
@@ -188,8 +225,16 @@ mod tests {
     fn a_broken_image_is_an_error_not_a_panic() {
         let err = prepare(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap_err();
         assert!(
-            err.to_string().contains("PNG image could not be decoded"),
+            err.to_string().contains("the PNG image is corrupt: "),
             "{err}"
+        );
+        // A chunk of zeros where IHDR belongs: the chunk type in words, not a debug dump.
+        let mut zeros = b"\x89PNG\r\n\x1a\n".to_vec();
+        zeros.extend_from_slice(&[0; 64]);
+        let err = prepare(&zeros).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "the PNG image is corrupt: a chunk with an invalid type appeared before IHDR chunk"
         );
         assert!(matches!(prepare(b"text"), Err(ImageError::NotAnImage)));
     }

@@ -1,6 +1,7 @@
 //! Native modules: pure Rust cores (no Lua) that the Lua extensions call through the bindings
 //! in `crate::host::native`.
 
+pub mod auth;
 pub mod edit;
 pub mod export;
 pub mod filetype;

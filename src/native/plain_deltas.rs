@@ -217,6 +217,9 @@ struct CompletionsDelta<'a> {
     reasoning: Option<IgnoredAny>,
     #[serde(default)]
     tool_calls: Option<IgnoredAny>,
+    /// OpenAI's refusal text: the Lua parser marks the message a refusal (empty is ignored).
+    #[serde(borrow, default)]
+    refusal: Option<Text<'a>>,
 }
 
 fn completions(data: &str) -> Option<(PlainKind, Cow<'_, str>)> {
@@ -230,6 +233,7 @@ fn completions(data: &str) -> Option<(PlainKind, Cow<'_, str>)> {
         || delta.reasoning_content.is_some()
         || delta.reasoning.is_some()
         || delta.tool_calls.is_some()
+        || delta.refusal.is_some_and(|r| !r.0.is_empty())
     {
         return None;
     }
@@ -307,6 +311,36 @@ mod tests {
 
     fn plain(wire: Wire, event: Option<&str>, data: &str) -> Option<(PlainKind, String)> {
         plain_delta(wire, &ev(event, data)).map(|(k, t)| (k, t.into_owned()))
+    }
+
+    #[test]
+    fn a_refusal_or_a_list_of_typed_parts_goes_to_lua() {
+        let w = Wire::OpenAiCompletions;
+        let chunk = |delta: &str| {
+            format!(
+                r#"{{"id":"c","choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#
+            )
+        };
+        assert_eq!(plain(w, None, &chunk(r#"{"refusal":"I'm"}"#)), None);
+        assert_eq!(
+            plain(w, None, &chunk(r#"{"content":null,"refusal":"sorry"}"#)),
+            None
+        );
+        // An empty refusal beside text (Snowflake sends one on every chunk) is still plain.
+        assert_eq!(
+            plain(w, None, &chunk(r#"{"content":"4","refusal":""}"#)),
+            Some((PlainKind::Text, "4".to_owned()))
+        );
+        assert_eq!(
+            plain(
+                w,
+                None,
+                &chunk(
+                    r#"{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Ok"}]}]}"#
+                )
+            ),
+            None
+        );
     }
 
     #[test]

@@ -284,6 +284,15 @@ pub enum Reply {
         /// Error message.
         message: String,
     },
+    /// A recorded response body (tests/data/streams/), sent byte for byte as
+    /// `text/event-stream`: bytes no one here wrote.
+    Recorded {
+        /// The SSE bytes, exactly as recorded.
+        body: Vec<u8>,
+        /// How to write them.
+        #[serde(default)]
+        chunking: Chunking,
+    },
     /// Benchmark: `count` one-character text deltas, written in large coalesced writes.
     /// The text is `count` characters cycling through `a..=z`.
     Deltas {
@@ -369,6 +378,17 @@ impl Reply {
         reply
             .with_header("retry-after", &retry_after_secs.to_string())
             .with_header("retry-after-ms", &(retry_after_secs * 1000).to_string())
+    }
+
+    /// A recorded stream from `tests/data/streams/NAME`, one write per `split_every` bytes.
+    pub fn recorded(name: &str, chunking: Chunking) -> Self {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/streams")
+            .join(name);
+        match std::fs::read(&path) {
+            Ok(body) => Reply::Recorded { body, chunking },
+            Err(e) => panic!("fake-llm: cannot read {}: {e}", path.display()),
+        }
     }
 
     /// Anthropic 529 `overloaded_error`.
@@ -803,6 +823,10 @@ async fn serve_reply(stream: &mut TcpStream, reply: Reply, ctx: &RenderCtx) -> i
             (api, chunk_steps(events, Chunking::events()), true)
         }
         Reply::Deltas { api, count } => (api, deltas_steps(api, count, ctx), true),
+        // The API only names the request-id header; the body is the recording's.
+        Reply::Recorded { body, chunking } => {
+            (Api::OpenAiChat, chunk_steps(vec![body], chunking), true)
+        }
     };
     write_stream(stream, api, ctx, steps, finish).await
 }

@@ -56,3 +56,12 @@ pub fn sleep_fn(lua: &Lua) -> mlua::Result<mlua::Function> {
         }
     })
 }
+
+/// `native.clock_ms()`: milliseconds since a fixed point of this process, on a monotonic
+/// clock: intervals (a double-press window) that a change of the wall clock cannot bend, at a
+/// finer grain than `os.time()`'s whole seconds.
+pub fn clock_ms_fn(lua: &Lua) -> mlua::Result<mlua::Function> {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(std::time::Instant::now);
+    lua.create_function(move |_, ()| Ok(start.elapsed().as_secs_f64() * 1000.0))
+}

@@ -15,15 +15,18 @@
 //! | `json` | `decode`, `encode`, `null` |
 //! | `http` | `request` (plain or SSE, cancellable), `fetch_page` (webfetch), `backoff_ms` ([`crate::native::http`]) |
 //! | `sleep(ms)` | cancellable wait |
+//! | `clock_ms()` | milliseconds on a monotonic clock (for intervals; not a date) |
 //! | `term` | `read_line()` (async, nil at end of input), `isatty(fd)` |
 //! | `line` | `read(prompt)` (async; line editing and history on a terminal, escape sequences removed without one), `interactive()`, `pending()` |
 //! | `platform` | `{os, arch}` |
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
+//! | `auth` | `login`, `credential`, `models`, `status`, `logout`, `path` ([`crate::native::auth`]) |
 //! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
+mod auth;
 mod edit;
 mod fs;
 mod http;
@@ -46,13 +49,14 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 15] = [
-    "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line", "policy", "mcp", "subagent",
+const LAZY: [&str; 16] = [
+    "auth", "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session",
+    "jobs", "markup", "line", "policy", "mcp", "subagent",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
     Ok(Value::Table(match name {
+        "auth" => auth::module(lua)?,
         "truncate" => text::truncate_module(lua)?,
         "fs" => fs::module(lua)?,
         "edit" => edit::module(lua)?,
@@ -85,6 +89,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     platform.set("arch", std::env::consts::ARCH)?;
     native.set("platform", platform)?;
     native.set("sleep", misc::sleep_fn(lua)?)?;
+    native.set("clock_ms", misc::clock_ms_fn(lua)?)?;
     // fen's directories, resolved in one place (`kernel::settings::Paths`).
     let paths = crate::kernel::settings::Paths::from_env();
     let dirs = lua.create_table()?;
@@ -153,18 +158,75 @@ pub(crate) fn array<T: serde::Serialize>(lua: &Lua, items: &[T]) -> mlua::Result
 
 /// Reads a binding's options table into `T` (a `#[serde(deny_unknown_fields)]` struct): a
 /// misspelt or unknown option, a missing required one or a wrong type raises, naming it
-/// (`search.grep: unknown field `ignorecase`, expected one of ...`).
+/// (`search.grep: unknown field `ignorecase`, expected one of ...`, `search.find: limit:
+/// invalid type: floating point `1.5`, expected usize`). A whole number written as a float
+/// (`1.0`, what a model sends for an integer) is taken as that integer, for every option of
+/// every binding.
 pub(crate) fn options<T: serde::de::DeserializeOwned>(
     lua: &Lua,
     what: &str,
     t: Table,
 ) -> mlua::Result<T> {
-    use mlua::LuaSerdeExt;
-    lua.from_value_with(
-        Value::Table(t),
+    let value = integral_floats_as_integers(lua, Value::Table(t), 0)?;
+    let de = mlua::serde::Deserializer::new_with_options(
+        value,
         mlua::serde::DeserializeOptions::new().deny_unsupported_types(true),
-    )
-    .map_err(|e| mlua::Error::runtime(format!("{what}: {e}")))
+    );
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            mlua::Error::runtime(format!("{what}: {inner}"))
+        } else {
+            mlua::Error::runtime(format!("{what}: {path}: {inner}"))
+        }
+    })
+}
+
+/// `v` with every float that holds a whole number made an integer (a copy of the tables that
+/// contain one; others are shared). Floats that are not whole stay, for serde to refuse
+/// where an integer is expected.
+fn integral_floats_as_integers(lua: &Lua, v: Value, depth: usize) -> mlua::Result<Value> {
+    // Options are shallow; a deeper table is left for the deserializer to judge as it is.
+    const MAX_DEPTH: usize = 16;
+    match v {
+        Value::Number(n) if n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64 => {
+            Ok(Value::Integer(n as i64))
+        }
+        Value::Table(t) if depth < MAX_DEPTH => {
+            let mut changed = Vec::new();
+            for pair in t.pairs::<Value, Value>() {
+                let (k, old) = pair?;
+                let is_candidate = matches!(old, Value::Number(_) | Value::Table(_));
+                if !is_candidate {
+                    continue;
+                }
+                let new = integral_floats_as_integers(lua, old.clone(), depth + 1)?;
+                let same = match (&old, &new) {
+                    (Value::Table(a), Value::Table(b)) => a.to_pointer() == b.to_pointer(),
+                    (Value::Number(_), Value::Number(_)) => true,
+                    _ => false,
+                };
+                if !same {
+                    changed.push((k, new));
+                }
+            }
+            if changed.is_empty() {
+                return Ok(Value::Table(t));
+            }
+            let copy = lua.create_table()?;
+            for pair in t.pairs::<Value, Value>() {
+                let (k, val) = pair?;
+                copy.raw_set(k, val)?;
+            }
+            copy.set_metatable(t.metatable())?;
+            for (k, val) in changed {
+                copy.raw_set(k, val)?;
+            }
+            Ok(Value::Table(copy))
+        }
+        other => Ok(other),
+    }
 }
 
 /// Raises when `t` holds a key outside `known` (for option tables that also carry functions
@@ -235,7 +297,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+            "true true nil auth:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
              markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );

@@ -27,7 +27,7 @@ use crate::native::policy::{
 };
 use crate::native::sandbox;
 use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataMethods, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
@@ -176,13 +176,15 @@ fn new_fn(lua: &Lua, t: Table) -> mlua::Result<(Value, Value)> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"));
-    let config_dir = crate::kernel::settings::Paths::from_env().config_dir;
+    let paths = crate::kernel::settings::Paths::from_env();
+    let config_dir = paths.config_dir.clone();
     let dirs: Vec<PathBuf> = o
         .additional_dirs
         .iter()
         .map(|d| crate::native::fs::expand_path(d))
         .collect();
-    let ws = Workspace::new(&PathBuf::from(&o.cwd), &dirs, &home, &config_dir);
+    let ws = Workspace::new(&PathBuf::from(&o.cwd), &dirs, &home, &config_dir)
+        .with_state_dir(&paths.state_dir);
     let mut inputs = Vec::new();
     for r in &o.rules {
         inputs.push(RuleInput {
@@ -247,6 +249,16 @@ impl UserData for Policy {
                 out.set("reason", d.reason.as_str())?;
                 out.set("subject", d.subject.as_str())?;
                 out.set("parse_error", d.parse_error)?;
+                if let Source::Rule { rule, source } = &d.source {
+                    // The rule that decided, with where it is written (for the audit).
+                    let r = lua.create_table()?;
+                    r.set("text", rule.as_str())?;
+                    if let Some(src) = source {
+                        r.set("file", src.file.as_str())?;
+                        r.set("line", src.line)?;
+                    }
+                    out.set("rule", r)?;
+                }
                 let items = lua.create_table()?;
                 for it in &d.items {
                     let i = lua.create_table()?;
@@ -379,6 +391,10 @@ struct SandboxOpts {
     workspace: String,
     #[serde(default)]
     unsandboxed: Vec<String>,
+    /// Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable
+    /// to sandboxed commands; every other secret file there is masked.
+    #[serde(default)]
+    allow_rules: Vec<String>,
 }
 
 /// The sandbox tool commands run in (app data of the state; `process.run` reads it).
@@ -398,8 +414,8 @@ fn session_workspace() -> Workspace {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"));
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let config_dir = crate::kernel::settings::Paths::from_env().config_dir;
-    Workspace::new(&cwd, &[], &home, &config_dir)
+    let paths = crate::kernel::settings::Paths::from_env();
+    Workspace::new(&cwd, &[], &home, &paths.config_dir).with_state_dir(&paths.state_dir)
 }
 
 /// The unsandboxed rules of this state (created empty on first use).
@@ -485,7 +501,7 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
         }
     }
     lua.set_app_data(Unsandboxed {
-        workspace: ws,
+        workspace: ws.clone(),
         rules: Arc::new(Mutex::new(set)),
     });
     let problems = lua.to_value(&problems)?;
@@ -496,6 +512,21 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
     let mut inputs = sandbox::inputs_from_env(PathBuf::from(&o.workspace));
     inputs.network = o.network;
     inputs.writable_roots.extend(o.writable_roots);
+    // Secret files in the workspace are masked unless a rule lets them be read.
+    let mut readable = RuleSet::default();
+    for r in &o.allow_rules {
+        let input = RuleInput {
+            text: r.clone(),
+            kind: RuleKind::Allow,
+            source: None,
+        };
+        let _ = readable.add(&input, &ws);
+    }
+    for secret in crate::native::policy::secrets::in_tree(Path::new(&o.workspace)) {
+        if !readable.allows_read(&secret) {
+            inputs.hidden.push(secret.display().to_string());
+        }
+    }
     let policy = sandbox::SandboxPolicy::build(&inputs);
     lua.set_app_data(ToolSandbox(Some(sandbox::Sandbox::detected(
         policy, o.required,

@@ -61,8 +61,13 @@ pub fn visible_text(message: &Table) -> mlua::Result<String> {
 /// Fills what a provider left out of its message (role, content array, timestamp, names).
 pub fn normalize_assistant(lua: &Lua, agent: &Agent, m: Table) -> mlua::Result<Table> {
     m.set("role", "assistant")?;
-    if !matches!(m.get::<Value>("content")?, Value::Table(_)) {
-        m.set("content", lua.create_table()?)?;
+    match m.get::<Value>("content")? {
+        // An empty table from Lua would encode as `{}`: content is always an array.
+        Value::Table(t) if t.is_empty() && t.metatable().is_none() => {
+            t.set_metatable(Some(mlua::LuaSerdeExt::array_metatable(lua)))?;
+        }
+        Value::Table(_) => {}
+        _ => m.set("content", empty_array(lua)?)?,
     }
     if m.get::<Value>("timestamp")?.is_nil() {
         m.set("timestamp", now_ms())?;
@@ -97,7 +102,8 @@ pub fn system_prompt(inner: &Inner, agent: &Agent) -> String {
 /// Tools as providers see them: `{name, description, parameters}` of every active tool, less
 /// those with `exposure = "search"` (offered once their owner flips it to `direct`).
 pub fn tool_specs(lua: &Lua, inner: &Inner) -> mlua::Result<Table> {
-    let out = lua.create_table()?;
+    // `--no-tools` leaves it empty: still a JSON array for a provider that encodes it.
+    let out = empty_array(lua)?;
     let filter = inner.tool_filter.borrow();
     let specs: Vec<Table> = inner
         .registry
@@ -254,7 +260,7 @@ pub fn result_message(
     m.set("role", "tool-result")?;
     m.set("tool_call_id", id)?;
     m.set("tool_name", name)?;
-    let content = lua.create_table()?;
+    let content = empty_array(lua)?;
     for block in &outcome.content {
         let b = lua.create_table()?;
         match block {

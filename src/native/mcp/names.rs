@@ -38,9 +38,41 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     format!("{}{suffix}", &full[..MAX_LEN - suffix.len()])
 }
 
+/// Whether some tool of `server` could be named `fen_name`: it starts with the server's
+/// prefix, or it is a shortened name (64 characters ending in `_` and 8 hex digits) whose kept
+/// head agrees with the prefix as far as either goes (a long server name leaves its prefix cut).
+pub fn could_produce(server: &str, fen_name: &str) -> bool {
+    let prefix = prefix(server);
+    if fen_name.starts_with(&prefix) {
+        return true;
+    }
+    let head_len = MAX_LEN - 9;
+    // Sanitized names are ASCII, so the byte indices below are char boundaries.
+    let shortened = fen_name.len() == MAX_LEN
+        && fen_name.is_ascii()
+        && fen_name.as_bytes()[head_len] == b'_'
+        && fen_name.as_bytes()[head_len + 1..]
+            .iter()
+            .all(u8::is_ascii_hexdigit);
+    shortened && prefix.starts_with(&fen_name[..head_len])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shortened_name_leads_back_to_its_long_server() {
+        let server = "a-server-with-a-name-much-longer-than-any-sane-person-would-pick";
+        let name = tool_name(server, "echo");
+        assert_eq!(name.len(), MAX_LEN);
+        assert!(!name.starts_with(&prefix(server)));
+        assert!(could_produce(server, &name));
+        assert!(!could_produce("a-server", &name));
+        assert!(!could_produce("other", &name));
+        assert!(could_produce("fake", "mcp__fake__echo"));
+        assert!(!could_produce("fake", "mcp__fak__echo"));
+    }
 
     #[test]
     fn short_names_are_sanitized_and_long_ones_shortened_stably() {

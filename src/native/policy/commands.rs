@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::shell::{glob_base, join_path, Access, PathRef};
+use super::table::{table, Program};
 
 /// What to do with a leading wrapper word.
 pub(crate) enum Peel<'a> {
@@ -144,6 +145,15 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
             }
         }
         "exec" => Peel::Skip(skip_opts(argv, &["-a"])),
+        // `coproc cmd args` runs the command in the background; `coproc NAME { ...; }` runs a
+        // compound command the parser does not see as one.
+        "coproc" => {
+            if argv.iter().any(|a| *a == "{" || *a == "(") {
+                Peel::Opaque("`coproc` runs a compound command in the background".into())
+            } else {
+                Peel::Skip(1)
+            }
+        }
         "sudo" | "doas" => {
             let with_arg = [
                 "-u",
@@ -289,6 +299,7 @@ pub(crate) fn container(argv: &[&str]) -> Container {
     };
     if SHELLS.contains(&name) {
         let mut c_flag = false;
+        let mut s_flag = false;
         let mut i = 1;
         while i < argv.len() {
             let a = argv[i];
@@ -314,12 +325,19 @@ pub(crate) fn container(argv: &[&str]) -> Container {
                 if a.starts_with('-') && a.contains('c') {
                     c_flag = true;
                 }
+                if a.starts_with('-') && a.contains('s') {
+                    s_flag = true;
+                }
                 i += 1;
                 continue;
             }
             break;
         }
         return match argv.get(i) {
+            // `bash -s -- args`: the script comes from stdin, the words are its arguments.
+            _ if s_flag && !c_flag => Container::Stdin {
+                how: format!("{name} <stdin>"),
+            },
             Some(s) if c_flag => Container::Script {
                 how: format!("{name} -c"),
                 script: (*s).to_string(),
@@ -501,6 +519,7 @@ fn pr(raw: &str, access: Access, cwd: Option<&Path>) -> PathRef {
         contents: glob,
         access,
         redirect: false,
+        implicit: false,
     }
 }
 
@@ -552,6 +571,24 @@ fn has_short(args: &[&str], flag: char) -> bool {
         .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(flag))
 }
 
+/// The files a command's options name, from the command table (`sort -o FILE`, `grep -f
+/// FILE`, `time -o FILE`): written or read.
+pub(crate) fn option_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>, ()) {
+    let mut out = Vec::new();
+    let Some(row) = argv.first().and_then(|n| table().program(n)) else {
+        return (out, ());
+    };
+    let args = &argv[1..];
+    for (list, access) in [(&row.writes, Access::Write), (&row.reads, Access::Read)] {
+        for hit in Program::find_all(list, args) {
+            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
+                out.push(pr(&v, access, cwd));
+            }
+        }
+    }
+    (out, ())
+}
+
 /// The paths a (peeled) command reads, writes or deletes through its operands. The second
 /// value is an opaque reason when the command's effect on files cannot be told.
 pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>, Option<String>) {
@@ -567,11 +604,34 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             }
         };
     }
-    match name {
-        "rm" | "rmdir" | "unlink" | "shred" | "srm" | "trash" | "trash-put" => {
-            let (ops, _) = operands(args, &["--interactive"]);
-            each!(&ops, Access::Delete);
+    // The command table: files named by option values, and operands with one role.
+    if let Some(row) = table().program(name) {
+        out = option_paths(argv, cwd).0;
+        let role = match row.operands.as_deref() {
+            Some("read") => Some(Access::Read),
+            Some("write") => Some(Access::Write),
+            Some("delete") => Some(Access::Delete),
+            _ => None,
+        };
+        if let Some(role) = role {
+            let with: Vec<&str> = row
+                .value_options
+                .iter()
+                .chain(&row.writes)
+                .chain(&row.reads)
+                .map(String::as_str)
+                .collect();
+            let (ops, _) = operands(args, &with);
+            if ops.is_empty() {
+                for d in &row.default_operands {
+                    out.push(pr(d, role, cwd));
+                }
+            }
+            each!(&ops, role);
+            return (out, None);
         }
+    }
+    match name {
         "mv" => {
             let (ops, vals) = operands(args, &["-t", "-S", "--target-directory", "--suffix"]);
             if let Some((_, t)) = vals
@@ -644,36 +704,6 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                 let base = one.rsplit('/').next().unwrap_or(one);
                 each!(&[base], Access::Write);
             }
-        }
-        "tee" | "sponge" | "mkfifo" | "mknod" | "vi" | "vim" | "nvim" | "nano" | "emacs" | "ed"
-        | "ex" | "sudoedit" | "wipefs" | "sfdisk" | "blkdiscard" | "parted" | "cfdisk"
-        | "badblocks" => {
-            let (ops, _) = operands(args, &["--output-error", "-m", "--mode", "-c", "-u"]);
-            each!(&ops, Access::Write);
-        }
-        "touch" => {
-            let (ops, _) = operands(args, &["-d", "-r", "-t", "--date", "--reference"]);
-            each!(&ops, Access::Write);
-        }
-        "mkdir" => {
-            let (ops, _) = operands(args, &["-m", "--mode", "--context"]);
-            each!(&ops, Access::Write);
-        }
-        "truncate" | "fallocate" => {
-            let (ops, _) = operands(
-                args,
-                &[
-                    "-s",
-                    "--size",
-                    "-r",
-                    "--reference",
-                    "-l",
-                    "-o",
-                    "--length",
-                    "--offset",
-                ],
-            );
-            each!(&ops, Access::Write);
         }
         "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "chcon" => {
             // chmod modes like `-x` look like options.
@@ -757,68 +787,6 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
                     out.push(pr(f, Access::Write, cwd));
                 }
             }
-        }
-        "cat" | "tac" | "less" | "more" | "most" | "wc" | "nl" | "od" | "xxd" | "hexdump"
-        | "hd" | "strings" | "file" | "stat" | "md5sum" | "sha1sum" | "sha224sum" | "sha256sum"
-        | "sha384sum" | "sha512sum" | "b2sum" | "cksum" | "sum" | "base64" | "base32" | "bat"
-        | "batcat" | "view" | "column" | "fold" | "fmt" | "rev" | "paste" | "comm" | "join"
-        | "diff" | "cmp" | "readlink" | "realpath" | "ls" | "tree" | "du" | "source" | "."
-        | "zcat" | "bzcat" | "xzcat" | "zless" | "lsattr" | "getfacl" | "exa" | "eza"
-        | "expand" | "unexpand" | "pr" | "tsort" | "ptx" | "look" | "iconv" | "colordiff"
-        | "delta" | "difft" => {
-            let with = [
-                "-n",
-                "-c",
-                "-w",
-                "-W",
-                "-I",
-                "-L",
-                "-U",
-                "-C",
-                "-s",
-                "-t",
-                "-o",
-                "--label",
-                "--ignore",
-                "--hide",
-                "-P",
-                "-d",
-                "-f",
-                "-T",
-                "--format",
-                "-x",
-                "--exclude",
-                "--max-depth",
-                "-B",
-                "--block-size",
-                "--time-style",
-                "--width",
-                "--tabsize",
-                "-S",
-                "--line-format",
-            ];
-            let with: &[&str] = match name {
-                // Their `-x`/`-d`/... are plain flags.
-                "cat" | "tac" | "wc" | "readlink" | "realpath" | "stat" | "file" | "md5sum"
-                | "sha1sum" | "sha256sum" | "sha512sum" | "base64" => {
-                    &["-c", "--format", "-f", "-m"]
-                }
-                _ => &with,
-            };
-            let (ops, vals) = operands(args, with);
-            let ops = if ops.is_empty() && matches!(name, "ls" | "tree" | "du" | "exa" | "eza") {
-                vec!["."]
-            } else {
-                ops
-            };
-            if name == "iconv" {
-                for (k, v) in &vals {
-                    if *k == "-o" || *k == "--output" {
-                        out.push(pr(v, Access::Write, cwd));
-                    }
-                }
-            }
-            each!(&ops, Access::Read);
         }
         "head" | "tail" => {
             let (ops, _) = operands(
@@ -1355,97 +1323,100 @@ fn git_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
     }
 }
 
-/// Flags that make a command run other programs or write where its name does not suggest.
-/// A wildcard allow rule (`Bash(git *)`) does not cover them unless the rule spells the flag.
+/// The first option that makes a command write, change state or run code (from the command
+/// table). A wildcard allow rule (`Bash(git *)`) does not cover it unless the rule spells it.
 pub(crate) fn risky_flag(argv: &[String]) -> Option<&'static str> {
     let name = argv.first()?.as_str();
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-    let any = |flags: &[&'static str]| -> Option<&'static str> {
-        flags
-            .iter()
-            .find(|f| {
-                args.iter().any(|a| {
-                    a == *f
-                        || (f.starts_with("--") && a.starts_with(&format!("{f}=")))
-                        // `-O'cmd'`, `-ofile`: a short option with its value attached.
-                        || (f.len() == 2 && !f.starts_with("--") && a.starts_with(*f))
-                })
-            })
-            .copied()
+    let row = table().program(name)?;
+    let global = if row.global_exec.is_empty() {
+        0
+    } else {
+        git_subcommand(&args).0.min(args.len())
     };
-    match name {
-        "git" => {
-            let (i, _) = git_subcommand(&args);
-            let global = &args[..i.min(args.len())];
-            for f in [
-                "-c",
-                "--config-env",
-                "--exec-path",
-                "--git-dir",
-                "--work-tree",
-                "--namespace",
-            ] {
-                if global
-                    .iter()
-                    .any(|a| *a == f || a.starts_with(&format!("{f}=")))
-                {
-                    return Some(f);
-                }
-            }
-            any(&[
-                "--upload-pack",
-                "--receive-pack",
-                "--exec",
-                "--ext-diff",
-                "--open-files-in-pager",
-                "-O",
-                "--output",
-                "--extcmd",
-                "--tool",
-                "-x",
-                "--template",
-                "--config",
-                "--separate-git-dir",
-            ])
-            .or_else(|| (args.get(i) == Some(&"clone") && args.contains(&"-u")).then_some("-u"))
-        }
-        "rg" => any(&["--pre", "--pre-glob", "--hostname-bin"]),
-        "sort" => any(&["-o", "--output", "--compress-program"]),
-        "find" => any(&[
-            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
-            "-fls",
-        ]),
-        "fd" | "fdfind" => any(&["-x", "--exec", "-X", "--exec-batch"]),
-        "sed" | "gsed" => any(&["-i", "--in-place"]).or_else(|| {
-            args.iter()
-                .any(|a| {
-                    a.starts_with("-i")
-                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
-                })
-                .then_some("-i")
-        }),
-        "tar" => any(&[
-            "--to-command",
-            "--use-compress-program",
-            "-I",
-            "--checkpoint-action",
-            "--info-script",
-            "--new-volume-script",
-            "-F",
-        ]),
-        "rsync" => any(&["-e", "--rsh", "--rsync-path"]),
-        "ssh" | "scp" => any(&["-o", "-F"]),
-        "npm" | "pnpm" | "yarn" => any(&[
-            "--prefix",
-            "--userconfig",
-            "--globalconfig",
-            "-g",
-            "--global",
-        ]),
-        "cargo" => any(&["--config", "-Z"]),
-        "less" | "more" => any(&["-o", "--log-file", "-O"]),
-        _ => None,
+    Program::find(&row.global_exec, &args[..global])
+        .or_else(|| row.risky(&args))
+        .map(|hit| hit.option)
+}
+
+/// Why running this (peeled) argv runs code the user did not name, from the command table:
+/// an option that runs a program or carries code, or an operand that defines code. The
+/// second value is a shell command the option carries (`tar --to-command=CMD`), to analyse.
+pub(crate) fn runs_code(argv: &[String]) -> Option<(String, Option<String>)> {
+    let name = argv.first()?.as_str();
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let row = table().program(name)?;
+    let global = if row.global_exec.is_empty() {
+        0
+    } else {
+        git_subcommand(&args).0.min(args.len())
+    };
+    if let Some(hit) = Program::find(&row.global_exec, &args[..global]) {
+        // `git -c core.pager=CMD`: the value of a key that names a program is shell.
+        let script = hit
+            .value
+            .as_deref()
+            .and_then(|v| v.split_once('='))
+            .filter(|(k, _)| git_key_runs_code(k))
+            .map(|(_, v)| v.trim_start_matches('!').to_string());
+        return Some((
+            format!("`{name} {}` makes it run other code", hit.option),
+            script,
+        ));
     }
+    if let Some(hit) = Program::find(&row.script, &args) {
+        let script = hit.value.map(|v| {
+            // `--checkpoint-action=exec=CMD`
+            v.strip_prefix("exec=").map(str::to_string).unwrap_or(v)
+        });
+        return Some((format!("`{name} {}` runs a command", hit.option), script));
+    }
+    if let Some(hit) = Program::find(&row.exec, &args) {
+        return Some((format!("`{name} {}` runs other code", hit.option), None));
+    }
+    if let Some(hit) = Program::find(&row.inline_code, &args) {
+        return Some((
+            format!(
+                "`{name} {}` runs inline code the analyser cannot read",
+                hit.option
+            ),
+            None,
+        ));
+    }
+    if let Some(why) = row
+        .checker
+        .as_deref()
+        .and_then(|c| super::readonly::checker_runs_code(c, &args))
+    {
+        return Some((format!("`{name}` {why}"), None));
+    }
+    row.exec_operand(&args)
+        .map(|op| (format!("`{name} {op}` defines code that runs later"), None))
+}
+
+/// Git configuration keys whose value is a command git runs.
+fn git_key_runs_code(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.starts_with("alias.")
+        || [
+            "pager",
+            "editor",
+            "command",
+            "program",
+            "helper",
+            "external",
+            "driver",
+            "hook",
+            "textconv",
+            "clean",
+            "smudge",
+            "process",
+            "sshcommand",
+            "fsmonitor",
+            "askpass",
+        ]
+        .iter()
+        .any(|end| k.ends_with(end))
 }
 
 /// `git config` arguments that only read (`--get`, `--list`, `get`, ...).

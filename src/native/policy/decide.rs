@@ -309,6 +309,7 @@ pub fn decide(req: &Request) -> Decision {
             contents: false,
             access,
             redirect: false,
+            implicit: false,
         };
         let info = classify(req.workspace, &pref, &mut cache);
         let (v, src, reason) = judge_path(req, &tool, &pref, &info, false, &mut scope);
@@ -497,10 +498,15 @@ fn judge_path(
 ) -> (Verdict, Source, String) {
     let writes = p.access != Access::Read;
     if writes && info.class == PathClass::Protected {
+        let what = if info.fen_settings {
+            "is fen's own permission settings or code (a model never changes its own permissions)"
+        } else {
+            "is git metadata that runs code"
+        };
         return (
             Verdict::Deny,
             Source::Floor,
-            format!("{} is git metadata that runs code", show(info, p)),
+            format!("{} {what}", show(info, p)),
         );
     }
     if writes && info.block_device {
@@ -634,6 +640,55 @@ fn judge_path(
     }
 }
 
+/// `grep -r`/`-R`/`--recursive`/`-d recurse`: reads every file under its directories.
+fn recursive_reader(argv: &[String]) -> bool {
+    matches!(
+        argv.first().map(String::as_str),
+        Some("grep" | "egrep" | "fgrep" | "zgrep")
+    ) && argv[1..].iter().take_while(|a| *a != "--").any(|a| {
+        a == "--recursive"
+            || a == "--dereference-recursive"
+            || a == "--directories=recurse"
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+    })
+}
+
+/// The first secret file a glob operand matches (`cat .e*v`, `cat certs/*.pem`), looked up
+/// on the file system a few levels deep.
+fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
+    if !p.contents || !p.raw.contains(['*', '?', '[']) {
+        return None;
+    }
+    let base = p.path.as_ref()?;
+    let pattern = if Path::new(&p.raw).is_absolute() {
+        PathBuf::from(&p.raw)
+    } else {
+        // The glob's base is its directory part joined to the cwd; the rest is the pattern.
+        let first_wild = p.raw.find(['*', '?', '['])?;
+        let rest = match p.raw[..first_wild].rfind('/') {
+            Some(slash) => &p.raw[slash + 1..],
+            None => p.raw.as_str(),
+        };
+        base.join(rest)
+    };
+    let depth = p.raw.matches('/').count() + 1;
+    let glob = globset::GlobBuilder::new(&pattern.to_string_lossy())
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    let walker = ignore::WalkBuilder::new(base)
+        .standard_filters(false)
+        .hidden(false)
+        .max_depth(Some(depth.min(4)))
+        .build();
+    walker
+        .flatten()
+        .take(5_000)
+        .map(|e| e.into_path())
+        .find(|path| glob.is_match(path) && ws.is_secret(path))
+}
+
 fn show(info: &PathInfo, p: &PathRef) -> String {
     info.path
         .as_ref()
@@ -649,12 +704,78 @@ fn judge_segment(
     scope: &mut Vec<String>,
     cache: &mut ResolveCache,
 ) {
-    let infos: Vec<PathInfo> = seg
-        .paths
-        .iter()
-        .map(|p| classify(req.workspace, p, cache))
-        .collect();
-    let hz = floors::check(seg, &seg.paths, &infos);
+    // Operands the table does not describe count only when they name a secret.
+    let mut paths: Vec<PathRef> = Vec::with_capacity(seg.paths.len());
+    let mut infos: Vec<PathInfo> = Vec::with_capacity(seg.paths.len());
+    for p in &seg.paths {
+        let info = classify(req.workspace, p, cache);
+        // A glob reads what it matches: `cat .e*v` reads `.env`.
+        if let Some(secret) = glob_secret(req.workspace, p) {
+            let sp = PathRef {
+                raw: secret.display().to_string(),
+                path: Some(secret),
+                contents: false,
+                access: p.access,
+                redirect: p.redirect,
+                implicit: false,
+            };
+            let si = classify(req.workspace, &sp, cache);
+            paths.push(sp);
+            infos.push(si);
+        }
+        // A recursive grep reads every file under a directory, secrets included (the grep
+        // tool and rg skip them; `grep -r` does not).
+        if recursive_reader(&seg.argv) && p.access == Access::Read && !p.implicit {
+            if let Some(secret) = p
+                .path
+                .as_deref()
+                .filter(|d| d.is_dir())
+                .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+            {
+                let sp = PathRef {
+                    raw: secret.display().to_string(),
+                    path: Some(secret),
+                    contents: false,
+                    access: Access::Read,
+                    redirect: false,
+                    implicit: false,
+                };
+                let si = classify(req.workspace, &sp, cache);
+                paths.push(sp);
+                infos.push(si);
+            }
+        }
+        if p.implicit && !(info.secret && info.class == PathClass::Secret) {
+            continue;
+        }
+        paths.push(p.clone());
+        infos.push(info);
+    }
+    // `grep -r PATTERN` with no directory searches the working directory.
+    if recursive_reader(&seg.argv)
+        && !seg
+            .paths
+            .iter()
+            .any(|p| p.access == Access::Read && !p.implicit && !p.redirect)
+    {
+        if let Some(secret) = seg
+            .cwd
+            .as_deref()
+            .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+        {
+            let sp = PathRef {
+                raw: secret.display().to_string(),
+                path: Some(secret),
+                contents: false,
+                access: Access::Read,
+                redirect: false,
+                implicit: false,
+            };
+            infos.push(classify(req.workspace, &sp, cache));
+            paths.push(sp);
+        }
+    }
+    let hz = floors::check(seg, &paths, &infos);
     let mode = req.mode;
     let subject = if seg.text.is_empty() {
         seg.argv.join(" ")
@@ -674,7 +795,16 @@ fn judge_segment(
         });
     };
     if let Some(f) = hz.floor {
-        push(items, Verdict::Deny, Source::Floor, f);
+        items.push(Item {
+            kind: ItemKind::Segment,
+            // A floor about a path names the path refused, not the command around it.
+            subject: hz.floor_path.clone().unwrap_or_else(|| subject.clone()),
+            path: hz.floor_path.as_ref().map(PathBuf::from),
+            class: None,
+            verdict: Verdict::Deny,
+            source: Source::Floor,
+            reason: f,
+        });
         return;
     }
     let cmd_rule = |kind: RuleKind| {
@@ -698,7 +828,7 @@ fn judge_segment(
     // Paths first: their verdicts stand whatever the command's verdict.
     let mut path_worst = Verdict::Allow;
     let mut path_items = Vec::new();
-    for (p, info) in seg.paths.iter().zip(&infos) {
+    for (p, info) in paths.iter().zip(&infos) {
         let (v, src, reason) = judge_path(req, tool, p, info, true, scope);
         path_worst = path_worst.max(v);
         if v != Verdict::Allow || !matches!(info.class, PathClass::Workspace | PathClass::Stream) {
@@ -749,11 +879,17 @@ fn judge_segment(
                         .any(|w| w.trim_end_matches(')') == f)
                 })
         });
-        let writes = seg
-            .paths
+        let writes = paths
             .iter()
             .zip(&infos)
             .any(|(p, i)| p.access != Access::Read && i.class != PathClass::Stream);
+        // A rule names a command, not where its output goes: `Bash(echo *)` does not cover
+        // `echo x > Makefile`. The redirect is judged as the write it is.
+        let redirect_writes = paths
+            .iter()
+            .zip(&infos)
+            .any(|(p, i)| p.redirect && p.access != Access::Read && i.class != PathClass::Stream);
+        let allow = allow.filter(|_| !redirect_writes);
         if let Some(r) = allow {
             (
                 Verdict::Allow,

@@ -14,6 +14,8 @@ use super::shell::{Access, PathRef, Segment};
 pub struct Hazards {
     /// A floor: always denied.
     pub floor: Option<String>,
+    /// The path the floor is about, when it is about one (the denial names it).
+    pub floor_path: Option<String>,
     /// Destructive but legitimate: asked for in every mode but yolo.
     pub destructive: Option<String>,
 }
@@ -99,15 +101,18 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
             continue;
         }
         if info.class == PathClass::Protected {
-            h.floor = Some(format!(
-                "`{}` writes git metadata that runs code ({})",
-                p.raw,
-                show(info)
-            ));
+            let what = if info.fen_settings {
+                "fen's own permission settings or code (a model never changes its own permissions)"
+            } else {
+                "git metadata that runs code"
+            };
+            h.floor = Some(format!("`{}` writes {what} ({})", p.raw, show(info)));
+            h.floor_path = Some(show(info));
             return h;
         }
         if info.block_device {
             h.floor = Some(format!("writes to the block device {}", show(info)));
+            h.floor_path = Some(show(info));
             return h;
         }
         let mass = p.access == Access::Delete
@@ -135,6 +140,7 @@ pub fn check(seg: &Segment, paths: &[PathRef], infos: &[PathInfo]) -> Hazards {
                 && info.class != PathClass::Stream
             {
                 h.floor = Some(format!("deletes outside the workspace: {}", show(info)));
+                h.floor_path = Some(show(info));
                 return h;
             }
         }

@@ -6,8 +6,9 @@
 //!   paths each segment reads, writes and deletes.
 //! - [`Workspace`] resolves and classifies paths (workspace, outside, protected, secret,
 //!   device, stream).
-//! - [`readonly::is_read_only`] recognises read-only commands with their dangerous flags
-//!   excluded.
+//! - [`table`] is the per-program knowledge as data (`commands.toml`): read-only programs and
+//!   subcommands, options that write, run code or carry a shell command, and variables that
+//!   make programs run code. [`readonly::is_read_only`] applies it.
 //! - [`floors::check`] finds floors (always denied) and destructive operations.
 //! - [`RuleSet`] compiles Claude-Code-syntax rules (`Bash(cargo test *)`, `Read(./.env*)`).
 //! - [`decide`] combines all of it with the permission [`Mode`] into a [`Decision`].
@@ -27,7 +28,9 @@ pub mod floors;
 pub mod paths;
 pub mod readonly;
 pub mod rules;
+pub mod secrets;
 pub mod shell;
+pub mod table;
 
 pub use decide::{
     decide, scope_rule, Decision, Item, ItemKind, Mode, Request, Risk, Source, Verdict,

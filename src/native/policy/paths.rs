@@ -21,13 +21,18 @@ pub struct Workspace {
     /// The user's config directory (`$XDG_CONFIG_HOME`, usually `~/.config`, resolved); fen's
     /// credential files are `<config_dir>/fen/models.json` and `<config_dir>/fen/auth.json`.
     pub config_dir: PathBuf,
+    /// fen's state directory (`$XDG_STATE_HOME/fen`), where `trusted.json` and `approved.json`
+    /// live; defaults to `~/.local/state/fen`.
+    pub fen_state_dir: PathBuf,
 }
 
 /// The primary class of a path, most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PathClass {
-    /// `.git/config`, `.git/hooks/**`, a `.git` pointer file (any depth).
+    /// `.git/config`, `.git/hooks/**`, a `.git` pointer file (any depth), and fen's own
+    /// permission and code files (`.fen/settings*.json`, `.fen/extensions/**`, `.fen/mcp.json`,
+    /// the user's `settings.json`, `trusted.json`, `approved.json`).
     Protected,
     /// A block device or another device that is not a harmless stream.
     Device,
@@ -54,6 +59,9 @@ pub struct PathInfo {
     pub protected: bool,
     /// A `.git` directory itself (deleting it is destructive, not a floor).
     pub git_dir: bool,
+    /// One of fen's own permission or code files (protected: a model never changes its own
+    /// permissions).
+    pub fen_settings: bool,
     pub block_device: bool,
     /// The file-system root `/`.
     pub is_fs_root: bool,
@@ -73,6 +81,7 @@ impl PathInfo {
             secret: false,
             protected: false,
             git_dir: false,
+            fen_settings: false,
             block_device: false,
             is_fs_root: false,
             is_home: false,
@@ -101,12 +110,52 @@ impl Workspace {
                 roots.push(r);
             }
         }
+        let home = resolve(home);
         Workspace {
             cwd: cwd_r,
             roots,
-            home: resolve(home),
+            fen_state_dir: home.join(".local/state/fen"),
+            home,
             config_dir: resolve(config_dir),
         }
+    }
+
+    /// Names fen's state directory (`$XDG_STATE_HOME/fen`), whose `trusted.json` and
+    /// `approved.json` are protected.
+    pub fn with_state_dir(mut self, fen_state_dir: &Path) -> Workspace {
+        self.fen_state_dir = resolve(fen_state_dir);
+        self
+    }
+
+    /// fen's own permission and code files: writing them would let a model change what it
+    /// may do, or plant code fen runs outside the sandbox.
+    fn is_fen_settings(&self, path: &Path, contents: bool, exists: bool) -> bool {
+        let fen_dir = |d: &Path| {
+            d.file_name().is_some_and(|n| n == ".fen") || d == self.config_dir.join("fen")
+        };
+        if (contents || exists) && (fen_dir(path) || path == self.fen_state_dir) {
+            return true;
+        }
+        if path == self.fen_state_dir.join("trusted.json")
+            || path == self.fen_state_dir.join("approved.json")
+        {
+            return true;
+        }
+        let mut anc = path.ancestors().skip(1);
+        let parent = anc.next();
+        if let (Some(parent), Some(name)) = (parent, path.file_name().and_then(|n| n.to_str())) {
+            if fen_dir(parent)
+                && ((name.starts_with("settings") && name.ends_with(".json"))
+                    || name == "mcp.json"
+                    || name == "extensions")
+            {
+                return true;
+            }
+        }
+        // Anything under a `.fen/extensions` (or the user's extensions) directory.
+        path.ancestors().skip(1).any(|a| {
+            a.file_name().is_some_and(|n| n == "extensions") && a.parent().is_some_and(fen_dir)
+        })
     }
 
     /// The primary root (repository root or cwd).
@@ -181,6 +230,9 @@ impl Workspace {
             let (p2, g2) = protected_git(&lex, contents, is_dir, exists);
             (p1 || p2, g1 || g2)
         };
+        let fen_settings = self.is_fen_settings(&path, contents, exists && is_dir)
+            || self.is_fen_settings(&lex, contents, exists && is_dir);
+        let protected = protected || fen_settings;
         let class = if protected {
             PathClass::Protected
         } else if device {
@@ -202,6 +254,7 @@ impl Workspace {
             secret,
             protected,
             git_dir,
+            fen_settings,
             block_device,
             exists,
         }
@@ -209,6 +262,10 @@ impl Workspace {
 
     /// Secret-like paths: the seed's names plus the well-known credential stores.
     pub fn is_secret(&self, path: &Path) -> bool {
+        // Another process's environment holds its keys.
+        if path.starts_with("/proc") && path.file_name().is_some_and(|n| n == "environ") {
+            return true;
+        }
         if let Ok(rel) = path.strip_prefix(&self.home) {
             for dir in [
                 ".ssh",

@@ -5,153 +5,11 @@
 //! read-only as a whole (see `decide`).
 
 use super::commands::{git_config_reads, git_config_writes, git_subcommand};
+use super::table::{table, Program};
 
-/// Commands that never write or run other programs, whatever their arguments (beyond the
-/// files they read, which are classified separately).
-const ALWAYS: &[&str] = &[
-    "ls",
-    "cat",
-    "tac",
-    "head",
-    "tail",
-    "wc",
-    "grep",
-    "egrep",
-    "fgrep",
-    "zgrep",
-    "stat",
-    "du",
-    "df",
-    "pwd",
-    "echo",
-    "printf",
-    "which",
-    "type",
-    "whereis",
-    "whoami",
-    "id",
-    "uname",
-    "hostname",
-    "printenv",
-    "true",
-    "false",
-    "test",
-    "[",
-    "[[",
-    ":",
-    "basename",
-    "dirname",
-    "realpath",
-    "readlink",
-    "cut",
-    "tr",
-    "nl",
-    "od",
-    "hexdump",
-    "hd",
-    "strings",
-    "cmp",
-    "comm",
-    "md5sum",
-    "sha1sum",
-    "sha224sum",
-    "sha256sum",
-    "sha384sum",
-    "sha512sum",
-    "b2sum",
-    "cksum",
-    "sum",
-    "column",
-    "fold",
-    "fmt",
-    "rev",
-    "paste",
-    "join",
-    "expand",
-    "unexpand",
-    "seq",
-    "sleep",
-    "less",
-    "more",
-    "most",
-    "bat",
-    "batcat",
-    "jq",
-    "gojq",
-    "cd",
-    "pushd",
-    "popd",
-    "wait",
-    "nproc",
-    "free",
-    "uptime",
-    "lscpu",
-    "locale",
-    "tty",
-    "groups",
-    "getconf",
-    "ps",
-    "pgrep",
-    "lsblk",
-    "zcat",
-    "bzcat",
-    "xzcat",
-    "zless",
-    "lsattr",
-    "getfacl",
-    "exa",
-    "eza",
-    "base64",
-    "base32",
-    "diff",
-    "colordiff",
-    "difft",
-    "export",
-    "unset",
-    "local",
-    "declare",
-    "typeset",
-    "readonly",
-    "shopt",
-    "exit",
-    "return",
-    "break",
-    "continue",
-    "alias",
-    "help",
-    "man",
-    "info",
-    "arch",
-    "tput",
-    "look",
-    "file",
-    "env",
-    "time",
-    "nohup",
-    "tsort",
-    "ptx",
-    "numfmt",
-    "factor",
-    "expr",
-    "yes",
-    "lsof",
-    "pstree",
-    "ss",
-    "netstat",
-    "w",
-    "who",
-    "last",
-    "users",
-    "vmstat",
-    "iostat",
-    "cal",
-    "dmesg",
-    "rustc",
-    "rustup",
-    "shuf",
-];
-
-/// Is this (peeled) argv a read-only command?
+/// Is this (peeled) argv a read-only command? Only programs in the command table
+/// (`commands.toml`) can be; an option that writes, changes state or runs code, or an operand
+/// that defines code, makes them not.
 pub fn is_read_only(argv: &[String]) -> bool {
     let Some(name) = argv.first() else {
         return true;
@@ -161,8 +19,93 @@ pub fn is_read_only(argv: &[String]) -> bool {
     if args.len() == 1 && matches!(args[0], "--version" | "--help") && !name.contains('/') {
         return true;
     }
-    let n = name.as_str();
-    match n {
+    let Some(row) = table().program(name) else {
+        return false;
+    };
+    if row.risky(&args).is_some()
+        || Program::find(&row.global_exec, &args).is_some()
+        || row.exec_operand(&args).is_some()
+    {
+        return false;
+    }
+    if let Some(checker) = &row.checker {
+        return checked(checker, name, &args);
+    }
+    if !row.subcommands.is_empty() {
+        return row.read_only_subcommand(&args);
+    }
+    row.read_only
+}
+
+/// What a checked program's arguments make it run or reveal beyond what the user named: a sed
+/// `e` command or a script file, an awk `system()`, pipe or program file, `ps e`'s
+/// environments. Judged as code: a wildcard allow rule does not cover it.
+pub(crate) fn checker_runs_code(checker: &str, args: &[&str]) -> Option<&'static str> {
+    match checker {
+        "sed" => {
+            if args
+                .iter()
+                .any(|a| *a == "-f" || *a == "--file" || a.starts_with("--file="))
+            {
+                return Some("runs a script from a file");
+            }
+            let scripts = sed_scripts(args);
+            scripts
+                .iter()
+                .any(|s| !sed_script_safe(s) && s.contains('e'))
+                .then_some("runs a command from its script (`e`)")
+        }
+        "awk" => {
+            let prog_file = args.iter().any(|a| {
+                matches!(
+                    *a,
+                    "-f" | "--file" | "-E" | "--exec" | "-l" | "--load" | "-i" | "--include"
+                ) || a.starts_with("-f")
+                    || a.starts_with("-E")
+            });
+            if prog_file {
+                return Some("runs a program from a file");
+            }
+            args.iter()
+                .any(|p| ["system", "|", "getline"].iter().any(|k| p.contains(k)))
+                .then_some("runs commands from its program (`system`, a pipe)")
+        }
+        "ps" => (!checked("ps", "ps", args))
+            .then_some("prints every process's environment, keys included"),
+        _ => None,
+    }
+}
+
+/// The scripts of a sed call: `-e` values, else the first operand.
+fn sed_scripts<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut scripts = Vec::new();
+    let mut first = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a == "-e" || a == "--expression" {
+            if let Some(s) = args.get(i + 1) {
+                scripts.push(*s);
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(s) = a.strip_prefix("--expression=") {
+            scripts.push(s);
+        } else if !a.starts_with('-') && first.is_none() {
+            first = Some(a);
+        }
+        i += 1;
+    }
+    if scripts.is_empty() {
+        scripts.extend(first);
+    }
+    scripts
+}
+
+/// The judgements that need code, named by a row's `checker`.
+fn checked(checker: &str, name: &str, args: &[&str]) -> bool {
+    match checker {
         "rustc" => args
             .iter()
             .all(|a| a.starts_with("--print") || *a == "-vV" || *a == "--version" || *a == "-V"),
@@ -170,108 +113,27 @@ pub fn is_read_only(argv: &[String]) -> bool {
             matches!(args.first(), Some(&"show" | &"--version" | &"which"))
                 || args.first() == Some(&"toolchain") && args.get(1) == Some(&"list")
         }
-        "rg" => !args
-            .iter()
-            .any(|a| a.starts_with("--pre") || a.starts_with("--hostname-bin")),
-        "find" => !args.iter().any(|a| {
-            matches!(
-                *a,
-                "-delete"
-                    | "-exec"
-                    | "-execdir"
-                    | "-ok"
-                    | "-okdir"
-                    | "-fprint"
-                    | "-fprint0"
-                    | "-fprintf"
-                    | "-fls"
-            )
-        }),
-        "fd" | "fdfind" => !args.iter().any(|a| {
-            matches!(*a, "-x" | "--exec" | "-X" | "--exec-batch") || a.starts_with("--exec")
-        }),
-        "sort" => !args.iter().any(|a| {
-            *a == "-o"
-                || a.starts_with("--output")
-                || a.starts_with("-o")
-                || a.starts_with("--compress-program")
-        }),
         "uniq" => args.iter().filter(|a| !a.starts_with('-')).count() <= 1,
-        "tree" => !args.iter().any(|a| *a == "-o" || a.starts_with("--output")),
         "xxd" => {
             !args.iter().any(|a| *a == "-r" || *a == "-revert")
                 && args.iter().filter(|a| !a.starts_with('-')).count() <= 1
         }
-        "date" => !args.iter().any(|a| *a == "-s" || a.starts_with("--set")),
         "hostname" => args
             .iter()
             .all(|a| a.starts_with('-') && !matches!(*a, "-F" | "--file" | "-b" | "--boot")),
         // A bare `env`/`printenv` dumps every variable, provider keys included.
-        "env" | "time" | "nohup" => args.is_empty() && n != "env",
+        "env" => args.is_empty() && name != "env",
         "printenv" => !args.is_empty() && args.iter().all(|a| !secret_like_var(a)),
-        "awk" | "gawk" | "mawk" => awk_read_only(&args),
-        "file" => !args.iter().any(|a| *a == "-C" || *a == "--compile"),
-        "less" | "more" | "most" => !args.iter().any(|a| {
-            a.starts_with("+!") || a.starts_with("-o") || a.starts_with("--log-file") || *a == "-O"
-        }),
-        "dmesg" => !args.iter().any(|a| {
-            matches!(
-                *a,
-                "-c" | "-C" | "--clear" | "--read-clear" | "-n" | "--console-level" | "-D" | "-E"
-            )
-        }),
-        "shuf" => !args.iter().any(|a| *a == "-o" || a.starts_with("--output")),
-        "sed" | "gsed" => sed_read_only(&args),
-        "git" => git_read_only(&args),
-        "cargo" => matches!(
-            args.first(),
-            Some(
-                &"metadata"
-                    | &"tree"
-                    | &"version"
-                    | &"--version"
-                    | &"-V"
-                    | &"--list"
-                    | &"pkgid"
-                    | &"locate-project"
-                    | &"verify-project"
-            )
-        ),
-        "npm" | "pnpm" | "yarn" => {
-            matches!(
-                args.first(),
-                Some(
-                    &"ls"
-                        | &"list"
-                        | &"view"
-                        | &"info"
-                        | &"outdated"
-                        | &"--version"
-                        | &"-v"
-                        | &"why"
-                        | &"explain"
-                        | &"root"
-                        | &"prefix"
-                )
-            ) && !args.iter().any(|a| a.starts_with("--prefix"))
-        }
-        "go" => {
-            matches!(args.first(), Some(&"version" | &"env" | &"list" | &"doc"))
-                && !args.contains(&"-w")
-        }
-        "pip" | "pip3" | "uv" => matches!(
-            args.first(),
-            Some(&"list" | &"show" | &"freeze" | &"--version")
-        ),
-        "python" | "python3" | "node" | "ruby" | "perl" => {
-            matches!(args.as_slice(), ["--version"] | ["-V"] | ["-v"])
-        }
+        // BSD `e` (`ps auxe`, `ps eww`) prints every process's environment.
+        "ps" => !args.iter().any(|a| !a.starts_with('-') && a.contains('e')),
+        "awk" => awk_read_only(args),
+        "sed" => sed_read_only(args),
+        "git" => git_read_only(args),
         "command" => args
             .iter()
             .take_while(|a| a.starts_with('-'))
             .any(|a| a.contains('v') || a.contains('V')),
-        "[[" => true,
-        _ => ALWAYS.contains(&n),
+        _ => false,
     }
 }
 
@@ -434,8 +296,8 @@ fn git_read_only(args: &[&str]) -> bool {
         | "describe" | "shortlog" | "cat-file" | "grep" | "merge-base" | "name-rev"
         | "for-each-ref" | "count-objects" | "var" | "check-ignore" | "check-attr"
         | "diff-tree" | "diff-files" | "diff-index" | "rev-list" | "whatchanged" | "version"
-        | "help" | "show-ref" | "ls-remote" | "annotate" | "show-branch" | "cherry"
-        | "range-diff" | "verify-commit" | "verify-tag" | "fsck" | "check-ref-format" => true,
+        | "help" | "show-ref" | "annotate" | "show-branch" | "cherry" | "range-diff"
+        | "verify-commit" | "verify-tag" | "fsck" | "check-ref-format" => true,
         "branch" => {
             let listing = rest.iter().any(|a| {
                 matches!(

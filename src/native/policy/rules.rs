@@ -379,6 +379,12 @@ impl RuleSet {
         Ok(())
     }
 
+    /// An allow rule of the read family names this path (`Read(./.env)`).
+    pub fn allows_read(&self, path: &Path) -> bool {
+        self.of_kind(RuleKind::Allow)
+            .any(|r| r.family() == Family::Read && r.has_path_spec() && r.matches_path(&[path]))
+    }
+
     pub fn of_kind(&self, kind: RuleKind) -> impl Iterator<Item = &Rule> {
         self.rules.iter().filter(move |r| r.kind == kind)
     }

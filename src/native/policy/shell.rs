@@ -18,12 +18,13 @@
 //! see through is marked opaque on the segment ([`Segment::opaque`]).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use tree_sitter::{Node, Parser};
 
 use super::commands;
+use super::table;
 
 /// Deepest nesting of `bash -c`, `$(...)`, `eval` and the like that is analysed; deeper input
 /// is opaque.
@@ -65,6 +66,10 @@ pub struct PathRef {
     pub access: Access,
     /// Came from a redirect (`>`, `>>`, `<`, `2>`, `&>`, ...) rather than an operand.
     pub redirect: bool,
+    /// An operand the command table does not describe (any word of any program): judged
+    /// only for what it would reveal (a secret), not as a read of the workspace boundary.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub implicit: bool,
 }
 
 /// One simple command that would run, after peeling wrappers.
@@ -165,6 +170,8 @@ pub fn analyze(command: &str, ctx: &ShellContext) -> ShellAnalysis {
     let mut state = State {
         cwd: Some(ctx.cwd.clone()),
         vars: HashMap::new(),
+        tainted: HashSet::new(),
+        input_vars: false,
     };
     walker.script(command, &mut state, &Frame::top());
     if walker.out.is_empty() && walker.parse_error {
@@ -188,6 +195,19 @@ struct State {
     /// Variables assigned a literal value earlier in the same command; `None` = assigned
     /// something unknown.
     vars: HashMap<String, Option<String>>,
+    /// Variables whose value may hold code (a command substitution's output, a literal with
+    /// `$`, a backtick or `[`): evaluating them as arithmetic or a prompt runs it.
+    tainted: HashSet<String>,
+    /// A builtin set variables from input (`read`, `mapfile`, `printf -v`, a nameref): every
+    /// variable not assigned a known value in this command may hold code.
+    input_vars: bool,
+}
+
+impl State {
+    fn tainted(&self, name: &str) -> bool {
+        self.tainted.contains(name)
+            || (self.input_vars && !matches!(self.vars.get(name), Some(Some(_))))
+    }
 }
 
 /// Where we are in the recursion.
@@ -231,7 +251,16 @@ struct Redir {
     target: Val,
     access: Access,
     /// A heredoc or here-string body (text) fed to stdin.
-    stdin_text: Option<String>,
+    stdin_text: Option<StdinText>,
+}
+
+/// Text fed to a command's stdin by a heredoc or here-string.
+#[derive(Clone)]
+struct StdinText {
+    text: String,
+    /// Expanded when it runs (an unquoted heredoc with `$` or a backtick, a here-string with
+    /// an expansion): what a shell reading it runs cannot be known.
+    dynamic: bool,
 }
 
 struct Walker {
@@ -379,52 +408,97 @@ impl Walker {
                 }
             }
             "function_definition" => {
-                // A function that pipes into itself in the background is a fork bomb.
+                // The body runs whenever the function is called, as often as it is called
+                // (`f(){ f & f; }; f` is a fork bomb): never vouched for, but analysed as if it
+                // ran so floors still fire.
                 let name = node
                     .child_by_field_name("name")
                     .map(|n| text(src, n).to_string())
                     .unwrap_or_default();
-                let body: String = text(src, node)
-                    .chars()
-                    .filter(|c| !c.is_whitespace())
-                    .collect();
-                if !name.is_empty() && body.contains(&format!("{name}|{name}")) {
-                    let mut seg = self.new_segment(node, src, state, frame);
-                    seg.argv = vec![name.clone()];
-                    seg.hazard = Some(format!("fork bomb: `{name}` pipes into itself"));
-                    self.out.push(seg);
-                }
-                // The body may run later under the function's name: analyse it as if it ran.
+                let start = self.out.len();
                 let mut sub = state.clone();
                 self.children_statements(node, src, &mut sub, &frame.nested("function"));
+                let body = text(src, node);
+                let recursive = !name.is_empty()
+                    && self.out[start..].iter().any(|s| s.name() == name)
+                    && body.contains(['|', '&']);
+                let mut seg = self.new_segment(node, src, state, frame);
+                seg.argv = vec![name.clone()];
+                if recursive {
+                    seg.hazard = Some(format!("fork bomb: `{name}` starts copies of itself"));
+                }
+                seg.opaque = Some(format!(
+                    "defines a function `{name}`, whose body runs whenever it is called"
+                ));
+                self.out.push(seg);
             }
             "for_statement" | "select_statement" => {
                 let mut cur = node.walk();
+                let mut var = None;
                 for (i, child) in node.children(&mut cur).enumerate() {
                     match node.field_name_for_child(i as u32) {
                         Some("variable") => {
                             let name = text(src, child).to_string();
-                            state.vars.insert(name, None);
+                            state.vars.insert(name.clone(), None);
+                            state.tainted.remove(&name);
+                            var = Some(name);
                         }
                         Some("value") => {
-                            self.eval_word(child, src, state, frame);
+                            // `for x in $(cat f)`: the loop variable may hold code.
+                            let v = self.eval_word(child, src, state, frame);
+                            if v.dynamic || v.text.contains(['$', '`', '[']) {
+                                if let Some(name) = &var {
+                                    state.tainted.insert(name.clone());
+                                }
+                            }
                         }
                         Some("body") => self.statement(child, src, state, frame, &[]),
                         _ => {}
                     }
                 }
             }
-            "comment" | "heredoc_end" | "heredoc_start" | "file_descriptor" => {}
+            "comment"
+            | "heredoc_end"
+            | "heredoc_start"
+            | "file_descriptor"
+            | "extglob_pattern"
+            | "regex"
+            | "test_operator"
+            | "variable_name"
+            | "special_variable_name" => {}
             "ERROR" => {
                 self.parse_error = true;
                 self.children_statements(node, src, state, frame);
+            }
+            "program" | "list" | "if_statement" | "elif_clause" | "else_clause"
+            | "while_statement" | "do_group" | "case_statement" | "case_item"
+            | "negated_command" => self.children_statements(node, src, state, frame),
+            "compound_statement" => {
+                if node.child(0).is_some_and(|c| text(src, c) == "((") {
+                    // `(( expr ))`: arithmetic evaluates the variables it names.
+                    self.arithmetic(node, src, state, frame);
+                } else {
+                    self.children_statements(node, src, state, frame);
+                }
+            }
+            "c_style_for_statement" => {
+                let mut cur = node.walk();
+                for (i, child) in node.children(&mut cur).enumerate() {
+                    match node.field_name_for_child(i as u32) {
+                        Some("body") => self.statement(child, src, state, frame, &[]),
+                        _ if child.is_named() => self.arithmetic(child, src, state, frame),
+                        _ => {}
+                    }
+                }
             }
             "declaration_command" | "unset_command" => {
                 self.declaration(node, src, state, frame, redirs)
             }
             "test_command" => {
-                // `[[ ... ]]`: read-only, but expansions inside may run commands.
+                // `[[ ... ]]`: read-only, but expansions inside may run commands, and the
+                // operands of `-eq`, `-lt`, ... and `-v` are evaluated as arithmetic.
                 self.substitutions_in(node, src, state, frame);
+                self.test_arithmetic(node, src, state, frame);
                 let mut seg = self.new_segment(node, src, state, frame);
                 seg.argv = vec!["[[".into()];
                 self.attach_redirects(&mut seg, redirs, src, state, frame);
@@ -435,7 +509,94 @@ impl Walker {
                 // its substitutions.
                 self.eval_word(node, src, state, frame);
             }
-            _ => self.children_statements(node, src, state, frame),
+            // Fail closed: a construct the walker does not know is never vouched for. What
+            // can be seen inside it is still analysed, so floors fire.
+            kind => {
+                self.substitutions_in(node, src, state, frame);
+                let why = format!("the analyser does not understand `{kind}` here");
+                self.opaque_segment(text(src, node), state, frame, &why);
+            }
+        }
+    }
+
+    /// Walks an arithmetic context (`(( ))`, `$(( ))`, a subscript, a `[[ -eq ]]` operand):
+    /// substitutions run, and a variable whose value may hold code makes the command opaque,
+    /// since arithmetic evaluates `a[$(cmd)]` stored in it.
+    fn arithmetic(&mut self, node: Node, src: &[u8], state: &mut State, frame: &Frame) {
+        match node.kind() {
+            "command_substitution" | "process_substitution" | "expansion" => {
+                self.eval_word(node, src, state, frame);
+                if let Some(n) = first_variable(node, src) {
+                    self.arith_variable(&n, node, src, state, frame);
+                }
+            }
+            "simple_expansion" | "variable_name" | "word" => {
+                let t = text(src, node).trim_start_matches('$');
+                if is_identifier(t) {
+                    self.arith_variable(t, node, src, state, frame);
+                }
+            }
+            "string" | "raw_string" | "ansi_c_string" => {
+                // A quoted operand is evaluated as an expression too.
+                let v = self.eval_word(node, src, state, frame);
+                if v.dynamic || v.text.contains(['$', '`', '[']) {
+                    let why = format!(
+                        "arithmetic on `{}`, which may hold code",
+                        truncate(text(src, node), 60)
+                    );
+                    self.opaque_segment(text(src, node), state, frame, &why);
+                }
+            }
+            _ => {
+                let mut cur = node.walk();
+                let kids: Vec<Node> = node.named_children(&mut cur).collect();
+                for child in kids {
+                    self.arithmetic(child, src, state, frame);
+                }
+            }
+        }
+    }
+
+    fn arith_variable(
+        &mut self,
+        name: &str,
+        node: Node,
+        src: &[u8],
+        state: &mut State,
+        frame: &Frame,
+    ) {
+        if state.tainted(name) {
+            let why = format!("arithmetic on `{name}`, whose value may hold code");
+            self.opaque_segment(text(src, node), state, frame, &why);
+        }
+    }
+
+    /// `[[ a -eq b ]]`, `[[ -v a[i] ]]`: their operands are arithmetic.
+    fn test_arithmetic(&mut self, node: Node, src: &[u8], state: &mut State, frame: &Frame) {
+        let mut cur = node.walk();
+        let kids: Vec<Node> = node.named_children(&mut cur).collect();
+        for child in kids {
+            match child.kind() {
+                "binary_expression" | "unary_expression" => {
+                    let op = child
+                        .child_by_field_name("operator")
+                        .map(|o| text(src, o))
+                        .unwrap_or("");
+                    if matches!(op, "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-v") {
+                        let mut c2 = child.walk();
+                        let operands: Vec<Node> = child
+                            .named_children(&mut c2)
+                            .filter(|n| n.kind() != "test_operator")
+                            .collect();
+                        for o in operands {
+                            self.arithmetic(o, src, state, frame);
+                        }
+                    } else {
+                        self.test_arithmetic(child, src, state, frame);
+                    }
+                }
+                _ => self.test_arithmetic(child, src, state, frame),
+            }
         }
     }
 
@@ -502,7 +663,7 @@ impl Walker {
         src: &[u8],
         state: &mut State,
         frame: &Frame,
-    ) -> Option<String> {
+    ) -> Option<StdinText> {
         let mut stdin_text = None;
         for r in redirs {
             for redir in self.redirect(*r, src, state, frame) {
@@ -567,7 +728,10 @@ impl Walker {
                         out.push(Redir {
                             target: Val::default(),
                             access: Access::Read,
-                            stdin_text: Some(if v.dynamic { String::new() } else { v.text }),
+                            stdin_text: Some(StdinText {
+                                dynamic: v.dynamic,
+                                text: v.text,
+                            }),
                         });
                     }
                 }
@@ -575,15 +739,29 @@ impl Walker {
             "heredoc_redirect" => {
                 let mut cur = node.walk();
                 let kids: Vec<Node> = node.named_children(&mut cur).collect();
+                // An unquoted delimiter means the body is expanded when it runs.
+                let quoted = kids
+                    .iter()
+                    .find(|k| k.kind() == "heredoc_start")
+                    .is_some_and(|k| text(src, *k).contains(['\'', '"', '\\']));
+                let body = kids.iter().find(|k| k.kind() == "heredoc_body").map(|b| {
+                    let t = text(src, *b).to_string();
+                    StdinText {
+                        dynamic: !quoted && t.contains(['$', '`']),
+                        text: t,
+                    }
+                });
                 for child in kids {
                     match child.kind() {
                         "heredoc_body" => {
                             // An unquoted heredoc expands `$(...)` in its body.
-                            self.substitutions_in(child, src, state, frame);
+                            if !quoted {
+                                self.substitutions_in(child, src, state, frame);
+                            }
                             out.push(Redir {
                                 target: Val::default(),
                                 access: Access::Read,
-                                stdin_text: Some(text(src, child).to_string()),
+                                stdin_text: body.clone(),
                             });
                         }
                         "file_redirect" | "herestring_redirect" => {
@@ -594,17 +772,24 @@ impl Walker {
                             self.eval_word(child, src, state, frame);
                         }
                         _ => {
-                            // `cat <<EOF | sh`, `<<EOF && cmd`: the rest of the line.
+                            // `cat <<EOF | sh`, `<<EOF && cmd`: the rest of the line. A shell
+                            // reading the pipe runs the body: opaque, and the body analysed.
                             let mut sub = state.clone();
                             let start = self.out.len();
                             self.statement(child, src, &mut sub, frame, &[]);
+                            let mut shell_reads = false;
                             for s in &mut self.out[start..] {
                                 if s.opaque.is_none() && reads_script_from_stdin(&s.argv) {
+                                    shell_reads = true;
                                     s.opaque = Some(format!(
                                         "`{}` runs commands read from a pipe",
                                         s.name()
                                     ));
                                 }
+                            }
+                            if let Some(b) = body.as_ref().filter(|_| shell_reads) {
+                                let mut sub = state.clone();
+                                self.script(&b.text, &mut sub, &frame.nested("heredoc | shell"));
                             }
                         }
                     }
@@ -623,9 +808,14 @@ impl Walker {
         frame: &Frame,
         persist: bool,
     ) -> Option<(String, Val)> {
-        let name = node
-            .child_by_field_name("name")
-            .map(|n| text(src, n).to_string())?;
+        let name_node = node.child_by_field_name("name")?;
+        let name = if name_node.kind() == "subscript" {
+            // `a[$(cmd)]=x`: the subscript is arithmetic and runs its substitutions.
+            self.arithmetic(name_node, src, state, frame);
+            first_variable(name_node, src).unwrap_or_default()
+        } else {
+            text(src, name_node).to_string()
+        };
         let val = match node.child_by_field_name("value") {
             Some(v) if is_word_kind(v.kind()) => self.eval_word(v, src, state, frame),
             Some(v) => {
@@ -638,11 +828,26 @@ impl Walker {
             }
             None => Val::default(),
         };
+        self.check_variable(&name, text(src, node), state, frame);
         if persist {
             let known = (!val.dynamic).then(|| val.text.clone());
             state.vars.insert(name.clone(), known);
+            if val.dynamic || val.text.contains(['$', '`', '[']) {
+                state.tainted.insert(name.clone());
+            } else {
+                state.tainted.remove(&name);
+            }
         }
         Some((name, val))
+    }
+
+    /// Assigning a variable that makes programs run code (`PAGER`, `LD_PRELOAD`, `GIT_DIR`,
+    /// `BASH_ENV`, `PATH`, ...: the command table's `[env]`) makes the command opaque.
+    fn check_variable(&mut self, name: &str, shown: &str, state: &State, frame: &Frame) {
+        if table::table().env_runs_code(name) {
+            let why = format!("sets `{name}`, which makes programs run code it names");
+            self.opaque_segment(shown, state, frame, &why);
+        }
     }
 
     fn declaration(
@@ -656,7 +861,24 @@ impl Walker {
         let mut seg = self.new_segment(node, src, state, frame);
         let mut cur = node.walk();
         let kids: Vec<Node> = node.children(&mut cur).collect();
+        let flag = |c: char| {
+            kids.iter().any(|k| {
+                let t = text(src, *k);
+                t.starts_with('-') && !t.starts_with("--") && t.contains(c)
+            })
+        };
+        if flag('n') {
+            // A nameref makes later assignments land in a variable named at run time.
+            state.input_vars = true;
+        }
+        let integer = flag('i');
         for child in kids {
+            if integer && child.kind() == "variable_assignment" {
+                // `declare -i x=EXPR` evaluates EXPR as arithmetic.
+                if let Some(v) = child.child_by_field_name("value") {
+                    self.arithmetic(v, src, state, frame);
+                }
+            }
             if !child.is_named() {
                 seg.argv.push(text(src, child).to_string());
             } else if child.kind() == "variable_assignment" {
@@ -692,6 +914,7 @@ impl Walker {
         let mut all_redirs: Vec<Node> = Vec::new();
         let mut name_dynamic = false;
         let mut prefix_env: Vec<(String, Val)> = Vec::new();
+        let mut last_word_end: Option<usize> = None;
         let mut cur = node.walk();
         let kids: Vec<Node> = node.children(&mut cur).collect();
         for child in kids {
@@ -718,6 +941,7 @@ impl Walker {
                         name_dynamic = true;
                     }
                     words.push(v);
+                    last_word_end = Some(child.end_byte());
                 }
                 "subshell" => {
                     // `cmd (...)`: odd, but still run what is inside.
@@ -730,7 +954,19 @@ impl Walker {
                     self.children_statements(child, src, state, frame);
                 }
                 k if child.is_named() && (is_word_kind(k) || k == "regex") => {
-                    words.push(self.eval_word(child, src, state, frame));
+                    let w = self.eval_word(child, src, state, frame);
+                    // The parser splits `"a"\;" b"` into two nodes; bash reads one word when
+                    // nothing separates them.
+                    match words.last_mut() {
+                        Some(prev) if last_word_end == Some(child.start_byte()) => {
+                            prev.text.push_str(&w.text);
+                            prev.dynamic |= w.dynamic;
+                            prev.glob |= w.glob;
+                            prev.procsub |= w.procsub;
+                        }
+                        _ => words.push(w),
+                    }
+                    last_word_end = Some(child.end_byte());
                 }
                 _ if !child.is_named() => {
                     let t = text(src, child);
@@ -772,7 +1008,7 @@ impl Walker {
         &mut self,
         mut seg: Segment,
         mut words: Vec<Val>,
-        stdin_text: Option<String>,
+        stdin_text: Option<StdinText>,
         state: &mut State,
         frame: &Frame,
     ) {
@@ -792,6 +1028,25 @@ impl Walker {
                 commands::Peel::No => break,
                 commands::Peel::Skip(n) => {
                     seg.wrappers.push(name.clone());
+                    // `env VAR=x cmd`, `sudo VAR=x cmd`: assignments for the command.
+                    for w in words.iter().take(n).skip(1) {
+                        if let Some((var, _)) = w.text.split_once('=') {
+                            if commands::is_assignment(&w.text) {
+                                self.check_variable(var, &seg.text, state, frame);
+                            }
+                        }
+                    }
+                    // The wrapper's own options are judged by the command table too: files
+                    // they write (`time -o FILE`) and code they run.
+                    let own: Vec<String> = std::iter::once(name.clone())
+                        .chain(texts[1..n.min(texts.len())].iter().map(|t| t.to_string()))
+                        .collect();
+                    let own_texts: Vec<&str> = own.iter().map(String::as_str).collect();
+                    let (wpaths, _) = commands::option_paths(&own_texts, seg.cwd.as_deref());
+                    seg.paths.extend(wpaths);
+                    if let Some((why, _)) = commands::runs_code(&own) {
+                        seg.opaque.get_or_insert(why);
+                    }
                     if name == "env" {
                         // `env -C DIR` changes the directory; `env -S STRING` splits a string.
                         if let Some(dir) = commands::env_chdir(&texts) {
@@ -844,22 +1099,87 @@ impl Walker {
             .chain(words[1..].iter().map(|w| w.text.clone()))
             .collect();
 
-        // Containers whose argument is more shell.
+        // Builtins that set variables from input: what they set may hold code.
+        if matches!(name.as_str(), "read" | "mapfile" | "readarray" | "getopts")
+            || (name == "printf" && seg.argv.iter().any(|a| a == "-v"))
+        {
+            state.input_vars = true;
+        }
+        if name == "let" {
+            // `let EXPR`: arithmetic over the variables it names.
+            for w in &words[1..] {
+                for ident in w
+                    .text
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|t| is_identifier(t))
+                {
+                    if state.tainted(ident) {
+                        let why = format!("arithmetic on `{ident}`, whose value may hold code");
+                        self.opaque_segment(&seg.text, state, frame, &why);
+                    }
+                }
+            }
+        }
+
+        // Options that make the program run code the user did not name (the command table):
+        // the segment is opaque, and a shell command the option carries is analysed too.
+        if let Some((why, script)) = commands::runs_code(&seg.argv) {
+            seg.opaque.get_or_insert(why);
+            if let Some(script) = script.filter(|s| !s.trim().is_empty()) {
+                let mut sub = state.clone();
+                sub.cwd = seg.cwd.clone();
+                self.script(&script, &mut sub, &frame.nested(&format!("{name} option")));
+            }
+        }
+
+        // Containers whose argument is more shell. What the container itself writes or reads
+        // (its redirects, `xargs -a FILE`) stays a segment of its own: `eval echo x > f`
+        // writes `f` whatever `eval` runs.
         let texts: Vec<&str> = seg.argv.iter().map(String::as_str).collect();
-        match commands::container(&texts) {
+        let container = commands::container(&texts);
+        if !matches!(container, commands::Container::None) {
+            let (own, _) = commands::option_paths(&texts, seg.cwd.as_deref());
+            let mut carrier = seg.clone();
+            carrier.paths.extend(own);
+            carrier.redirect_only = true;
+            let returns = !matches!(container, commands::Container::Stdin { .. })
+                || stdin_text.as_ref().is_some_and(|b| !b.text.is_empty());
+            if returns && !carrier.paths.is_empty() {
+                carrier.opaque = None;
+                self.out.push(carrier);
+            }
+        }
+        match container {
             commands::Container::None => {}
             commands::Container::Script { how, script } => {
                 let mut sub = state.clone();
                 sub.cwd = seg.cwd.clone();
                 let script = script.to_string();
+                // A script built at run time can be anything: opaque, though what can be
+                // seen of it is analysed.
+                if words[1..]
+                    .iter()
+                    .any(|w| w.dynamic && script.contains(w.text.as_str()))
+                {
+                    let why = format!("the script `{how}` runs is built when it runs");
+                    self.opaque_segment(&seg.text, state, frame, &why);
+                }
+                let start = self.out.len();
                 self.script(&script, &mut sub, &frame.nested(&how));
+                self.inherit_wrappers(start, &seg.wrappers);
                 return;
             }
             commands::Container::Stdin { how } => {
-                if let Some(body) = stdin_text.as_ref().filter(|b| !b.is_empty()) {
+                if let Some(body) = stdin_text.as_ref().filter(|b| !b.text.is_empty()) {
                     let mut sub = state.clone();
                     sub.cwd = seg.cwd.clone();
-                    self.script(body, &mut sub, &frame.nested(&how));
+                    if body.dynamic {
+                        let why = format!("the script `{how}` reads is expanded when it runs");
+                        self.opaque_segment(&seg.text, state, frame, &why);
+                    }
+                    let start = self.out.len();
+                    self.script(&body.text, &mut sub, &frame.nested(&how));
+                    self.inherit_wrappers(start, &seg.wrappers);
                     return;
                 }
                 if !seg.piped_stdin {
@@ -989,11 +1309,119 @@ impl Walker {
             }
         }
         paths.retain(|p| !p.raw.is_empty());
+        // Every other word of any program may name a file it reads (`od -c ~/.ssh/id_rsa`,
+        // `tool --key=FILE`): judged for what it would reveal.
+        for w in &words[1..] {
+            if w.dynamic || w.procsub || w.text.is_empty() || w.text.len() > 4096 {
+                continue;
+            }
+            let raw = match w.text.split_once('=') {
+                Some((k, v)) if k.starts_with('-') => v,
+                _ if w.text.starts_with('-') => continue,
+                _ => w.text.as_str(),
+            };
+            if raw.is_empty() || raw.contains("://") || raw.contains('\n') {
+                continue;
+            }
+            if paths.iter().any(|p| p.raw == raw) {
+                continue;
+            }
+            let v = Val {
+                text: raw.to_string(),
+                glob: w.glob,
+                ..Val::default()
+            };
+            let mut p = path_ref(&v, Access::Read, false, seg.cwd.as_deref());
+            p.implicit = true;
+            paths.push(p);
+        }
         seg.paths.extend(paths);
         if let Some(o) = opq {
             seg.opaque.get_or_insert(o);
         }
         self.out.push(seg);
+    }
+
+    /// What runs inside a container runs under the container's wrappers too (`sudo bash -c
+    /// 'X'` runs X as root; `env bash -c 'X'` starts env): the segments from `start` on get
+    /// them, outermost first.
+    fn inherit_wrappers(&mut self, start: usize, wrappers: &[String]) {
+        if wrappers.is_empty() {
+            return;
+        }
+        for s in &mut self.out[start..] {
+            let mut all = wrappers.to_vec();
+            all.append(&mut s.wrappers);
+            s.wrappers = all;
+        }
+    }
+
+    /// `${...}` operators: the known ones are string operations; `@P` (prompt expansion runs
+    /// the command substitutions stored in the variable), indirection through a variable
+    /// that may hold code, a subscript or substring offset (arithmetic) on one, and any
+    /// operator the analyser does not know make the command opaque.
+    fn expansion_operators(&mut self, node: Node, src: &[u8], state: &mut State, frame: &Frame) {
+        const KNOWN: &[&str] = &[
+            "-", ":-", "=", ":=", "+", ":+", "?", ":?", "#", "##", "%", "%%", "/", "//", "/#",
+            "/%", "^", "^^", ",", ",,", ":", "!", "[", "]", "@", "*",
+        ];
+        const TRANSFORMS: &[&str] = &["Q", "E", "A", "a", "U", "u", "L", "K", "k"];
+        let name = first_variable(node, src).unwrap_or_default();
+        let mut cur = node.walk();
+        let kids: Vec<Node> = node.children(&mut cur).collect();
+        let mut after_at = false;
+        let mut why = None;
+        let mut arithmetic_parts = Vec::new();
+        let mut substring = false;
+        for child in &kids {
+            let t = text(src, *child);
+            if !child.is_named() {
+                if matches!(t, "${" | "}") {
+                    continue;
+                }
+                if after_at {
+                    if !TRANSFORMS.contains(&t) {
+                        why = Some(format!("`${{{name}@{t}}}` runs what the variable holds"));
+                    }
+                    after_at = false;
+                    continue;
+                }
+                if t == "@" {
+                    after_at = true;
+                    continue;
+                }
+                if t == ":" {
+                    substring = true;
+                }
+                if t == "!" && state.tainted(&name) {
+                    why = Some(format!("indirection through `{name}`, which may hold code"));
+                }
+                if !KNOWN.contains(&t) {
+                    why = Some(format!(
+                        "the analyser does not understand `{t}` in `${{...}}`"
+                    ));
+                }
+            } else if child.kind() == "subscript" || (substring && child.kind() != "variable_name")
+            {
+                // A subscript and a substring's offset and length are arithmetic.
+                arithmetic_parts.push(*child);
+            } else if after_at {
+                // `${x@P}` parses the letter as a word in some versions.
+                if !TRANSFORMS.contains(&t) {
+                    why = Some(format!("`${{{name}@{t}}}` runs what the variable holds"));
+                }
+                after_at = false;
+            }
+        }
+        if after_at {
+            why = Some(format!("`${{{name}@...}}` is not understood"));
+        }
+        for part in arithmetic_parts {
+            self.arithmetic(part, src, state, frame);
+        }
+        if let Some(why) = why {
+            self.opaque_segment(text(src, node), state, frame, &why);
+        }
     }
 
     /// Evaluates a word-like node: quote removal, known variables, `~`; recurses into
@@ -1016,6 +1444,17 @@ impl Walker {
         match node.kind() {
             "word" | "number" => {
                 let t = text(src, node);
+                if has_bare_newline(t) {
+                    // tree-sitter-bash reads `ok<newline>\ls` as one word where bash ends the
+                    // command at the newline: the tree cannot be trusted here.
+                    self.parse_error = true;
+                    self.opaque_segment(
+                        t,
+                        state,
+                        frame,
+                        "a line break inside a word (the parser cannot tell where the command ends)",
+                    );
+                }
                 let mut s = unescape_unquoted(t);
                 if first && (s == "~" || s.starts_with("~/")) {
                     s = format!("{}{}", self.home.display(), &s[1..]);
@@ -1049,13 +1488,29 @@ impl Walker {
                 }
             }
             "string" | "translated_string" => {
+                // Decoded exactly as bash does: the text between the parser's pieces (a real
+                // newline splits `string_content`) is string content too.
                 let mut cur = node.walk();
                 let kids: Vec<Node> = node.children(&mut cur).collect();
+                let mut pos = node.start_byte();
+                // Literal text (pieces and the gaps between them) is decoded in one run, so an
+                // escape split across pieces decodes as bash decodes it.
+                let mut lit = String::new();
                 for child in kids {
+                    if child.start_byte() > pos {
+                        lit.push_str(
+                            src.get(pos..child.start_byte())
+                                .and_then(|b| std::str::from_utf8(b).ok())
+                                .unwrap_or(""),
+                        );
+                    }
+                    pos = pos.max(child.end_byte());
                     match child.kind() {
                         "\"" | "$\"" => {}
-                        "string_content" => v.text.push_str(&unescape_dquoted(text(src, child))),
+                        "string_content" => lit.push_str(text(src, child)),
                         k if child.is_named() && is_word_kind(k) => {
+                            v.text
+                                .push_str(&unescape_dquoted(&std::mem::take(&mut lit)));
                             // Expansions inside quotes: no globbing, no tilde.
                             let mut inner = Val::default();
                             self.eval_into(child, src, state, frame, &mut inner, false);
@@ -1063,18 +1518,31 @@ impl Walker {
                             v.dynamic |= inner.dynamic;
                         }
                         _ if child.is_named() => {
+                            v.text
+                                .push_str(&unescape_dquoted(&std::mem::take(&mut lit)));
                             self.substitutions_in(child, src, state, frame);
                             v.dynamic = true;
                             v.text.push_str(text(src, child));
                         }
-                        _ => v.text.push_str(text(src, child)),
+                        _ => lit.push_str(text(src, child)),
                     }
                 }
+                v.text.push_str(&unescape_dquoted(&lit));
             }
             "concatenation" => {
                 let mut cur = node.walk();
                 let kids: Vec<Node> = node.children(&mut cur).collect();
+                let mut pos = node.start_byte();
                 for (i, child) in kids.into_iter().enumerate() {
+                    if child.start_byte() > pos {
+                        // Text the parser left between adjacent parts is part of the word.
+                        let gap = src
+                            .get(pos..child.start_byte())
+                            .and_then(|b| std::str::from_utf8(b).ok())
+                            .unwrap_or("");
+                        v.text.push_str(&unescape_unquoted(gap));
+                    }
+                    pos = pos.max(child.end_byte());
                     if child.is_named() {
                         self.eval_into(child, src, state, frame, v, first && i == 0);
                     } else {
@@ -1087,6 +1555,9 @@ impl Walker {
                 }
             }
             "simple_expansion" | "expansion" => {
+                if node.kind() == "expansion" {
+                    self.expansion_operators(node, src, state, frame);
+                }
                 let name = variable_name(node, src);
                 let known = match name.as_deref() {
                     Some("HOME") => Some(self.home.display().to_string()),
@@ -1145,7 +1616,11 @@ impl Walker {
                 v.text.push_str(text(src, node));
             }
             "arithmetic_expansion" => {
-                self.substitutions_in(node, src, state, frame);
+                let mut cur = node.walk();
+                let kids: Vec<Node> = node.named_children(&mut cur).collect();
+                for child in kids {
+                    self.arithmetic(child, src, state, frame);
+                }
                 v.dynamic = true;
                 v.text.push_str(text(src, node));
             }
@@ -1194,6 +1669,22 @@ fn variable_name(node: Node, src: &[u8]) -> Option<String> {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     ok.then(|| name.to_string())
+}
+
+/// The variable an expansion names (`${x:-y}` → `x`, `${a[i]}` → `a`).
+fn first_variable(node: Node, src: &[u8]) -> Option<String> {
+    let mut cur = node.walk();
+    let found = node
+        .named_children(&mut cur)
+        .find(|c| c.kind() == "variable_name")
+        .map(|c| text(src, c).to_string());
+    found
+}
+
+fn is_identifier(t: &str) -> bool {
+    !t.is_empty()
+        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !t.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// A shell (or interpreter) with no script operand reads its program from stdin.
@@ -1247,6 +1738,15 @@ pub(crate) fn normalize_name(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// An unquoted word with a newline that no backslash escapes: bash would end the command
+/// there.
+fn has_bare_newline(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, c)| *c == b'\n' && (i == 0 || b[i - 1] != b'\\'))
 }
 
 /// Quote removal for an unquoted word: `\x` → `x`, `\<newline>` → nothing.
@@ -1401,5 +1901,6 @@ fn path_ref(v: &Val, access: Access, redirect: bool, cwd: Option<&Path>) -> Path
         contents,
         access,
         redirect,
+        implicit: false,
     }
 }

@@ -167,3 +167,78 @@ fn a_shell_risk_tool_without_a_command_asks_in_auto_mode_even_with_a_sandbox() {
     let make = serde_json::json!({"command": "make build"});
     assert_eq!(judge("bash", make, Mode::Auto), Verdict::Allow);
 }
+
+/// Every row of the command table carries test rows (`examples`), checked here in a scratch
+/// workspace: adding a program is adding a row with its test rows beside it.
+#[test]
+fn every_command_table_example_gets_its_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let proj = home.join("proj");
+    for d in ["src", ".git", ".ssh"] {
+        std::fs::create_dir_all(proj.join(d)).expect("mkdir");
+    }
+    std::fs::create_dir_all(home.join(".ssh")).expect("mkdir");
+    for (p, t) in [
+        (proj.join("README.md"), "# x\n"),
+        (proj.join("Cargo.toml"), "[package]\n"),
+        (proj.join("package.json"), "{}\n"),
+        (proj.join(".env"), "KEY=1\n"),
+        (home.join(".ssh/id_rsa"), "key\n"),
+    ] {
+        std::fs::write(p, t).expect("write");
+    }
+    let ws = Workspace::new(&proj, &[], &home, &home.join(".config"));
+    let none = RuleSet::default();
+    let mut wrong = Vec::new();
+    let mut count = 0;
+    for (name, row) in table::table().programs() {
+        for ex in &row.examples {
+            count += 1;
+            let (expect, cmd) = ex.split_once(": ").expect("EXPECT: command");
+            let args = serde_json::json!({ "command": cmd });
+            let judge = |mode: Mode, rules: &RuleSet, sandbox: bool| {
+                decide(&Request {
+                    tool: "bash",
+                    risk: Risk::Shell,
+                    args: &args,
+                    mode,
+                    rules,
+                    workspace: &ws,
+                    sandbox_available: sandbox,
+                })
+            };
+            let ok = match expect {
+                "ro" => judge(Mode::Default, &none, false).verdict == Verdict::Allow,
+                "ask" => judge(Mode::Default, &none, false).verdict == Verdict::Ask,
+                "deny" => judge(Mode::Default, &none, false).verdict == Verdict::Deny,
+                "opaque" => {
+                    let first = cmd.split_whitespace().next().unwrap_or(name);
+                    let head = if row.aliases.iter().any(|a| a == first) {
+                        first
+                    } else {
+                        name
+                    };
+                    let rule = RuleSet::parse(
+                        &[RuleInput {
+                            text: format!("Bash({head} *)"),
+                            kind: RuleKind::Allow,
+                            source: None,
+                        }],
+                        None,
+                        &ws,
+                    )
+                    .expect("rule");
+                    judge(Mode::Auto, &rule, true).verdict == Verdict::Ask
+                }
+                other => panic!("row `{name}`: unknown expectation `{other}`"),
+            };
+            if !ok {
+                let d = judge(Mode::Default, &none, false);
+                wrong.push(format!("[{name}] {ex}: got {:?} ({})", d.verdict, d.reason));
+            }
+        }
+    }
+    assert!(count > 150, "only {count} examples");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

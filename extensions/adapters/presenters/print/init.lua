@@ -2,7 +2,8 @@
 -- happen (`tool> run read README.md`, `tool> ok read README.md (42 lines, 3.1KB)`, retries,
 -- a heartbeat while a long answer streams), and at the end of the turn the tokens it used
 -- (`tokens> input N, output N, cache read N, cache write N`, summed over its model calls).
--- Exit status: 0 on a normal stop, 1 on error, 130 when cancelled.
+-- Exit status: 0 on a normal stop (a refusal too: it is the answer, and stderr says so), 1 on
+-- error, 130 when cancelled.
 local rows = require("fen.lib.rows")
 
 return function(api)
@@ -15,6 +16,8 @@ return function(api)
   end
   api.on("tool-call", function(ev) progress("tool> run " .. rows.call_summary(ev.tool_call)) end)
   api.on("tool-result", function(ev) progress(rows.result_row(ev.result)) end)
+  -- Errors outside a tool call (bad permission rules at start, an extension that failed).
+  api.on("error", function(ev) progress("error> " .. tostring(ev.error)) end)
   -- A heartbeat at most once a second while an answer streams, so a long one shows life.
   local beat, streamed = nil, 0
   api.on("llm-start", function() beat, streamed = os.time(), 0 end)
@@ -30,6 +33,7 @@ return function(api)
   -- Token use of the turn, summed over its model calls.
   local used = nil
   api.on("llm-end", function(ev)
+    S.refused = ev.message ~= nil and ev.message.stop_reason == "refusal"
     local u = ev.message and ev.message.usage
     if type(u) ~= "table" then return end
     used = used or { input = 0, output = 0, cache_read = 0, cache_write = 0 }
@@ -47,6 +51,8 @@ return function(api)
 
   api.register("presenter", {
     name = "print",
+    -- Active from init on: `agent-started` handlers (bad permission rules) report before run.
+    init = function() S.active = true end,
     run = function(ctx)
       S.active = true
       local r = api.turn.submit(ctx.prompt or "")
@@ -54,6 +60,7 @@ return function(api)
       if r.status == "ok" then
         io.stdout:write(r.text or "", "\n")
         io.stdout:flush()
+        if S.refused then io.stderr:write("fen: the model refused (stop_reason refusal); its refusal is the answer above\n") end
         return 0
       elseif r.status == "cancelled" then
         io.stderr:write("fen: cancelled\n")

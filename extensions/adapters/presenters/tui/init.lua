@@ -508,7 +508,9 @@ return function(api)
   local function history_path()
     local base = os.getenv("XDG_STATE_HOME")
     if not base or base == "" then base = (os.getenv("HOME") or ".") .. "/.local/state" end
-    local cwd = S.cwd or os.getenv("PWD") or "."
+    -- fen's real working directory: $PWD is stale under `env -C DIR fen` and unset in some
+    -- launchers (all projects would share one file).
+    local cwd = S.cwd or native.fs.cwd()
     local name = cwd:gsub("[^%w%-_.]", "_")
     return base .. "/fen/history", base .. "/fen/history/" .. name .. ".jsonl"
   end
@@ -803,8 +805,9 @@ return function(api)
       editor.set(S.ed, "")
       S.menu = nil
     else
-      local now = os.time()
-      if S.armed and now - S.armed <= 2 then
+      -- Milliseconds on a monotonic clock: the window is 2 s, as docs/tui.md says.
+      local now = native.clock_ms()
+      if S.armed and now - S.armed <= 2000 then
         quit()
         return
       end
@@ -1225,7 +1228,7 @@ return function(api)
       S.theme_base = style.apply(S.user_theme, term.background())
       term.open({ inline = S.inline, mouse = S.mouse })
       S.impl.sync_palette()
-      S.cwd = os.getenv("PWD")
+      S.cwd = native.fs.cwd()
       local ok_msgs, messages = pcall(api.turn.messages)
       if ok_msgs then replay(messages) end
       S.impl.reinit()

@@ -68,10 +68,10 @@ return function(api)
       if turn.delay_ms then native.sleep(turn.delay_ms) end
       local emit = on_event or function() end
       if turn.error then
-        return { role = "assistant", content = {}, stop_reason = "error", error_message = turn.error, model = model }
+        return { role = "assistant", content = native.json.decode("[]"), stop_reason = "error", error_message = turn.error, model = model }
       end
       emit({ type = "start" })
-      local content = {}
+      local content = native.json.decode("[]") -- encodes as [] when the turn is empty
       if turn.thinking then
         local i = #content
         emit({ type = "thinking-start", content_index = i })

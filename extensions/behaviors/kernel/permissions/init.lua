@@ -154,6 +154,11 @@ return function(api)
     local unsandboxed = {}
     for _, r in ipairs(s.unsandboxed) do unsandboxed[#unsandboxed + 1] = r end
     for _, r in ipairs(state.unsandboxed_session or {}) do unsandboxed[#unsandboxed + 1] = r end
+    local allow_texts = {}
+    for _, r in ipairs(s.rules) do
+      if r.kind == "allow" then allow_texts[#allow_texts + 1] = r.text end
+    end
+    for _, r in ipairs(state.session_rules) do allow_texts[#allow_texts + 1] = r end
     local bad = native.policy.use_sandbox({
       enabled = s.mode ~= "yolo" and s.sandbox.enabled ~= false,
       required = s.sandbox.required == true,
@@ -161,6 +166,7 @@ return function(api)
       writable_roots = s.sandbox.writable_roots or {},
       workspace = s.root,
       unsandboxed = unsandboxed,
+      allow_rules = allow_texts,
     })
     for _, msg in ipairs(bad or {}) do s.problems[#s.problems + 1] = msg end
     local rules = {}
@@ -191,10 +197,14 @@ return function(api)
       segments = d and d.segments or {}, scope = extra and extra.scope or nil,
       mode = state.settings and state.settings.mode or "default",
     }
+    -- `scope`: what an approval covered (the user's answer) or would cover (the decision's
+    -- suggested rules); `rule`: the rule that decided, with its file and line.
+    local scope = ev.scope
+    if scope == nil and d and d.scope and #d.scope > 0 then scope = d.scope end
     native.policy.audit({
       session = (api.session.info() or {}).id, call_id = call_id, tool = tool,
       segments = ev.segments, decision = decision, source = source, subject = ev.subject,
-      reason = ev.reason, mode = ev.mode, scope = ev.scope,
+      reason = ev.reason, mode = ev.mode, scope = scope, rule = d and d.rule or nil,
     })
     api.emit(ev)
   end

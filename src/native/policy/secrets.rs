@@ -1,0 +1,92 @@
+//! Secret files inside a directory (`.env`, `*.pem`, `id_rsa`, `credentials.json`, ...): found
+//! by a bounded walk so the sandbox can mask them from sandboxed commands, and so a recursive
+//! read (`grep -r`) that would print them to the model is judged as the secret read it is. The walk ignores
+//! `.gitignore` (secrets are usually ignored) but skips the heavy directories no secret lives
+//! in, and stops at a depth and an entry budget so a large tree costs a bounded time.
+
+use std::path::{Path, PathBuf};
+
+use super::paths::secret_name;
+
+/// How deep below the root secrets are looked for.
+pub const MAX_DEPTH: usize = 6;
+/// How many entries the walk reads at most.
+pub const MAX_ENTRIES: usize = 20_000;
+
+/// Directories never walked: generated or vendored trees, and git's own data.
+const SKIP: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".tox",
+    "dist",
+    "build",
+    ".next",
+    ".cache",
+    "vendor",
+];
+
+/// The secret-named files under `root` (depth and entries bounded), in walk order.
+pub fn in_tree(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .hidden(false)
+        .follow_links(false)
+        .max_depth(Some(MAX_DEPTH))
+        .filter_entry(|e| {
+            !(e.file_type().is_some_and(|t| t.is_dir())
+                && e.file_name().to_str().is_some_and(|n| SKIP.contains(&n)))
+        })
+        .build();
+    for (seen, entry) in walker.flatten().enumerate() {
+        if seen >= MAX_ENTRIES {
+            break;
+        }
+        let is_file = entry
+            .file_type()
+            .is_some_and(|t| t.is_file() || t.is_symlink());
+        if is_file && entry.file_name().to_str().is_some_and(secret_name) {
+            found.push(entry.into_path());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_secrets_ignored_or_not_and_skips_heavy_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = dir.path();
+        for (p, t) in [
+            (".gitignore", ".env\n"),
+            (".env", "KEY=1"),
+            (".env.example", "KEY="),
+            ("config/credentials.json", "{}"),
+            ("deploy/server.pem", "x"),
+            ("src/main.rs", "fn main() {}"),
+            ("node_modules/x/.env", "no"),
+        ] {
+            let f = r.join(p);
+            std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
+            std::fs::write(f, t).expect("write");
+        }
+        let mut got: Vec<String> = in_tree(r)
+            .iter()
+            .map(|p| p.strip_prefix(r).expect("under").display().to_string())
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [".env", "config/credentials.json", "deploy/server.pem"]
+        );
+    }
+}
