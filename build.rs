@@ -44,6 +44,66 @@ fn contracts_to_json(manifest_dir: &Path, out_dir: &Path) {
     }
 }
 
+/// `fen --version`'s build facts as compile-time variables: `FEN_GIT_COMMIT` (the short commit,
+/// `unknown` outside a git checkout) and `FEN_BUILD_DATE` (UTC, `YYYY-MM-DD`; from
+/// `SOURCE_DATE_EPOCH` when set, for reproducible builds). The script reruns when HEAD moves.
+fn version_info(manifest_dir: &Path) {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(manifest_dir)
+            .output()
+            .ok()?;
+        let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !s.is_empty()).then_some(s)
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    // HEAD and the branch it points to (a worktree's git dir holds its own HEAD).
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        let dir = PathBuf::from(dir);
+        println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
+        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            let common = git(&["rev-parse", "--git-common-dir"])
+                .map(|c| manifest_dir.join(c))
+                .unwrap_or(dir.clone());
+            println!("cargo:rerun-if-changed={}", common.join(&r).display());
+            println!(
+                "cargo:rerun-if-changed={}",
+                common.join("packed-refs").display()
+            );
+        }
+    }
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0)
+        });
+    println!("cargo:rustc-env=FEN_GIT_COMMIT={commit}");
+    println!(
+        "cargo:rustc-env=FEN_BUILD_DATE={}",
+        civil_date(secs.div_euclid(86_400))
+    );
+}
+
+/// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard Hinnant's algorithm).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 /// The chunk name a first-party file is loaded under (and shown in errors and tracebacks):
 /// must match `Location::display_file` of the embedded set.
 fn chunk_name(rel: &str) -> String {
@@ -132,6 +192,7 @@ fn main() {
     }
     src.push(']');
     contracts_to_json(&manifest_dir, &out_dir);
+    version_info(&manifest_dir);
     let out = out_dir.join("embedded_extensions.rs");
     if let Err(e) = std::fs::write(&out, src) {
         panic!("cannot write {}: {e}", out.display());

@@ -12,10 +12,27 @@ fn version_and_help() {
     let s = Sandbox::new();
     let out = s.fen(&["--version"]);
     assert!(out.status.success());
-    assert_eq!(
-        text(&out.stdout).trim(),
-        format!("fen {}", env!("CARGO_PKG_VERSION"))
+    // `fen 0.1.0 (commit 0123456789ab, built 2026-11-26)`: the commit from git at build time
+    // (`unknown` outside a checkout), the date in UTC.
+    let line = text(&out.stdout).trim().to_string();
+    let rest = line
+        .strip_prefix(&format!("fen {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("unexpected version line: {line}"));
+    let (commit, date) = rest
+        .strip_suffix(')')
+        .and_then(|r| r.split_once(", built "))
+        .unwrap_or_else(|| panic!("unexpected version line: {line}"));
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{line}"
     );
+    let parts: Vec<&str> = date.split('-').collect();
+    assert!(
+        parts.len() == 3 && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_digit())),
+        "{line}"
+    );
+    assert!(parts[0].len() == 4 && parts[0] >= "2024", "{line}");
     let out = s.fen(&["--help"]);
     assert!(out.status.success());
     for word in ["list", "show", "docs", "--extension"] {

@@ -290,6 +290,13 @@ function native.clock_ms() end
 ---@class fen.NativeSearch
 ---@field grep fun(opts: table): table?, string? async
 ---@field find fun(opts: table): table?, string? async
+---@field fuzzy fun(query: string, list: string[], limit: integer?): integer[] the 1-based indices of the best fuzzy matches, best first (ties keep the list's order)
+---@field file_list fun(path: string?): fen.FileList?, string? async; every file under `path` (.gitignore respected, most recently changed first), walked on the blocking pool
+
+--- A list of files kept native-side (`search.file_list`).
+---@class fen.FileList
+---@field rank fun(self: fen.FileList, query: string, limit: integer?): string[] the best paths for `query`, best first
+---@field len fun(self: fen.FileList): integer
 
 ---@class fen.NativeProcess
 ---@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
@@ -447,7 +454,7 @@ function native.clock_ms() end
 ---@field isatty fun(fd: integer): boolean
 ---@field open fun(opts: {inline: boolean?, mouse: boolean?}?) raw mode, the alternate screen (not with `inline`: the main screen and its scrollback), bracketed paste, alternate scroll, mouse reporting with `mouse`; painting starts
 ---@field close fun() stop painting and restore the terminal
----@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus"|"background"|"copied", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?, dark: boolean?, chars: integer?}? async
+---@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus"|"background"|"copied", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?, dark: boolean?, focused: boolean?, chars: integer?}? async
 ---@field layout fun(desc: {status: table?, status_right: table?, busy: {label: string}?, panels: table?, notices: table?, menu: {items: table, selected: integer?}?, input: {text: string, cursor: integer, prompt: string?, placeholder: string?}?, overlay: table?})
 ---@field push fun(block: {kind: string?, head: any?, text: string?, markdown: boolean?, style: table?, folded: boolean?, prefix: any?, cont: any?, gap: boolean?, live: boolean?}): integer `live`: still changing (inline mode keeps it in the band until an update says `live = false`)
 ---@field jump fun(id: integer): boolean anchor the view at a block
@@ -470,6 +477,9 @@ function native.clock_ms() end
 ---@field suspend fun()
 ---@field edit fun(text: string): string?, string? async
 ---@field copy fun(text: string)
+---@field notify fun(method: "auto"|"osc9"|"osc777"|"osc99"|"bell"|"off", title: string, body: string?): string a desktop notification (wrapped for tmux and screen); the method used
+---@field notify_command fun(command: string|string[], json: string): boolean?, string? async; runs a notifier with `json` on stdin (secrets removed from its environment, killed after 10 s)
+---@field focused fun(): boolean the terminal's last focus report, else input within the last 5 s
 ---@field size fun(): integer, integer
 ---@field screen fun(): string[]
 ---@field spawn fun(fn: function, ...)
@@ -489,6 +499,7 @@ function native.clock_ms() end
 ---@field open fun(path: string): userdata?, string?
 ---@field resume fun(path: string): table?, string? async
 ---@field list fun(dir: string): table[]? async
+---@field export fun(messages: table[], opts: {path: string, format: "html"|"markdown"|"json"?, title: string?, id: string?}): string?, string? async; the conversation as one file (self-contained HTML by default), written whole; the path written
 
 ---@class fen.NativePolicy
 ---@field new fun(opts: {cwd: string, additional_dirs: string[]?, mode: "safe"|"default"|"auto"|"yolo", rules: {text: string, kind: "allow"|"ask"|"deny", file: string?, line: integer?}[]?, tools: string[]?, sandbox: boolean?}): userdata?, string[]? a policy with `:decide(tool, risk, args)` (async), `:add_rule(text, kind)`, `:set_mode(mode)`, `:mode()`

@@ -7,11 +7,22 @@ use std::path::PathBuf;
 /// The levels of `--thinking` (and of settings.json `thinking`).
 pub const THINKING_LEVELS: [&str; 5] = ["off", "minimal", "low", "medium", "high"];
 
+/// `fen --version`: the crate version, the commit it was built from and the build date (see
+/// build.rs).
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("FEN_GIT_COMMIT"),
+    ", built ",
+    env!("FEN_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "fen",
     group = clap::ArgGroup::new("source").args(["continue_session", "resume"]).multiple(false),
-    version,
+    version = LONG_VERSION,
     about = "A coding agent for your terminal: a small Rust kernel, everything else Lua extensions.",
     after_help = "Extensions: drop Lua files into ~/.config/fen/extensions/ (or .fen/extensions/ in a project).\nDocs: docs/extensions.md, docs/contracts.md."
 )]
@@ -385,6 +396,24 @@ pub enum SessionCommand {
         /// `{"path", "ok", "issues": [{"code", "line", "message"}]}`.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a session as one file: self-contained HTML (the default), Markdown or JSON.
+    #[command(group = clap::ArgGroup::new("format").args(["html", "markdown", "json"]).multiple(false))]
+    Export {
+        /// Session id, id prefix or path.
+        id: String,
+        /// One HTML file that opens from disk with no network (the default).
+        #[arg(long)]
+        html: bool,
+        /// Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// The messages and usage as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Where to write (`-` for stdout); default `fen-session-<id>.<html|md|json>` here.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
     },
 }
 

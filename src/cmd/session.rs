@@ -1,7 +1,8 @@
-//! `fen session list|show|doctor`: look at, check and repair stored sessions without running
+//! `fen session list|show|doctor|export`: look at, check and repair stored sessions without running
 //! an agent. Works on the JSONL store directly (`crate::native::jsonl`).
 
 use crate::cmd::cli::SessionCommand;
+use crate::native::export;
 use crate::native::jsonl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -94,7 +95,82 @@ pub fn run(cmd: &SessionCommand) -> anyhow::Result<ExitCode> {
             };
             doctor(&target, *repair, *json)
         }
+        SessionCommand::Export {
+            id,
+            html: _,
+            markdown,
+            json,
+            output,
+        } => {
+            let format = if *markdown {
+                export::Format::Markdown
+            } else if *json {
+                export::Format::Json
+            } else {
+                export::Format::Html
+            };
+            export_session(id, format, output.as_deref())
+        }
     }
+}
+
+/// `fen session export`: the session's messages (in file order, as `show` reads them) to one
+/// file, written whole or not at all.
+fn export_session(
+    id: &str,
+    format: export::Format,
+    output: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let path = resolve(id)?;
+    let report = jsonl::read_all(&path)?;
+    let mut messages = Vec::new();
+    let mut session_id = None;
+    let mut title = None;
+    for r in &report.records {
+        let mut v = report.value(r)?;
+        match report.record_type(r).as_deref() {
+            Some("message") => {
+                let m = v["message"].take();
+                if title.is_none() && m["role"] == "user" {
+                    let text = match &m["content"] {
+                        serde_json::Value::String(s) => s.clone(),
+                        c => c[0]["text"].as_str().unwrap_or("").to_string(),
+                    };
+                    let line: String = text.lines().next().unwrap_or("").chars().take(80).collect();
+                    if !line.trim().is_empty() {
+                        title = Some(line);
+                    }
+                }
+                messages.push(m);
+            }
+            Some("session") => session_id = v["id"].as_str().map(str::to_string),
+            _ => {}
+        }
+    }
+    let t = export::Transcript {
+        title: title.unwrap_or_else(|| "fen session".into()),
+        id: session_id.clone(),
+        messages,
+    };
+    let text = export::render(&t, format);
+    let out = match output {
+        Some(p) if p == Path::new("-") => {
+            crate::cmd::stdout(&text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(p) => p.to_path_buf(),
+        None => {
+            let stem = session_id
+                .as_deref()
+                .map(|s| s.chars().take(13).collect::<String>())
+                .unwrap_or_else(|| "export".into());
+            PathBuf::from(format!("fen-session-{stem}.{}", format.extension()))
+        }
+    };
+    export::write_file(&out, &text)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+    crate::cmd::stdout(&format!("wrote {}\n", out.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {

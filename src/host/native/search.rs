@@ -1,5 +1,9 @@
 //! Bindings of the in-process search: `native.search.grep` and `native.search.find`, run on
-//! the blocking pool.
+//! the blocking pool; `native.search.fuzzy(query, list, limit)` (the 1-based indices of the
+//! best matches, best first) and `native.search.file_list(path)` (async: every file under
+//! `path`, .gitignore respected, most recently changed first, walked on the blocking pool;
+//! a handle whose `:rank(query, limit)` returns the best paths and `:len()` their count),
+//! for the input's menus (`crate::native::fuzzy`).
 
 use super::{blocking, expand_path, failure, success};
 use crate::native::search::{self, FindOptions, GrepOptions, OutputMode};
@@ -11,6 +15,22 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("grep", lua.create_async_function(grep_fn)?)?;
     m.set("find", lua.create_async_function(find_fn)?)?;
+    m.set(
+        "fuzzy",
+        lua.create_function(
+            |_, (query, list, limit): (String, Vec<String>, Option<usize>)| {
+                Ok(crate::native::fuzzy::rank(
+                    &query,
+                    list.iter().map(String::as_str),
+                    limit.unwrap_or(50),
+                )
+                .into_iter()
+                .map(|i| i + 1)
+                .collect::<Vec<_>>())
+            },
+        )?,
+    )?;
+    m.set("file_list", lua.create_async_function(file_list_fn)?)?;
     Ok(m)
 }
 
@@ -147,6 +167,44 @@ async fn find_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
             out.set("issues", super::array(&lua, &r.issues.messages)?)?;
             success(out)
         }
+        Err(e) => failure(&lua, e.to_string()),
+    }
+}
+
+/// The files of a tree, kept on the Rust side: ranking 20,000 paths is a native loop, and
+/// only the few shown cross into Lua.
+struct FileList(Arc<Vec<String>>);
+
+impl mlua::UserData for FileList {
+    fn add_methods<M: mlua::UserDataMethods<Self>>(m: &mut M) {
+        m.add_method("len", |_, this, ()| Ok(this.0.len()));
+        m.add_method(
+            "rank",
+            |_, this, (query, limit): (String, Option<usize>)| {
+                let ranked = crate::native::fuzzy::rank(
+                    &query,
+                    this.0.iter().map(String::as_str),
+                    limit.unwrap_or(50),
+                );
+                Ok(ranked
+                    .into_iter()
+                    .map(|i| this.0[i].clone())
+                    .collect::<Vec<_>>())
+            },
+        );
+    }
+}
+
+async fn file_list_fn(lua: Lua, path: Option<String>) -> mlua::Result<(Value, Value)> {
+    let mut o = FindOptions::new("", expand_path(path.as_deref().unwrap_or(".")));
+    // Enough for any repository; a home directory's millions stop here.
+    o.limit = 200_000;
+    let cancel = AtomicBool::new(false);
+    match blocking(move || search::find(&o, &cancel)).await? {
+        Ok(r) => Ok((
+            Value::UserData(lua.create_userdata(FileList(Arc::new(r.entries)))?),
+            Value::Nil,
+        )),
         Err(e) => failure(&lua, e.to_string()),
     }
 }

@@ -79,8 +79,46 @@ pub fn dir_for(cwd: &std::path::Path) -> PathBuf {
     }
 }
 
+/// `export(messages, {format, path, title, id})` (async): the conversation as one file
+/// (`crate::native::export`; format `html`, `markdown` or `json`), rendered and written whole
+/// on the blocking pool; the path written, or nil, message.
+async fn export_fn(lua: Lua, (messages, opts): (Value, Table)) -> mlua::Result<(Value, Value)> {
+    use crate::native::export;
+    let format: String = opts
+        .get::<Option<String>>("format")?
+        .unwrap_or_else(|| "html".into());
+    let Some(format) = export::Format::parse(&format) else {
+        return failure(
+            &lua,
+            format!("unknown export format '{format}' (html, markdown, json)"),
+        );
+    };
+    let path: String = opts.get("path")?;
+    let messages: serde_json::Value = lua.from_value(messages)?;
+    let t = export::Transcript {
+        title: opts
+            .get::<Option<String>>("title")?
+            .unwrap_or_else(|| "fen session".into()),
+        id: opts.get::<Option<String>>("id")?,
+        messages: match messages {
+            serde_json::Value::Array(a) => a,
+            _ => Vec::new(),
+        },
+    };
+    let target = crate::native::fs::expand_path(&path);
+    let written = target.clone();
+    match blocking(move || export::write_file(&target, &export::render(&t, format))).await? {
+        Ok(()) => Ok((
+            Value::String(lua.create_string(written.to_string_lossy().as_ref())?),
+            Value::Nil,
+        )),
+        Err(e) => failure(&lua, format!("cannot write {path}: {e}")),
+    }
+}
+
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
+    m.set("export", lua.create_async_function(export_fn)?)?;
     m.set(
         "dir_for",
         lua.create_function(|_, cwd: String| {

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `open(opts)` | enter raw mode, the alternate screen (`opts.inline`: not, see inline mode), bracketed paste, alternate scroll, mouse reporting (`opts.mouse`); start painting |
 //! | `close()` | stop painting and restore the terminal (also on drop, panic, SIGTERM, SIGHUP) |
-//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`, `{type="background", dark}`, `{type="copied", chars}` (mouse mode: a drag-selection was copied with OSC 52); nil when input ended |
+//! | `next()` | (async) the next input: `{type="key", key="ctrl-j"}`, `{type="paste", text}`, `{type="wheel", up, n}`, `{type="resize", width, height}`, `{type="background", dark}`, `{type="focus", focused}`, `{type="copied", chars}` (mouse mode: a drag-selection was copied with OSC 52); nil when input ended |
 //! | `layout(desc)` | the layout description (status, busy, panels, notices, menu, input, overlay) |
 //! | `push(block) -> id`, `update(id, block)`, `append(id, delta)`, `fold(kind, folded)`, `clear()` | the transcript |
 //! | `scroll(rows)`, `top()`, `bottom()`, `page()`, `scrolled()` | the transcript view (negative rows scroll up) |
@@ -15,6 +15,9 @@
 //! | `redraw()` | clear and repaint (Ctrl-L) |
 //! | `suspend()` | restore, stop (Ctrl-Z), re-enter on `fg` |
 //! | `copy(text)` | OSC 52 clipboard write (wrapped for tmux) |
+//! | `notify(method, title, body)` | a desktop notification: `auto`, `osc9`, `osc777`, `osc99`, `bell` or `off` (wrapped for tmux and screen); the method used |
+//! | `notify_command(cmd, json)` | (async) run settings' `notifications.command` (a list: argv; a string: `sh -c`) with `json` on stdin, secrets removed from its environment, killed after 10 s; true, or nil, message |
+//! | `focused()` | whether the terminal has focus: its last focus report (`?1004h`), else input within the last 5 s |
 //! | `edit(text)` | (async) edit `text` in `$VISUAL`/`$EDITOR` (default `vi`) on the real screen; the new text, or nil, message |
 //! | `background()` | `"dark"` or `"light"` from `COLORFGBG`, else nil (`open` then asks the terminal with OSC 11; an answer within 50 ms arrives from `next()` as `{type="background", dark}`) |
 //! | `mouse(on)` | mouse reporting on/off (drag-select copies, the wheel scrolls) |
@@ -29,6 +32,7 @@
 
 use crate::native::term::input::{Decoder, Input};
 use crate::native::term::layout::Layout;
+use crate::native::term::notify::{self, Focus, Method, TermEnv};
 use crate::native::term::schedule::Next;
 use crate::native::term::screen::Screen;
 use crate::native::term::setup;
@@ -98,6 +102,8 @@ struct Ui {
     /// Another program owns the terminal (`edit`): no painting.
     paused: Cell<bool>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
+    /// Focus reports and the time of the last input (`focused()`).
+    focus: RefCell<Focus>,
 }
 
 impl Drop for Ui {
@@ -279,7 +285,14 @@ fn input_table(lua: &Lua, input: Input) -> mlua::Result<Table> {
             t.set("width", w)?;
             t.set("height", h)?;
         }
-        Input::FocusGained => t.set("type", "focus")?,
+        Input::FocusGained => {
+            t.set("type", "focus")?;
+            t.set("focused", true)?;
+        }
+        Input::FocusLost => {
+            t.set("type", "focus")?;
+            t.set("focused", false)?;
+        }
         Input::Mouse { .. } => t.set("type", "mouse")?,
         Input::Background { dark } => {
             t.set("type", "background")?;
@@ -360,6 +373,7 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                 closed: Cell::new(false),
                 paused: Cell::new(false),
                 tasks: RefCell::new(Vec::new()),
+                focus: RefCell::new(Focus::new(Instant::now())),
             });
             // The background colour, when COLORFGBG does not tell: ask (OSC 11) without
             // waiting; the answer comes through the input as a `background` event.
@@ -432,6 +446,14 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
             if let Input::Resize(w, h) = input {
                 u.screen.borrow_mut().resize(w, h);
                 u.wake.notify_one();
+            }
+            match &input {
+                Input::FocusGained => u.focus.borrow_mut().report(true),
+                Input::FocusLost => u.focus.borrow_mut().report(false),
+                Input::Key(_) | Input::Paste(_) | Input::Wheel { .. } => {
+                    u.focus.borrow_mut().input(Instant::now())
+                }
+                _ => {}
             }
             Ok(Value::Table(input_table(&lua, input)?))
         })?,
@@ -577,6 +599,69 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
             u.screen.borrow_mut().invalidate();
             u.wake.notify_one();
             Ok(())
+        })?,
+    )?;
+    m.set(
+        "focused",
+        lua.create_function(|lua, ()| {
+            Ok(match lua.app_data_ref::<SharedUi>() {
+                Some(u) if !u.closed.get() => u.focus.borrow().focused(Instant::now()),
+                _ => true,
+            })
+        })?,
+    )?;
+    m.set(
+        "notify",
+        lua.create_function(|_, (method, title, body): (String, String, Option<String>)| {
+            let env = TermEnv::from_env();
+            let chosen = if method == "auto" {
+                notify::auto(&env)
+            } else {
+                Method::parse(&method).ok_or_else(|| {
+                    mlua::Error::runtime(format!(
+                        "native.term.notify: unknown method '{method}' (auto, osc9, osc777, osc99, bell, off)"
+                    ))
+                })?
+            };
+            let seq = notify::wrap(
+                &notify::sequence(chosen, &title, body.as_deref().unwrap_or("")),
+                &env,
+            );
+            if !seq.is_empty() {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&seq)
+                    .and_then(|_| out.flush())
+                    .map_err(mlua::Error::external)?;
+            }
+            Ok(chosen.name())
+        })?,
+    )?;
+    m.set(
+        "notify_command",
+        lua.create_async_function(|lua, (command, input): (Value, String)| async move {
+            let argv: Vec<String> = match &command {
+                Value::String(s) => vec!["sh".into(), "-c".into(), s.to_str()?.to_string()],
+                Value::Table(t) => t.sequence_values::<String>().collect::<mlua::Result<_>>()?,
+                other => {
+                    return super::failure(
+                        &lua,
+                        format!(
+                            "notifications.command must be a list of strings or a string, not a {}",
+                            other.type_name()
+                        ),
+                    )
+                }
+            };
+            // Secrets never reach the notifier (see `HiddenEnv`).
+            let hidden = lua
+                .app_data_ref::<crate::host::boot::HiddenEnv>()
+                .map(|h| h.0.clone())
+                .unwrap_or_default();
+            match notify::run_command(argv, input, &hidden).await {
+                Ok(None) => Ok((Value::Boolean(true), Value::Nil)),
+                Ok(Some(msg)) => super::failure(&lua, msg),
+                Err(e) => super::failure(&lua, format!("notifications.command: {e}")),
+            }
         })?,
     )?;
     m.set(

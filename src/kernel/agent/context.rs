@@ -141,21 +141,13 @@ pub fn provider_spec(inner: &Inner, agent: &Agent) -> Option<Table> {
         .map(|c| c.spec.clone())
 }
 
-/// The model's context window, from the provider's declared models (128k when unknown).
+/// The model's context window: what the provider declares for it, the price catalog's or the
+/// user's models.json override (`super::cost::model_info`); 128k when none says.
 pub fn context_window(inner: &Inner, agent: &Agent) -> u64 {
-    let Some(provider) = provider_spec(inner, agent) else {
-        return 128_000;
-    };
-    let Ok(models) = provider.get::<Table>("models") else {
-        return 128_000;
-    };
-    models
-        .sequence_values::<Table>()
-        .flatten()
-        .find(|m| {
-            m.get::<Option<String>>("id").ok().flatten().as_deref() == Some(agent.model().as_str())
-        })
-        .and_then(|m| m.get::<Option<u64>>("context_window").ok().flatten())
+    super::cost::model_info(inner, agent)
+        .limit
+        .and_then(|l| l.context)
+        .filter(|n| *n > 0)
         .unwrap_or(128_000)
 }
 

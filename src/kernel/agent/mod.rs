@@ -11,6 +11,7 @@
 //! scope holding that token (or a child of it: one per tool call), see `crate::kernel::calls`.
 
 pub mod context;
+pub mod cost;
 pub mod dispatch;
 
 use super::calls::{self, Scope};
@@ -660,9 +661,14 @@ async fn step(
         )?,
         Err(e) => error_message(lua, agent, &convert::error_parts(&e).0)?,
     };
+    cost::annotate(lua, inner, agent, &message)?;
     emit_stream_summary(lua, inner, &message)?;
     let end = event(lua, "llm-end")?;
     end.set("message", message.clone())?;
+    if let Ok(usage) = message.get::<Table>("usage") {
+        end.set("cost", usage.get::<Value>("cost")?)?;
+        end.set("usage", usage)?;
+    }
     emit(lua, inner, end);
     Ok(message)
 }

@@ -20,6 +20,7 @@ pub enum Input {
         n: usize,
     },
     FocusGained,
+    FocusLost,
     /// A left-button press, drag or release at (column, row) (mouse mode only).
     Mouse {
         kind: MouseKind,
@@ -184,6 +185,7 @@ pub fn normalize(ev: Event) -> Option<Input> {
         Event::Paste(s) => Some(Input::Paste(s.replace("\r\n", "\n").replace('\r', "\n"))),
         Event::Resize(w, h) => Some(Input::Resize(w, h)),
         Event::FocusGained => Some(Input::FocusGained),
+        Event::FocusLost => Some(Input::FocusLost),
         Event::Mouse(m) => {
             use crossterm::event::{MouseButton, MouseEventKind as K};
             let kind = match m.kind {
@@ -201,7 +203,6 @@ pub fn normalize(ev: Event) -> Option<Input> {
                 row: m.row,
             })
         }
-        _ => None,
     }
 }
 

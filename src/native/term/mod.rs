@@ -11,6 +11,8 @@
 //! - [`markdown`]: markdown to styled lines, with an incremental form for streaming text.
 //! - [`highlight`]: syntax highlighting of fenced code, loaded lazily, on a worker thread.
 //! - [`diff`]: unified and side-by-side diff rows with word-level highlights.
+//! - [`notify`]: desktop notifications (OSC 9 / 777 / 99, the bell; through tmux and screen)
+//!   and focus tracking.
 //! - [`shell`]: shell command highlighting for `bash` tool rows.
 //! - [`transcript`]: the block store with per-width render caches; painting walks only what
 //!   is visible.
@@ -26,6 +28,7 @@ pub mod inline;
 pub mod input;
 pub mod layout;
 pub mod markdown;
+pub mod notify;
 pub mod palette;
 pub mod render;
 pub mod schedule;

@@ -1,6 +1,7 @@
 //! Terminal modes and their restore. [`enter`] turns on raw mode, the alternate screen (not in
 //! inline mode, [`set_inline`]), mouse reporting when asked ([`set_mouse`]),
-//! bracketed paste, alternate scroll (`?1007h`: the wheel scrolls as arrow keys without
+//! bracketed paste, focus reporting (`?1004h`: notifications go out only when the terminal is
+//! not focused), alternate scroll (`?1007h`: the wheel scrolls as arrow keys without
 //! capturing the mouse, so native selection keeps working) and the kitty keyboard protocol's
 //! "disambiguate" flag (terminals without it ignore the sequence; no query, so no startup
 //! wait). [`restore`] undoes all of it and is safe to call any number of times from any exit
@@ -15,11 +16,11 @@ static INLINE: AtomicBool = AtomicBool::new(false);
 static MOUSE: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
-pub const ENTER: &[u8] = b"\x1b[?1049h\x1b[?2004h\x1b[?1007h\x1b[>1u\x1b[H\x1b[2J";
-pub const LEAVE: &[u8] = b"\x1b[<1u\x1b[?1007l\x1b[?2004l\x1b[0m\x1b[?25h\x1b[?1049l";
+pub const ENTER: &[u8] = b"\x1b[?1049h\x1b[?2004h\x1b[?1007h\x1b[?1004h\x1b[>1u\x1b[H\x1b[2J";
+pub const LEAVE: &[u8] = b"\x1b[<1u\x1b[?1004l\x1b[?1007l\x1b[?2004l\x1b[0m\x1b[?25h\x1b[?1049l";
 /// Inline mode: the main screen stays (its scrollback is the transcript's); no clear.
-pub const ENTER_INLINE: &[u8] = b"\x1b[?2004h\x1b[>1u";
-pub const LEAVE_INLINE: &[u8] = b"\x1b[<1u\x1b[?2004l\x1b[0m\x1b[?25h";
+pub const ENTER_INLINE: &[u8] = b"\x1b[?2004h\x1b[?1004h\x1b[>1u";
+pub const LEAVE_INLINE: &[u8] = b"\x1b[<1u\x1b[?1004l\x1b[?2004l\x1b[0m\x1b[?25h";
 /// Mouse reporting (button presses, drags, the wheel) in SGR encoding.
 pub const MOUSE_ON: &[u8] = b"\x1b[?1002h\x1b[?1006h";
 pub const MOUSE_OFF: &[u8] = b"\x1b[?1006l\x1b[?1002l";

@@ -18,6 +18,8 @@ return function(api)
   S = api.state()
   local editor = api.load("editor")
   local toolrows = api.load("toolrows")
+  local notify = api.load("notify")
+  local menu = api.load("menu")
   S.ed = S.ed or { text = "", cursor = 0 }
   S.pastes = S.pastes or {}
   S.paste_n = S.paste_n or 0
@@ -42,6 +44,15 @@ return function(api)
     if n < 1000000 then return string.format("%.1fk", n / 1000) end
     return string.format("%.1fM", n / 1000000)
   end
+
+  --- Token counts the way the status row shows them: 950, 8.4k, 84k, 1.2M.
+  local function short(n)
+    if n < 1000 then return tostring(math.floor(n)) end
+    if n < 10000 then return (string.format("%.1fk", n / 1000):gsub("%.0k$", "k")) end
+    if n < 1000000 then return string.format("%dk", math.floor(n / 1000 + 0.5)) end
+    return (string.format("%.1fM", n / 1000000):gsub("%.0M$", "M"))
+  end
+  impl.short = short
 
   --- The transcript blocks of the user's messages, oldest first (Ctrl-G, /jump).
   S.user_blocks = S.user_blocks or {}
@@ -149,14 +160,16 @@ return function(api)
     local okm, m = pcall(api.turn.model)
     local thinking = okm and m and m.thinking or S.thinking_level
     if thinking then items[#items + 1] = { text = "think:" .. thinking } end
+    -- Context use, always in view: the last request's input (cache reads and writes
+    -- included) plus its answer, against the model's window; warn at 70 %, alarm at 90 %.
     local used = (S.usage.last_input or 0) + (S.usage.last_output or 0)
-    if used > 0 then
-      local ok, window = pcall(api.turn.context_window)
-      if ok and type(window) == "number" and window > 0 then
-        items[#items + 1] = { text = string.format("ctx %s %d%%", human(used), math.floor(used * 100 / window)) }
-      else
-        items[#items + 1] = { text = "ctx " .. human(used) }
-      end
+    local okw, window = pcall(api.turn.context_window)
+    if okw and type(window) == "number" and window > 0 then
+      local pct = math.floor(used * 100 / window)
+      local st = (pct >= 90 and style.err) or (pct >= 70 and style.hint) or nil
+      items[#items + 1] = { text = string.format("ctx %d%% %s/%s", pct, short(used), short(window)), style = st }
+    elseif used > 0 then
+      items[#items + 1] = { text = "ctx " .. short(used) }
     end
     if #S.queued.steering > 0 then items[#items + 1] = { text = "steer:" .. #S.queued.steering, style = style.hint } end
     if #S.queued["follow-up"] > 0 then items[#items + 1] = { text = "follow:" .. #S.queued["follow-up"], style = style.hint } end
@@ -333,7 +346,8 @@ return function(api)
     if u then
       S.usage.input = S.usage.input + (u.input or 0)
       S.usage.output = S.usage.output + (u.output or 0)
-      S.usage.last_input, S.usage.last_output = u.input or 0, u.output or 0
+      S.usage.last_input = (u.input or 0) + (u.cache_read or 0) + (u.cache_write or 0)
+      S.usage.last_output = u.output or 0
       S.usage.cost = (S.usage.cost or 0) + ((u.cost and u.cost.total) or 0)
     end
   end)
@@ -344,8 +358,29 @@ return function(api)
     local call = ev.tool_call or {}
     local head = toolrows.call_head(call, term, style) or tool_row("tool> run " .. rows.call_summary(call))
     local id = term.push({ kind = "tool-live", head = head, text = "", live = true })
-    S.tools[call.id or ""] = { id = id, out = "", call = call }
+    local t = { id = id, out = "", call = call, head = head, started = os.time() }
+    S.tools[call.id or ""] = t
+    impl.tick_tool(call.id or "", t)
   end)
+
+  --- A running tool's row shows its elapsed time once it has run for 2 s, updated each
+  --- second until its result arrives (a wake-up a second while a tool runs; none otherwise).
+  function impl.tick_tool(key, t)
+    term.spawn(function()
+      while S.tools[key] == t and open() do
+        pcall(native.sleep, 1000)
+        if S.tools[key] ~= t or not open() then return end
+        local secs = os.time() - t.started
+        if secs >= 2 then
+          local head = {}
+          for i, span in ipairs(t.head) do head[i] = span end
+          local el = secs < 60 and string.format("%ds", secs) or string.format("%dm%02ds", secs // 60, secs % 60)
+          head[#head + 1] = { text = "  " .. el, style = style.dim }
+          pcall(term.update, t.id, { head = head })
+        end
+      end
+    end)
+  end
 
   api.on("tool-update", function(ev)
     if not open() then return end
@@ -392,8 +427,35 @@ return function(api)
     end
   end)
 
+  --- A desktop notification when the terminal is not focused (tui/notify.lua).
+  function impl.notify(kind, title, body)
+    if not open() or not S.notify_cfg then return end
+    notify.send(S.notify_cfg, term, function(fn) term.spawn(function() pcall(fn) end) end,
+      function(msg) notice(msg, style.error) end,
+      { type = kind, title = title, body = body })
+  end
+
+  --- The first line of the last answer, for the turn-end notification.
+  local function last_answer_line()
+    local ok, msgs = pcall(api.turn.messages)
+    if not ok then return "" end
+    for i = #(msgs or {}), 1, -1 do
+      local m = msgs[i]
+      if m.role == "assistant" then
+        for _, b in ipairs(m.content or {}) do
+          if b.type == "text" and (b.text or ""):match("%S") then
+            return (b.text:match("^%s*([^\n]*)") or ""):sub(1, 200)
+          end
+        end
+        return ""
+      end
+    end
+    return ""
+  end
+
   api.on("agent-turn-complete", function(ev)
     if not open() then return end
+    impl.notify("turn_end", "fen: turn done", last_answer_line())
     end_text()
     -- Tool rows whose result never came (a cancelled turn) are final now.
     for k, t in pairs(S.tools) do
@@ -512,80 +574,43 @@ return function(api)
   end
 
   ---------------------------------------------------------------------------------------------
-  -- Completion: slash commands (and their arguments), @paths.
-  local function fuzzy(q, s)
-    if q == "" then return 1 end
-    local lq, ls = q:lower(), s:lower()
-    local p = ls:find(lq, 1, true)
-    if p then return 1000 - p * 2 - #s * 0.01 end
-    local j = 1
-    for i = 1, #lq do
-      j = ls:find(lq:sub(i, i), j, true)
-      if not j then return nil end
-      j = j + 1
+  -- Completion: slash commands (and their arguments), @paths (tui/menu.lua).
+  --- The file list arrived: an @ menu waiting for it shows it at once.
+  function impl.files_arrived()
+    if not open() then return end
+    local kind = menu.trigger(S.ed.text, S.ed.cursor)
+    if kind == "file" and not S.menu_dismissed then
+      impl.update_menu(true)
+      layout()
     end
-    return 100 - #s * 0.01
   end
 
-  local function rank(q, items, key)
-    local out = {}
-    for _, it in ipairs(items) do
-      local sc = fuzzy(q, key(it))
-      if sc then out[#out + 1] = { it = it, sc = sc } end
-    end
-    table.sort(out, function(a, b)
-      if a.sc ~= b.sc then return a.sc > b.sc end
-      return key(a.it) < key(b.it)
-    end)
-    local r = {}
-    for i = 1, math.min(#out, 50) do r[i] = out[i].it end
-    return r
+  --- `wait`: Tab asked, so a file list not there yet is waited for.
+  local function completions(wait)
+    return menu.items({
+      api = api, S = S, term = term, contributions = contributions,
+      on_files = function() S.impl.files_arrived() end, wait = wait,
+    })
   end
 
-  local function completions()
-    local text, cur = S.ed.text, S.ed.cursor
-    local before = text:sub(1, cur)
-    local cmd = before:match("^/(%S*)$")
-    if cmd then
-      local items = {}
-      for _, c in ipairs(api.list("command")) do
-        if not c.shadowed_by then
-          items[#items + 1] = { label = "/" .. c.name, detail = c.description, replace = { 1, cur }, value = "/" .. c.name .. " " }
-        end
-      end
-      return rank(cmd, items, function(it) return it.label:sub(2) end)
+  --- Opens, narrows or closes the menu after the input changed: it opens by itself on a
+  --- `/command` or `@path` word (unless Esc closed it for this word); a menu opened with
+  --- Tab (command arguments) narrows while it has items.
+  function impl.update_menu(force)
+    local kind, _, from = menu.trigger(S.ed.text, S.ed.cursor)
+    if S.menu_dismissed and S.menu_dismissed ~= (kind and (kind .. from) or nil) then S.menu_dismissed = nil end
+    if not kind and not (S.menu and S.menu.kind == "arg") then
+      S.menu = nil
+      return
     end
-    local name, arg = before:match("^/(%S+)%s+(.*)$")
-    if name then
-      for _, c in ipairs(contributions("command")) do
-        if c.name == name and type(c.spec.complete) == "function" then
-          local ok, list = pcall(c.spec.complete, arg)
-          if ok and type(list) == "table" then
-            local items = {}
-            local from = cur - #arg + 1
-            for _, v in ipairs(list) do
-              items[#items + 1] = { label = tostring(v), replace = { from, cur }, value = tostring(v) }
-            end
-            return rank(arg, items, function(it) return it.label end)
-          end
-        end
-      end
-      return {}
+    if kind and S.menu_dismissed and not force then return end
+    local items = completions()
+    if #items > 0 then
+      local sel = 1
+      S.menu = { items = items, selected = sel, kind = kind or "arg" }
+    else
+      S.menu = nil
     end
-    local at, word = editor.mention(S.ed)
-    if at then
-      if not S.files then
-        local r = native.search.find({ pattern = "*", path = ".", limit = 20000 })
-        S.files = (r and r.paths) or {}
-      end
-      local items = {}
-      for _, p in ipairs(S.files) do
-        local rel = p:gsub("^%./", "")
-        items[#items + 1] = { label = "@" .. rel, replace = { at, cur }, value = "@" .. rel .. " " }
-      end
-      return rank(word, items, function(it) return it.label:sub(2) end)
-    end
-    return {}
   end
 
   local function apply_completion(it)
@@ -600,11 +625,11 @@ return function(api)
       apply_completion(S.menu.items[S.menu.selected])
       return
     end
-    local items = completions()
+    local items = completions(true)
     if #items == 1 then
       apply_completion(items[1])
     elseif #items > 1 then
-      S.menu = { items = items, selected = 1 }
+      S.menu = { items = items, selected = 1, kind = items[1].kind }
     end
   end
 
@@ -833,10 +858,20 @@ return function(api)
         S.menu.selected = S.menu.selected % #S.menu.items + 1
         return layout()
       elseif key == "esc" then
+        local kind, _, from = menu.trigger(S.ed.text, S.ed.cursor)
+        S.menu_dismissed = kind and (kind .. from) or nil
         S.menu = nil
         return layout()
       elseif key == "tab" then
         complete()
+        impl.update_menu()
+        return layout()
+      elseif key == "enter" then
+        -- Enter takes the item; a command runs at once (as if typed in full).
+        local it = S.menu.items[S.menu.selected]
+        apply_completion(it)
+        if it.kind == "command" then return submit() end
+        impl.update_menu()
         return layout()
       end
     end
@@ -910,11 +945,8 @@ return function(api)
     else
       return
     end
-    if S.menu then
-      -- Typing narrows the open menu.
-      local items = completions()
-      S.menu = #items > 0 and { items = items, selected = 1 } or nil
-    end
+    -- Typing opens, narrows or closes the menu.
+    impl.update_menu()
     layout()
   end
 
@@ -932,6 +964,7 @@ return function(api)
     else
       editor.insert(S.ed, text)
     end
+    impl.update_menu()
     layout()
   end
 
@@ -974,6 +1007,12 @@ return function(api)
         local id = term.push({ kind = "user", text = text, prefix = { { text = "› ", style = style.user_prefix } }, cont = "  ", style = style.user, gap = true })
         impl.remember_user(id, text)
       elseif m.role == "assistant" then
+        -- The context gauge starts where the resumed conversation left it.
+        local u = m.usage
+        if type(u) == "table" and ((u.input or 0) + (u.output or 0)) > 0 then
+          S.usage.last_input = (u.input or 0) + (u.cache_read or 0) + (u.cache_write or 0)
+          S.usage.last_output = u.output or 0
+        end
         for _, b in ipairs(content or {}) do
           if b.type == "text" and b.text ~= "" then
             term.push({ kind = "assistant", markdown = true, text = b.text, gap = true, style = style.assistant })
@@ -1159,6 +1198,7 @@ return function(api)
     --- `api.ui.select(title, items)`: the chosen index, nil when dismissed (Esc).
     select = function(title, items)
       local shown = labels(items)
+      S.impl.notify("question", "fen asks", tostring(title or ""))
       local choice = ask_overlay({ title = tostring(title or ""), items = shown })
       if choice == nil then return nil end
       for i, l in ipairs(shown) do if l == choice then return i end end
@@ -1167,12 +1207,15 @@ return function(api)
     --- `api.ui.prompt(question, default)`: the text entered, nil when dismissed.
     prompt = function(question, default)
       local d = default and tostring(default) or ""
+      S.impl.notify("question", "fen asks", tostring(question or ""))
       return ask_overlay({ title = "fen", question = tostring(question or ""), input = { text = d, cursor = #d } })
     end,
     --- A hook's `ctx.ask(request)`. A string asks yes/no and answers "yes" or "no"; a table
     --- `{title, question, options = {...}}` answers the chosen option (its `value`, else its
     --- label); `{question, input = true, default}` answers text. Dismissed: nil.
     ask = function(request)
+      local what = type(request) == "table" and (request.question or request.text or request.title) or request
+      S.impl.notify("approval", "fen needs your approval", tostring(what or ""):match("^[^\n]*"))
       if type(request) ~= "table" then
         local a = ask_overlay({ title = "fen asks", question = tostring(request), items = { "yes", "no" } })
         return a
@@ -1201,6 +1244,8 @@ return function(api)
       S.inline = (ok_opts and opts and opts.inline == true) or settings.mode == "inline"
       S.mouse = settings.mouse == true and not S.inline
       S.user_theme = settings.theme
+      local problems
+      S.notify_cfg, problems = notify.config(notify.read_settings())
       S.theme_base = style.apply(S.user_theme, term.background())
       term.open({ inline = S.inline, mouse = S.mouse })
       S.impl.sync_palette()
@@ -1208,6 +1253,9 @@ return function(api)
       local ok_msgs, messages = pcall(api.turn.messages)
       if ok_msgs then replay(messages) end
       S.impl.reinit()
+      for _, p in ipairs(problems) do S.impl.notice(p, S.style.error) end
+      -- The @ menu's files, listed in the background now so the first @ finds them.
+      menu.refresh_files(S, term, function() S.impl.files_arrived() end)
       if ctx.prompt and ctx.prompt ~= "" then
         editor.set(S.ed, ctx.prompt)
         S.impl.key("enter")

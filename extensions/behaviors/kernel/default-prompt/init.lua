@@ -100,6 +100,12 @@ local function context_report(api)
     lines[#lines + 1] = string.format("  %-14s %-22s %7d bytes  (%s)", fr.id, fr.title or "", fr.bytes, fr.owner)
   end
   lines[#lines + 1] = string.format("  total %d bytes (about %d tokens)", total, total // 4)
+  local ok, more = pcall(api.load("breakdown").lines, api)
+  if ok then
+    for _, l in ipairs(more) do lines[#lines + 1] = l end
+  else
+    lines[#lines + 1] = "(the breakdown by part failed: " .. tostring(more) .. ")"
+  end
   return table.concat(lines, "\n")
 end
 
@@ -113,7 +119,7 @@ return function(api)
   api.prompt(project_context, { id = "project", title = "Project context", order = 30 })
   api.register("command", {
     name = "context",
-    description = "Show the project context files loaded (AGENTS.md, CLAUDE.md) and the system prompt's size by fragment.",
+    description = "Show what fills the context: the system prompt by fragment, tools' schemas, MCP tools, AGENTS.md files, skills, messages, and the largest items.",
     handler = function() return context_report(api) end,
   })
 end
