@@ -1426,6 +1426,10 @@ fn a_headless_sandbox_denial_names_the_boundary_and_the_way_out() {
         return;
     }
     let fx = fixture("headless", false);
+    // The workspace is its own repository root: else fen takes the enclosing checkout (the
+    // clone this test runs from, when the target dir is inside it) as the workspace, and the
+    // "outside" victim would be inside it.
+    std::fs::create_dir_all(fx.ws.join(".git")).unwrap();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     // A refused connection (ECONNREFUSED in bubblewrap's own network namespace, EACCES under

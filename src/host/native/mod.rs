@@ -54,8 +54,24 @@ use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
 const LAZY: [&str; 18] = [
-    "auth", "checkpoint", "truncate", "fs", "edit", "search", "process", "json", "http", "term",
-    "session", "jobs", "markup", "line", "policy", "mcp", "subagent", "lsp",
+    "auth",
+    "checkpoint",
+    "truncate",
+    "fs",
+    "edit",
+    "search",
+    "process",
+    "json",
+    "http",
+    "term",
+    "session",
+    "jobs",
+    "markup",
+    "line",
+    "policy",
+    "mcp",
+    "subagent",
+    "lsp",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {

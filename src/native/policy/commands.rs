@@ -50,6 +50,17 @@ fn skip_opts(argv: &[&str], with_arg: &[&str]) -> usize {
 
 /// Recognises a wrapper at the head of `argv` (`argv[0]` already normalised to `name`).
 pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
+    // Wrappers the command table describes: options, then `wrapper_operands` words.
+    if let Some(row) = table().program(name).filter(|r| r.wrapper) {
+        let with: Vec<&str> = row
+            .value_options
+            .iter()
+            .chain(&row.writes)
+            .chain(&row.reads)
+            .map(String::as_str)
+            .collect();
+        return Peel::Skip((skip_opts(argv, &with) + row.wrapper_operands).min(argv.len()));
+    }
     match name {
         "env" => {
             let mut i = 1;
@@ -89,49 +100,6 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
             }
             Peel::Skip(i.min(argv.len()))
         }
-        "time" => Peel::Skip(skip_opts(argv, &["-f", "--format", "-o", "--output"])),
-        "nohup" | "builtin" | "nocorrect" | "noglob" | "unbuffer" => {
-            Peel::Skip(skip_opts(argv, &[]))
-        }
-        "timeout" => {
-            let i = skip_opts(argv, &["-s", "--signal", "-k", "--kill-after"]);
-            // The duration.
-            Peel::Skip((i + 1).min(argv.len()))
-        }
-        "nice" => {
-            let mut i = 1;
-            while i < argv.len() {
-                let a = argv[i];
-                if a == "-n" || a == "--adjustment" {
-                    i += 2;
-                } else if a == "--" {
-                    i += 1;
-                    break;
-                } else if is_opt(a) {
-                    i += 1;
-                } else {
-                    break;
-                }
-            }
-            Peel::Skip(i.min(argv.len()))
-        }
-        "ionice" => Peel::Skip(skip_opts(
-            argv,
-            &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
-        )),
-        "taskset" => {
-            let i = skip_opts(argv, &[]);
-            let cpu_list = argv[1..i.min(argv.len())]
-                .iter()
-                .any(|a| a.starts_with("-c") || *a == "--cpu-list");
-            let _ = cpu_list;
-            Peel::Skip((i + 1).min(argv.len()))
-        }
-        "stdbuf" => Peel::Skip(skip_opts(
-            argv,
-            &["-i", "-o", "-e", "--input", "--output", "--error"],
-        )),
-        "setsid" => Peel::Skip(skip_opts(argv, &[])),
         "command" => {
             if argv
                 .iter()
@@ -144,7 +112,6 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
                 Peel::Skip(skip_opts(argv, &[]))
             }
         }
-        "exec" => Peel::Skip(skip_opts(argv, &["-a"])),
         // `coproc cmd args` runs the command in the background; `coproc NAME { ...; }` runs a
         // compound command the parser does not see as one.
         "coproc" => {

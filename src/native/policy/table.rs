@@ -47,6 +47,11 @@ pub struct Program {
     /// Options whose value is a file it reads.
     #[serde(default)]
     pub reads: Vec<String>,
+    /// A wrapper: peeled, skipping its options and `wrapper_operands` more words.
+    #[serde(default)]
+    pub wrapper: bool,
+    #[serde(default)]
+    pub wrapper_operands: usize,
     #[serde(default)]
     pub aliases: Vec<String>,
     #[serde(default)]
