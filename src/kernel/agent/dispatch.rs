@@ -142,13 +142,14 @@ fn hook_ctx(
     inner: &Rc<Inner>,
     agent: &Agent,
     call: &Call,
+    args: &serde_json::Value,
     spec: &Table,
 ) -> mlua::Result<Table> {
     let ctx = lua.create_table()?;
     ctx.set("call_id", call.id.as_str())?;
     ctx.set("tool_call_id", call.id.as_str())?;
     ctx.set("tool", call.name.as_str())?;
-    ctx.set("args", convert::json_to_lua(lua, &call.args)?)?;
+    ctx.set("args", convert::json_to_lua(lua, args)?)?;
     ctx.set("cwd", agent.config.cwd.to_string_lossy().as_ref())?;
     ctx.set("risk", spec.get::<Value>("risk")?)?;
     ctx.set("concurrency", spec.get::<Value>("concurrency")?)?;
@@ -170,8 +171,9 @@ fn hook_ctx(
 }
 
 /// Runs the `before_tool` hooks in registration order with the call's cancellation; the first
-/// veto (or raise) wins. Cancelling the turn while a hook waits resolves it as a veto with
-/// reason "cancelled".
+/// veto (or raise) wins (`Err`). Cancelling the turn while a hook waits resolves it as a veto
+/// with reason "cancelled". A hook returning `{args = {...}}` replaces the arguments the later
+/// hooks judge and the tool runs with (`Ok(Some(args))`).
 async fn run_hooks(
     lua: &Lua,
     inner: &Rc<Inner>,
@@ -180,7 +182,8 @@ async fn run_hooks(
     spec: &Table,
     cancel: &CancellationToken,
     turn: &CancellationToken,
-) -> Option<String> {
+) -> Result<Option<serde_json::Value>, String> {
+    let mut replaced: Option<serde_json::Value> = None;
     // By `order` (default 100), then registration: the permission policy (order 0) decides
     // first; the hooks after it can only tighten.
     let mut hooks: Vec<(f64, String, Function)> = inner
@@ -199,9 +202,10 @@ async fn run_hooks(
         .collect();
     hooks.sort_by(|a, b| a.0.total_cmp(&b.0));
     for (_, owner, f) in hooks {
-        let ctx = match hook_ctx(lua, inner, agent, call, spec) {
+        let current = replaced.as_ref().unwrap_or(&call.args);
+        let ctx = match hook_ctx(lua, inner, agent, call, current, spec) {
             Ok(c) => c,
-            Err(e) => return Some(format!("error: {} was blocked: {e}", call.name)),
+            Err(e) => return Err(format!("error: {} was blocked: {e}", call.name)),
         };
         let args = ctx.get::<Value>("args").unwrap_or(Value::Nil);
         let scope = Scope::new(
@@ -215,7 +219,7 @@ async fn run_hooks(
                 .await;
         match verdict {
             _ if cancel.is_cancelled() => {
-                return Some(format!("error: {} was blocked: cancelled", call.name));
+                return Err(format!("error: {} was blocked: cancelled", call.name));
             }
             Ok(Value::Table(v)) if v.get::<Option<bool>>("block").ok().flatten() == Some(true) => {
                 let reason: String = v
@@ -225,16 +229,29 @@ async fn run_hooks(
                     .unwrap_or_else(|| "no reason given".into());
                 // A hook that words its own denial ("permission denied: ...") is passed on as is.
                 if v.get::<Option<bool>>("verbatim").ok().flatten() == Some(true) {
-                    return Some(reason);
+                    return Err(reason);
                 }
-                return Some(format!(
+                return Err(format!(
                     "error: {} was blocked by {owner}: {reason}",
                     call.name
                 ));
             }
+            Ok(Value::Table(v)) => {
+                if let Ok(Some(new_args)) = v.get::<Option<Table>>("args") {
+                    match convert::lua_to_json(lua, &Value::Table(new_args)) {
+                        Ok(j @ serde_json::Value::Object(_)) => replaced = Some(j),
+                        _ => {
+                            return Err(format!(
+                                "error: {} was blocked: the hook of {owner} returned arguments that are not an object",
+                                call.name
+                            ))
+                        }
+                    }
+                }
+            }
             Ok(_) => {}
             Err(e) => {
-                return Some(format!(
+                return Err(format!(
                     "error: {} was blocked because the hook of {owner} failed: {}",
                     call.name,
                     convert::error_parts(&e).0
@@ -242,7 +259,74 @@ async fn run_hooks(
             }
         }
     }
-    None
+    Ok(replaced)
+}
+
+/// Runs the `after_tool` hooks (each may wait) once a call has run: a hook returning
+/// `{append = "text"}` adds a text block to the result the model reads. A hook that fails is
+/// reported and the result is kept as it is.
+async fn after_hooks(
+    lua: &Lua,
+    inner: &Rc<Inner>,
+    call: &Call,
+    args: &serde_json::Value,
+    outcome: &mut ToolOutcome,
+    cancel: &CancellationToken,
+) {
+    let hooks: Vec<(String, Function)> = inner
+        .registry
+        .borrow()
+        .active("hook")
+        .iter()
+        .filter_map(|c| {
+            c.spec
+                .get::<Option<Function>>("after_tool")
+                .ok()
+                .flatten()
+                .map(|f| (c.owner.clone(), f))
+        })
+        .collect();
+    for (owner, f) in hooks {
+        if cancel.is_cancelled() {
+            return;
+        }
+        let (Ok(a), Ok(r), Ok(ctx)) = (
+            convert::json_to_lua(lua, args),
+            convert::json_to_lua(lua, &outcome.to_json()),
+            lua.create_table(),
+        ) else {
+            return;
+        };
+        let _ = ctx.set("call_id", call.id.as_str());
+        let _ = ctx.set("tool", call.name.as_str());
+        let scope = Scope::new(
+            cancel.clone(),
+            None,
+            &format!("the after_tool hook of {owner}"),
+        );
+        match calls::call_async_cancellable::<Value>(lua, &f, (call.name.as_str(), a, r, ctx), scope)
+            .await
+        {
+            Ok(Value::Table(v)) => {
+                if let Ok(Some(text)) = v.get::<Option<String>>("append") {
+                    outcome.content.push(tools::Block::Text(text));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                if let Ok(ev) = event(lua, "error") {
+                    let _ = ev.set(
+                        "error",
+                        format!(
+                            "after_tool hook of {owner} failed: {}",
+                            convert::error_parts(&e).0
+                        ),
+                    );
+                    emit(lua, inner, ev);
+                }
+            }
+        }
+    }
 }
 
 /// One call through hooks and the tool pipeline, with its own token (a child of the turn's).
@@ -263,17 +347,24 @@ async fn run_one(
         return ToolOutcome::error(msg.clone());
     }
     let cancel = turn.child_token();
+    let mut args = call.args.clone();
     if let Some(spec) = spec_of(inner, &call.name) {
-        if let Some(veto) = run_hooks(lua, inner, agent, call, &spec, &cancel, turn).await {
-            return ToolOutcome::error(veto);
+        match run_hooks(lua, inner, agent, call, &spec, &cancel, turn).await {
+            Err(veto) => return ToolOutcome::error(veto),
+            Ok(Some(replaced)) => args = replaced,
+            Ok(None) => {}
         }
     }
     let ctx = ToolCallContext {
         tool_call_id: Some(call.id.clone()),
-        cancel,
+        cancel: cancel.clone(),
         turn: Some(turn.clone()),
     };
-    tools::run_tool(lua, inner, &call.name, call.args.clone(), ctx).await
+    let mut outcome = tools::run_tool(lua, inner, &call.name, args.clone(), ctx).await;
+    if outcome.ran {
+        after_hooks(lua, inner, call, &args, &mut outcome, &cancel).await;
+    }
+    outcome
 }
 
 /// Runs every call of one assistant message and appends their results in call order.

@@ -367,6 +367,12 @@ return function(api)
       rules = s.rules, tools = tools, sandbox = false })
     if not p then
       api.emit({ type = "error", error = "permission rules: " .. table.concat(errs, "; ") })
+    else
+      -- Build the session's policy now, so the OS sandbox is chosen before anything (a
+      -- settings hook at session start, a Markdown command's !`cmd`) runs a command.
+      -- (Rebuilt at the first call, when every tool has registered.)
+      pcall(policy)
+      state.policy = nil
     end
   end)
 

@@ -1,0 +1,233 @@
+//! Workflow features end to end through the mock provider: Claude-Code-format command hooks
+//! (real scripts: a Bash call blocked with exit 2, input rewritten, context added, a hook
+//! sleeping past its timeout, a project hook not run until the folder is trusted) and Markdown
+//! slash commands with each placeholder.
+
+use crate::common;
+use common::Sandbox;
+use serde_json::Value;
+
+fn script(s: &Sandbox, calls: &[(&str, Value)]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(name, args)| serde_json::json!({"name": name, "arguments": args}))
+        .collect();
+    let turns = serde_json::json!([{"tool_calls": calls}, {"text": "done"}]);
+    s.write("script.json", &turns.to_string())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// An executable script under the sandbox root; returns its path.
+fn exe(s: &Sandbox, rel: &str, body: &str) -> String {
+    let p = s.write(rel, body);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn user_hooks(s: &Sandbox, hooks: Value) {
+    let settings = serde_json::json!({"permissions": {"mode": "yolo"}, "hooks": hooks});
+    s.write("config/fen/settings.json", &settings.to_string());
+}
+
+/// `fen --mode json go` with `args`: the tool-result texts, every event, and the output.
+fn run_json(s: &Sandbox, args: &[&str]) -> (Vec<String>, Vec<Value>, std::process::Output) {
+    let mut all = vec!["--mode", "json", "go", "--no-session"];
+    all.extend_from_slice(args);
+    let out = s.fen(&all);
+    let mut results = Vec::new();
+    let mut events = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(ev) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if ev["type"] == "tool-result" {
+            let texts: Vec<&str> = ev["result"]["content"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|b| b["text"].as_str()).collect())
+                .unwrap_or_default();
+            results.push(texts.join("\n"));
+        }
+        events.push(ev);
+    }
+    (results, events, out)
+}
+
+#[test]
+fn a_pre_tool_use_hook_blocks_bash_with_exit_2_and_its_stderr_reaches_the_model() {
+    let s = Sandbox::new();
+    let hook = exe(
+        &s,
+        "hooks/guard.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *rm-me*) echo \"refusing: rm-me is protected\" >&2; exit 2;; esac\nexit 0\n",
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}),
+    );
+    s.write("work/rm-me", "keep");
+    let sc = script(
+        &s,
+        &[
+            ("bash", serde_json::json!({"command": "rm rm-me"})),
+            ("bash", serde_json::json!({"command": "echo ran-fine"})),
+        ],
+    );
+    let (results, _, out) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        results[0].contains("PreToolUse") && results[0].contains("refusing: rm-me is protected"),
+        "{}",
+        results[0]
+    );
+    assert!(s.cwd().join("rm-me").exists(), "the blocked command ran");
+    assert!(results[1].contains("ran-fine"), "{}", results[1]);
+}
+
+#[test]
+fn a_hook_rewrites_the_input_and_adds_context_after_the_call() {
+    let s = Sandbox::new();
+    let rewrite = exe(
+        &s,
+        "hooks/rewrite.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"permissionDecision\": \"allow\", \"updatedInput\": {\"command\": \"echo rewritten-by-hook\"}}}'\n",
+    );
+    let context = exe(
+        &s,
+        "hooks/context.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *rewritten-by-hook*) ;; *) exit 0;; esac\necho '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"remember: tests live in tests/\"}}'\n",
+    );
+    let prompt = exe(
+        &s,
+        "hooks/prompt.sh",
+        "#!/bin/sh\ncat >/dev/null\necho 'the branch is main'\n",
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": rewrite}]}],
+            "PostToolUse": [{"matcher": "Edit|Bash", "hooks": [{"type": "command", "command": context}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": prompt}]}],
+        }),
+    );
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "echo original"}))],
+    );
+    let (results, events, out) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        results[0].contains("rewritten-by-hook") && !results[0].contains("original"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("remember: tests live in tests/"),
+        "{}",
+        results[0]
+    );
+    let user = events
+        .iter()
+        .find(|e| e["type"] == "user")
+        .expect("a user event");
+    assert!(
+        user["line"].as_str().unwrap_or("").contains("the branch is main"),
+        "{user}"
+    );
+}
+
+#[test]
+fn a_hook_sleeping_past_its_timeout_is_stopped_and_reported_and_the_call_runs() {
+    let s = Sandbox::new();
+    let slow = exe(&s, "hooks/slow.sh", "#!/bin/sh\ncat >/dev/null\nsleep 60\n");
+    let crash = exe(&s, "hooks/crash.sh", "#!/bin/sh\necho boom >&2\nexit 3\n");
+    user_hooks(
+        &s,
+        serde_json::json!({"PreToolUse": [{"hooks": [
+            {"type": "command", "command": slow, "timeout": 1},
+            {"type": "command", "command": crash},
+        ]}]}),
+    );
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "echo still-ran"}))],
+    );
+    let (results, _, out) = run_json(&s, &["--mock-script", &sc]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{all}");
+    assert_eq!(results.len(), 1, "{all}");
+    assert!(results[0].contains("still-ran"), "{}", results[0]);
+    assert!(all.contains("timed out after 1s"), "{all}");
+    assert!(all.contains("failed (exit 3)") && all.contains("boom"), "{all}");
+}
+
+#[test]
+fn project_hooks_run_only_in_a_trusted_folder_and_hooks_lists_them() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    let marker = s.root().join("hook-ran");
+    let hook = format!("touch {}", marker.display());
+    s.write(
+        "work/.claude/settings.json",
+        &serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]}})
+            .to_string(),
+    );
+    let sc = script(&s, &[("bash", serde_json::json!({"command": "echo hi"}))]);
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 1);
+    assert!(!marker.exists(), "an untrusted project's hook ran");
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc, "--trust"]);
+    assert_eq!(results.len(), 1);
+    assert!(marker.exists(), "the trusted project's hook did not run");
+    // `/hooks` names the source file (the line REPL runs the command).
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--no-session", "--trust"],
+        "/hooks\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("PreToolUse") && text.contains(".claude/settings.json"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_stop_hook_keeps_the_turn_going_once() {
+    let s = Sandbox::new();
+    let stop = exe(
+        &s,
+        "hooks/stop.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"stop_hook_active\":true'*) exit 0;; esac\necho 'run the tests first' >&2\nexit 2\n",
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({"Stop": [{"hooks": [{"type": "command", "command": stop}]}]}),
+    );
+    let sc = s
+        .write(
+            "script.json",
+            &serde_json::json!([{"text": "first"}, {"text": "second"}]).to_string(),
+        )
+        .to_string_lossy()
+        .into_owned();
+    let (_, events, out) = run_json(&s, &["--mock-script", &sc]);
+    let users: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message-appended" && e["message"]["role"] == "user")
+        .collect();
+    assert_eq!(users.len(), 2, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        users[1]["message"]["content"]
+            .to_string()
+            .contains("run the tests first"),
+        "{}",
+        users[1]
+    );
+}
