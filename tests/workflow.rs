@@ -231,3 +231,27 @@ fn a_stop_hook_keeps_the_turn_going_once() {
         users[1]
     );
 }
+
+#[test]
+fn hooks_run_in_the_tool_sandbox_without_the_hidden_secrets() {
+    if fen::native::sandbox::detect().tier == fen::native::sandbox::Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; hook sandbox test skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    // Both OS sandbox tiers (bubblewrap, Landlock) set no_new_privs on what they start.
+    let hook = "grep NoNewPrivs /proc/self/status >&2; echo \"key=${OPENAI_API_KEY:-none}\" >&2; exit 2";
+    let settings = serde_json::json!({"permissions": {"mode": "auto"},
+        "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": hook}]}]}});
+    s.write("config/fen/settings.json", &settings.to_string());
+    let sc = script(&s, &[("bash", serde_json::json!({"command": "ls"}))]);
+    let out = s.fen_env(
+        &["--mode", "json", "go", "--no-session", "--mock-script", &sc],
+        &[("OPENAI_API_KEY", "sk-hook-secret")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("key=none"), "{text}");
+    assert!(!text.contains("sk-hook-secret"), "{text}");
+    assert!(text.contains("NoNewPrivs:\\t1"), "{text}");
+}

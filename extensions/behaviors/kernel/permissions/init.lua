@@ -354,7 +354,15 @@ return function(api)
     end
   end
 
-  api.register("hook", { name = "permissions", order = 0, before_tool = before_tool })
+  api.register("hook", { name = "permissions", order = 0, before_tool = before_tool,
+    -- Build the policy when a prompt arrives, so the OS sandbox is chosen before anything (a
+    -- settings hook, a Markdown command's !`cmd`) runs a command; it is built again at the
+    -- first call, once every tool (MCP's too) has registered.
+    before_turn = function()
+      if state.policy then return nil end
+      if pcall(policy) then state.policy = nil end
+      return nil
+    end })
 
   -- Bad rules are reported when the session starts, naming the file and the rule (and every
   -- call is refused until they are fixed: the policy fails closed).
@@ -367,12 +375,6 @@ return function(api)
       rules = s.rules, tools = tools, sandbox = false })
     if not p then
       api.emit({ type = "error", error = "permission rules: " .. table.concat(errs, "; ") })
-    else
-      -- Build the session's policy now, so the OS sandbox is chosen before anything (a
-      -- settings hook at session start, a Markdown command's !`cmd`) runs a command.
-      -- (Rebuilt at the first call, when every tool has registered.)
-      pcall(policy)
-      state.policy = nil
     end
   end)
 
