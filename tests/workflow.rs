@@ -255,3 +255,110 @@ fn hooks_run_in_the_tool_sandbox_without_the_hidden_secrets() {
     assert!(!text.contains("sk-hook-secret"), "{text}");
     assert!(text.contains("NoNewPrivs:\\t1"), "{text}");
 }
+
+/// A mock script whose every answer is `ECHO:` and the last user message.
+fn echo_script(s: &Sandbox) -> String {
+    s.write(
+        "echo.lua",
+        r#"return function(n, ctx)
+  local m = ctx.messages[#ctx.messages]
+  local text = m.content
+  if type(text) == "table" then
+    local parts = {}
+    for _, b in ipairs(text) do parts[#parts + 1] = b.text or "" end
+    text = table.concat(parts)
+  end
+  return { text = "ECHO:" .. tostring(text) }
+end"#,
+    )
+    .to_string_lossy()
+    .into_owned()
+}
+
+#[test]
+fn markdown_commands_expand_each_placeholder_and_list_themselves() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write("work/notes.txt", "the notes say hello\n");
+    s.write(
+        "home/.claude/commands/git/commit.md",
+        "---\ndescription: Commit the staged changes\nargument-hint: [message] [scope]\n---\nStatus: !`echo status-from-shell`\nRefused: !`touch made-by-command.txt`\nFirst: $1; second: $2; all: $ARGUMENTS\nSee @notes.txt\n",
+    );
+    s.write("config/fen/commands/plain.md", "Just review the code\n");
+    let env = [("HOME", s.root().join("home").to_string_lossy().into_owned())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Listed with their description and source.
+    let out = s.fen_env(&["list", "commands"], &env);
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        list.contains("git:commit") && list.contains("Commit the staged changes [message] [scope]"),
+        "{list}"
+    );
+    assert!(list.contains("plain") && list.contains("Just review the code"), "{list}");
+    // Run through the line REPL: the model receives the expanded prompt.
+    let sc = echo_script(&s);
+    let mut envs = env.clone();
+    envs.push(("FEN_MOCK_SCRIPT", &sc));
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--no-session", "--provider", "mock"],
+        "/git:commit \"fix the bug\" core\n/plain now\n",
+        &envs,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("Status: status-from-shell"), "{text}{err}");
+    assert!(
+        text.contains("Refused: [fen: `touch made-by-command.txt` not run"),
+        "{text}"
+    );
+    assert!(!s.cwd().join("made-by-command.txt").exists());
+    assert!(
+        text.contains("First: fix the bug; second: core; all: \"fix the bug\" core"),
+        "{text}"
+    );
+    assert!(text.contains("the notes say hello"), "{text}");
+    assert!(
+        text.contains("Just review the code") && text.contains("Arguments: now"),
+        "{text}"
+    );
+}
+
+#[test]
+fn project_commands_need_trust_and_allowed_tools_pre_approve_for_that_turn() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "default"}}"#,
+    );
+    s.write(
+        "work/.claude/commands/mk.md",
+        "---\nallowed-tools: Bash(touch *)\n---\nmake the file\n",
+    );
+    let sc = s
+        .write(
+            "script.json",
+            &serde_json::json!([
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "touch one.txt"}}]},
+                {"text": "made"},
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "touch two.txt"}}]},
+                {"text": "second"}
+            ])
+            .to_string(),
+        )
+        .to_string_lossy()
+        .into_owned();
+    // Untrusted: no such command.
+    let out = s.fen(&["list", "commands"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("make the file"));
+    // Trusted: /mk runs and its turn may touch without asking; the next plain turn may not
+    // (headless asks are denied in the line REPL when stdin is the script... so "n" answers).
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--no-session", "--trust", "--mock-script", &sc],
+        "/mk\nagain\nn\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(s.cwd().join("one.txt").exists(), "{text}");
+    assert!(!s.cwd().join("two.txt").exists(), "allowed-tools outlived its turn: {text}");
+}

@@ -183,6 +183,10 @@ return function(api)
       error("permission rules: " .. table.concat(errs, "; "), 0)
     end
     for _, r in ipairs(state.session_rules) do p:add_rule(r, "allow") end
+    -- A Markdown command's `allowed-tools`, for the turn it started.
+    for _, r in ipairs(state.turn_rules or {}) do
+      if not pcall(p.add_rule, p, r, "allow") then s.problems[#s.problems + 1] = "allowed-tools rule " .. r .. " ignored: it does not parse" end
+    end
     s.sandbox_info = sb
     s.sandbox_on = sandbox_on
     state.policy, state.settings = p, s
@@ -379,7 +383,18 @@ return function(api)
   end)
 
   -- What was denied is remembered for one turn only.
-  api.on("agent-turn-complete", function() state.denied = {} end)
+  api.on("agent-turn-complete", function()
+    state.denied = {}
+    if state.turn_rules then state.turn_rules, state.policy = nil, nil end
+  end)
+
+  -- `turn-rules`: allow rules for the next turn only (a Markdown command's `allowed-tools`,
+  -- pre-approved as Claude Code does); floors and deny rules still win.
+  api.on("turn-rules", function(ev)
+    if type(ev.rules) ~= "table" then return end
+    state.turn_rules = ev.rules
+    state.policy = nil
+  end)
 
   api.register("command", {
     name = "permissions",
