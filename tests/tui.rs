@@ -756,3 +756,38 @@ fn the_todo_panel_shows_the_model_s_list() {
     assert!(!screen.contains("panel-error"), "{screen}");
     assert!(!screen.contains("layout"), "{screen}");
 }
+
+#[test]
+fn plan_mode_refuses_a_write_until_the_plan_is_approved_in_auto_mode() {
+    let s = Sandbox::new();
+    let path = script(
+        &s,
+        r#"[{"tool_calls":[{"name":"write","arguments":{"path":"made.txt","content":"x"}}]},
+            {"tool_calls":[{"name":"exit_plan","arguments":{"plan":"1. write made.txt"}}]},
+            {"tool_calls":[{"name":"write","arguments":{"path":"made.txt","content":"x"}}]},
+            {"text":"finished"}]"#,
+    );
+    let mut t = Tui::spawn(&s, &["--mock-script", &path, "--permission-mode", "plan"], 100, 30, &[]);
+    let screen = t.wait_for("Ask anything");
+    assert!(screen.contains("plan mode"), "{screen}");
+    t.send("go\r");
+    let screen = t.wait_for("Approve this plan?");
+    assert!(screen.contains("approve and run in auto mode"), "{screen}");
+    assert!(!s.cwd().join("made.txt").exists());
+    t.send("\x1b[B");
+    t.send("\r");
+    t.wait_for("finished");
+    assert!(s.cwd().join("made.txt").exists());
+}
+
+#[test]
+fn shift_tab_cycles_the_permission_mode_into_plan() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"hi"}]"#);
+    t.wait_for("Ask anything");
+    t.send("\x1b[Z");
+    t.send("\x1b[Z");
+    let screen = t.wait_for("plan mode");
+    assert!(screen.contains("plan mode"), "{screen}");
+}
+

@@ -362,3 +362,112 @@ fn project_commands_need_trust_and_allowed_tools_pre_approve_for_that_turn() {
     assert!(s.cwd().join("one.txt").exists(), "{text}");
     assert!(!s.cwd().join("two.txt").exists(), "allowed-tools outlived its turn: {text}");
 }
+
+fn plan_script(s: &Sandbox) -> String {
+    s.write(
+        "plan.json",
+        &serde_json::json!([
+            {"tool_calls": [
+                {"name": "write", "arguments": {"path": "made.txt", "content": "x"}},
+                {"name": "bash", "arguments": {"command": "ls"}}
+            ]},
+            {"tool_calls": [{"name": "exit_plan", "arguments": {"plan": "1. write made.txt\n2. check it"}}]},
+            {"tool_calls": [{"name": "write", "arguments": {"path": "made.txt", "content": "x"}}]},
+            {"text": "finished"}
+        ])
+        .to_string(),
+    )
+    .to_string_lossy()
+    .into_owned()
+}
+
+#[test]
+fn headless_plan_mode_refuses_the_write_and_prints_the_plan() {
+    let s = Sandbox::new();
+    let sc = plan_script(&s);
+    let out = s.fen(&[
+        "-p",
+        "go",
+        "--no-session",
+        "--permission-mode",
+        "plan",
+        "--mock-script",
+        &sc,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.trim(), "1. write made.txt\n2. check it", "{stderr}");
+    assert!(stderr.contains("fen is in plan mode"), "{stderr}");
+    assert!(stderr.contains("ok bash $ ls"), "{stderr}");
+    assert!(!s.cwd().join("made.txt").exists());
+}
+
+#[test]
+fn keep_planning_sends_feedback_and_plan_shows_the_plan_after_continue() {
+    let s = Sandbox::new();
+    let sc = s
+        .write(
+            "plan.json",
+            &serde_json::json!([
+                {"tool_calls": [{"name": "exit_plan", "arguments": {"plan": "1. first idea"}}]},
+                {"text": "revising"}
+            ])
+            .to_string(),
+        )
+        .to_string_lossy()
+        .into_owned();
+    let out = s.fen_stdin(
+        &[
+            "--presenter",
+            "stdio",
+            "--permission-mode",
+            "plan",
+            "--mock-script",
+            &sc,
+        ],
+        "go\n3\nuse a smaller change\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1. first idea") && text.contains("3. 3  keep planning"), "{text}");
+    // The feedback reached the model as the tool result.
+    let sessions = s.state().join("fen");
+    let mut found = String::new();
+    for e in walk(&sessions) {
+        if e.extension().is_some_and(|x| x == "jsonl") {
+            let t = std::fs::read_to_string(&e).unwrap_or_default();
+            if t.contains("exit_plan") {
+                found = t;
+            }
+        }
+    }
+    assert!(found.contains("Their feedback: use a smaller change"), "{found}");
+    // `/plan` in a continued session shows the plan kept in it.
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "-c", "--mock-script", &sc],
+        "/plan\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("last plan (keep):") && text.contains("1. first idea"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -101,8 +101,8 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", default_value = "jsonl")]
     pub session_backend: String,
 
-    /// Permission mode: safe, default, auto or yolo (also settings.json `permissions.mode`).
-    #[arg(long, value_name = "MODE", value_parser = ["safe", "default", "auto", "yolo"])]
+    /// Permission mode: safe, default, auto, yolo or plan (also settings.json `permissions.mode`).
+    #[arg(long, value_name = "MODE", value_parser = ["safe", "default", "auto", "yolo", "plan"])]
     pub permission_mode: Option<String>,
 
     /// Same as --permission-mode yolo: every call runs without asking (floors and deny rules

@@ -49,6 +49,8 @@ return function(api)
     progress(string.format("retry> attempt %d/%d failed (%s); retrying in %.1fs", ev.attempt, ev.max_attempts, ev.reason, ev.delay_ms / 1000))
   end)
 
+  api.on("plan-presented", function(ev) S.plan = ev.plan end)
+
   api.register("presenter", {
     name = "print",
     -- Active from init on: `agent-started` handlers (bad permission rules) report before run.
@@ -57,6 +59,12 @@ return function(api)
       S.active = true
       local r = api.turn.submit(ctx.prompt or "")
       report_tokens()
+      -- Plan mode: the plan `exit_plan` presented is the answer (the turn stops there).
+      if S.plan then
+        io.stdout:write(S.plan, "\n")
+        io.stdout:flush()
+        return 0
+      end
       if r.status == "ok" then
         io.stdout:write(r.text or "", "\n")
         io.stdout:flush()
