@@ -791,3 +791,32 @@ fn shift_tab_cycles_the_permission_mode_into_plan() {
     assert!(screen.contains("plan mode"), "{screen}");
 }
 
+#[test]
+fn the_question_tool_is_answered_in_the_tui() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"question","arguments":{"questions":[{"question":"Which database?","options":[{"label":"sqlite"},{"label":"postgres"}]}]}}]},{"text":"finished"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    let screen = t.wait_for("Which database?");
+    assert!(screen.contains("1  sqlite") && screen.contains("3  other"), "{screen}");
+    t.send("\x1b[B");
+    t.send("\r");
+    t.wait_for("finished");
+    let mut found = false;
+    let mut stack = vec![s.state()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p).unwrap_or_default().contains("Which database?\\n→ postgres") {
+                found = true;
+            }
+        }
+    }
+    assert!(found, "the answer did not reach the model");
+}
+

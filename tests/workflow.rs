@@ -471,3 +471,53 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+fn question_script(s: &Sandbox) -> String {
+    s.write(
+        "question.json",
+        &serde_json::json!([
+            {"tool_calls": [{"name": "question", "arguments": {"questions": [
+                {"question": "Which database?", "header": "storage", "options": [
+                    {"label": "sqlite", "description": "one file"}, {"label": "postgres"}]},
+                {"question": "Which targets?", "multi_select": true, "options": [
+                    {"label": "linux"}, {"label": "mac"}, {"label": "windows"}]},
+                {"question": "Anything else?", "options": [{"label": "no"}]}
+            ]}}]},
+            {"text": "finished"}
+        ])
+        .to_string(),
+    )
+    .to_string_lossy()
+    .into_owned()
+}
+
+/// The text of every tool result in the sandbox's session files.
+fn session_text(s: &Sandbox) -> String {
+    walk(&s.state().join("fen"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn the_question_tool_is_answered_in_the_line_repl_and_headless_says_decide_yourself() {
+    let s = Sandbox::new();
+    let sc = question_script(&s);
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--mock-script", &sc],
+        "go\n2\n1 3\n2\nship it friday\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("storage: Which database?") && text.contains("1  sqlite — one file"), "{text}");
+    assert!(text.contains("3. 3  other (type your own answer)"), "{text}");
+    let session = session_text(&s);
+    assert!(session.contains("Which database?\\n→ postgres"), "{session}");
+    assert!(session.contains("Which targets?\\n→ linux, windows"), "{session}");
+    assert!(session.contains("Anything else?\\n→ ship it friday"), "{session}");
+    // Headless: nobody waits, the model is told to decide.
+    let out = s.fen(&["--mode", "json", "go", "--no-session", "--mock-script", &sc]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("No one can answer questions in this run"), "{stdout}");
+}
