@@ -521,3 +521,88 @@ fn the_question_tool_is_answered_in_the_line_repl_and_headless_says_decide_yours
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("No one can answer questions in this run"), "{stdout}");
 }
+
+fn run_goal(s: &Sandbox, turns: Value, extra: &[&str]) -> (std::process::Output, Vec<Value>) {
+    let sc = s
+        .write("goal.json", &turns.to_string())
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec!["-p", "--goal", "tidy the repo", "--no-session", "--mock-script", &sc];
+    args.extend_from_slice(extra);
+    let out = s.fen(&args);
+    // The same run with --mode json streams a `goal` event at each change of status.
+    let mut jargs = vec!["--mode", "json", "--goal", "tidy the repo", "--no-session", "--mock-script", &sc];
+    jargs.extend_from_slice(extra);
+    let jout = s.fen(&jargs);
+    let goals = String::from_utf8_lossy(&jout.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "goal")
+        .collect();
+    (out, goals)
+}
+
+#[test]
+fn a_goal_continues_turn_after_turn_until_the_model_reports_it_complete() {
+    let s = Sandbox::new();
+    let (out, goals) = run_goal(
+        &s,
+        serde_json::json!([
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]},
+            {"text": "first step done"},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo step-two"}}]},
+            {"text": "second step done"},
+            {"tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "reason": "repo tidied"}}]},
+            {"text": "all done"}
+        ]),
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("ok bash $ echo step-two"), "{stderr}");
+    assert!(stderr.contains("goal complete: tidy the repo") && stderr.contains("repo tidied"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "all done");
+    let statuses: Vec<&str> = goals.iter().filter_map(|g| g["status"].as_str()).collect();
+    assert_eq!(statuses, ["active", "complete"]);
+}
+
+#[test]
+fn a_goal_out_of_budget_stops_and_exits_non_zero() {
+    let s = Sandbox::new();
+    let (out, goals) = run_goal(
+        &s,
+        serde_json::json!([
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}], "usage": {"input": 600, "output": 100}},
+            {"text": "working", "usage": {"input": 600, "output": 100}},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo never"}}]},
+            {"text": "never reached"}
+        ]),
+        &["--goal-budget", "1000"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("goal budget_limited") && stderr.contains("token budget used"), "{stderr}");
+    assert!(!stderr.contains("echo never"), "{stderr}");
+    assert_eq!(goals.last().unwrap()["status"], "budget_limited");
+}
+
+#[test]
+fn a_goal_that_stalls_three_times_is_blocked() {
+    let s = Sandbox::new();
+    let (out, goals) = run_goal(
+        &s,
+        serde_json::json!([
+            {"text": "thinking about it"},
+            {"text": "still thinking"},
+            {"text": "hmm"},
+            {"text": "no idea"},
+            {"text": "never reached"}
+        ]),
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("goal blocked") && stderr.contains("made no tool call"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no idea");
+    assert_eq!(goals.last().unwrap()["status"], "blocked");
+}

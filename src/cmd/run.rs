@@ -165,6 +165,9 @@ fn model_for(inner: &crate::kernel::state::Inner, provider: &str) -> Option<Stri
 }
 
 fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
+    if let (None, Some(goal)) = (cli.prompt.as_deref(), cli.goal.as_deref()) {
+        return Ok(goal.to_string());
+    }
     match cli.prompt.as_deref() {
         Some(p) if p != "-" => Ok(p.to_string()),
         _ => {
@@ -307,6 +310,10 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         "extension_root": cli.extension_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "session_backend": cli.session_backend,
         "inline": cli.inline,
+        // A goal set on the command line (the goal companion).
+        "goal": cli.goal,
+        "goal_budget": cli.goal_budget,
+        "goal_time": cli.goal_time,
     });
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner

@@ -50,6 +50,8 @@ return function(api)
   end)
 
   api.on("plan-presented", function(ev) S.plan = ev.plan end)
+  -- A goal (`--goal`): its final status line goes to stderr; exit 0 only when complete.
+  api.on("goal", function(ev) S.goal = ev end)
 
   api.register("presenter", {
     name = "print",
@@ -64,6 +66,11 @@ return function(api)
         io.stdout:write(S.plan, "\n")
         io.stdout:flush()
         return 0
+      end
+      if S.goal then
+        if r.status == "ok" and r.text then io.stdout:write(r.text, "\n") io.stdout:flush() end
+        io.stderr:write(S.goal.line or ("goal " .. tostring(S.goal.status)), "\n")
+        return S.goal.status == "complete" and 0 or 1
       end
       if r.status == "ok" then
         io.stdout:write(r.text or "", "\n")

@@ -6,7 +6,8 @@
 --   {"tool_calls": [{"name": "read", "arguments": {...}, "id": "optional"}], "text": "optional"}
 --   {"error": "message"}                 the provider call fails
 -- Any turn may carry "delay_ms" (a cancellable wait before streaming) and "chunk_delay_ms" (a
--- wait between the 16-byte text deltas, for tests that act while an answer streams). A Lua script may return
+-- wait between the 16-byte text deltas, for tests that act while an answer streams), and "usage"
+-- ({"input": N, "output": N}: the tokens it reports). A Lua script may return
 -- a function(n, ctx) that returns the turn.
 local native = require("fen.native")
 
@@ -99,7 +100,7 @@ return function(api)
       local message = {
         role = "assistant", content = content, model = model, provider = "mock", api = nil,
         stop_reason = (turn.tool_calls and #turn.tool_calls > 0) and "tool-use" or "stop",
-        usage = { input = 0, output = 0 },
+        usage = type(turn.usage) == "table" and turn.usage or { input = 0, output = 0 },
       }
       emit({ type = "done", message = message })
       return message
