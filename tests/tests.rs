@@ -38,7 +38,7 @@ mod subagents;
 mod tools_bash;
 mod tools_fs;
 mod tools_search;
-mod workflow;
 pub mod tui;
 mod tui_code;
 mod tui_inline;
+mod workflow;

@@ -767,7 +767,13 @@ fn plan_mode_refuses_a_write_until_the_plan_is_approved_in_auto_mode() {
             {"tool_calls":[{"name":"write","arguments":{"path":"made.txt","content":"x"}}]},
             {"text":"finished"}]"#,
     );
-    let mut t = Tui::spawn(&s, &["--mock-script", &path, "--permission-mode", "plan"], 100, 30, &[]);
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path, "--permission-mode", "plan"],
+        100,
+        30,
+        &[],
+    );
     let screen = t.wait_for("Ask anything");
     assert!(screen.contains("plan mode"), "{screen}");
     t.send("go\r");
@@ -801,7 +807,10 @@ fn the_question_tool_is_answered_in_the_tui() {
     t.wait_for("Ask anything");
     t.send("go\r");
     let screen = t.wait_for("Which database?");
-    assert!(screen.contains("1  sqlite") && screen.contains("3  other"), "{screen}");
+    assert!(
+        screen.contains("1  sqlite") && screen.contains("3  other"),
+        "{screen}"
+    );
     t.send("\x1b[B");
     t.send("\r");
     t.wait_for("finished");
@@ -812,11 +821,13 @@ fn the_question_tool_is_answered_in_the_tui() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if std::fs::read_to_string(&p).unwrap_or_default().contains("Which database?\\n→ postgres") {
+            } else if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains("Which database?\\n→ postgres")
+            {
                 found = true;
             }
         }
     }
     assert!(found, "the answer did not reach the model");
 }
-

@@ -132,7 +132,10 @@ fn a_hook_rewrites_the_input_and_adds_context_after_the_call() {
         .find(|e| e["type"] == "user")
         .expect("a user event");
     assert!(
-        user["line"].as_str().unwrap_or("").contains("the branch is main"),
+        user["line"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the branch is main"),
         "{user}"
     );
 }
@@ -163,7 +166,10 @@ fn a_hook_sleeping_past_its_timeout_is_stopped_and_reported_and_the_call_runs() 
     assert_eq!(results.len(), 1, "{all}");
     assert!(results[0].contains("still-ran"), "{}", results[0]);
     assert!(all.contains("timed out after 1s"), "{all}");
-    assert!(all.contains("failed (exit 3)") && all.contains("boom"), "{all}");
+    assert!(
+        all.contains("failed (exit 3)") && all.contains("boom"),
+        "{all}"
+    );
 }
 
 #[test]
@@ -241,7 +247,8 @@ fn hooks_run_in_the_tool_sandbox_without_the_hidden_secrets() {
     let s = Sandbox::new();
     std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
     // Both OS sandbox tiers (bubblewrap, Landlock) set no_new_privs on what they start.
-    let hook = "grep NoNewPrivs /proc/self/status >&2; echo \"key=${OPENAI_API_KEY:-none}\" >&2; exit 2";
+    let hook =
+        "grep NoNewPrivs /proc/self/status >&2; echo \"key=${OPENAI_API_KEY:-none}\" >&2; exit 2";
     let settings = serde_json::json!({"permissions": {"mode": "auto"},
         "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": hook}]}]}});
     s.write("config/fen/settings.json", &settings.to_string());
@@ -294,7 +301,10 @@ fn markdown_commands_expand_each_placeholder_and_list_themselves() {
         list.contains("git:commit") && list.contains("Commit the staged changes [message] [scope]"),
         "{list}"
     );
-    assert!(list.contains("plain") && list.contains("Just review the code"), "{list}");
+    assert!(
+        list.contains("plain") && list.contains("Just review the code"),
+        "{list}"
+    );
     // Run through the line REPL: the model receives the expanded prompt.
     let sc = echo_script(&s);
     let mut envs = env.clone();
@@ -354,13 +364,23 @@ fn project_commands_need_trust_and_allowed_tools_pre_approve_for_that_turn() {
     // Trusted: /mk runs and its turn may touch without asking; the next plain turn may not
     // (headless asks are denied in the line REPL when stdin is the script... so "n" answers).
     let out = s.fen_stdin(
-        &["--presenter", "stdio", "--no-session", "--trust", "--mock-script", &sc],
+        &[
+            "--presenter",
+            "stdio",
+            "--no-session",
+            "--trust",
+            "--mock-script",
+            &sc,
+        ],
         "/mk\nagain\nn\n",
         &[],
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(s.cwd().join("one.txt").exists(), "{text}");
-    assert!(!s.cwd().join("two.txt").exists(), "allowed-tools outlived its turn: {text}");
+    assert!(
+        !s.cwd().join("two.txt").exists(),
+        "allowed-tools outlived its turn: {text}"
+    );
 }
 
 fn plan_script(s: &Sandbox) -> String {
@@ -430,7 +450,10 @@ fn keep_planning_sends_feedback_and_plan_shows_the_plan_after_continue() {
         &[],
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("1. first idea") && text.contains("3. 3  keep planning"), "{text}");
+    assert!(
+        text.contains("1. first idea") && text.contains("3. 3  keep planning"),
+        "{text}"
+    );
     // The feedback reached the model as the tool result.
     let sessions = s.state().join("fen");
     let mut found = String::new();
@@ -442,7 +465,10 @@ fn keep_planning_sends_feedback_and_plan_shows_the_plan_after_continue() {
             }
         }
     }
-    assert!(found.contains("Their feedback: use a smaller change"), "{found}");
+    assert!(
+        found.contains("Their feedback: use a smaller change"),
+        "{found}"
+    );
     // `/plan` in a continued session shows the plan kept in it.
     let out = s.fen_stdin(
         &["--presenter", "stdio", "-c", "--mock-script", &sc],
@@ -510,16 +536,34 @@ fn the_question_tool_is_answered_in_the_line_repl_and_headless_says_decide_yours
         &[],
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("storage: Which database?") && text.contains("1  sqlite — one file"), "{text}");
-    assert!(text.contains("3. 3  other (type your own answer)"), "{text}");
+    assert!(
+        text.contains("storage: Which database?") && text.contains("1  sqlite — one file"),
+        "{text}"
+    );
+    assert!(
+        text.contains("3. 3  other (type your own answer)"),
+        "{text}"
+    );
     let session = session_text(&s);
-    assert!(session.contains("Which database?\\n→ postgres"), "{session}");
-    assert!(session.contains("Which targets?\\n→ linux, windows"), "{session}");
-    assert!(session.contains("Anything else?\\n→ ship it friday"), "{session}");
+    assert!(
+        session.contains("Which database?\\n→ postgres"),
+        "{session}"
+    );
+    assert!(
+        session.contains("Which targets?\\n→ linux, windows"),
+        "{session}"
+    );
+    assert!(
+        session.contains("Anything else?\\n→ ship it friday"),
+        "{session}"
+    );
     // Headless: nobody waits, the model is told to decide.
     let out = s.fen(&["--mode", "json", "go", "--no-session", "--mock-script", &sc]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("No one can answer questions in this run"), "{stdout}");
+    assert!(
+        stdout.contains("No one can answer questions in this run"),
+        "{stdout}"
+    );
 }
 
 fn run_goal(s: &Sandbox, turns: Value, extra: &[&str]) -> (std::process::Output, Vec<Value>) {
@@ -527,11 +571,26 @@ fn run_goal(s: &Sandbox, turns: Value, extra: &[&str]) -> (std::process::Output,
         .write("goal.json", &turns.to_string())
         .to_string_lossy()
         .into_owned();
-    let mut args = vec!["-p", "--goal", "tidy the repo", "--no-session", "--mock-script", &sc];
+    let mut args = vec![
+        "-p",
+        "--goal",
+        "tidy the repo",
+        "--no-session",
+        "--mock-script",
+        &sc,
+    ];
     args.extend_from_slice(extra);
     let out = s.fen(&args);
     // The same run with --mode json streams a `goal` event at each change of status.
-    let mut jargs = vec!["--mode", "json", "--goal", "tidy the repo", "--no-session", "--mock-script", &sc];
+    let mut jargs = vec![
+        "--mode",
+        "json",
+        "--goal",
+        "tidy the repo",
+        "--no-session",
+        "--mock-script",
+        &sc,
+    ];
     jargs.extend_from_slice(extra);
     let jout = s.fen(&jargs);
     let goals = String::from_utf8_lossy(&jout.stdout)
@@ -560,7 +619,10 @@ fn a_goal_continues_turn_after_turn_until_the_model_reports_it_complete() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("ok bash $ echo step-two"), "{stderr}");
-    assert!(stderr.contains("goal complete: tidy the repo") && stderr.contains("repo tidied"), "{stderr}");
+    assert!(
+        stderr.contains("goal complete: tidy the repo") && stderr.contains("repo tidied"),
+        "{stderr}"
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "all done");
     let statuses: Vec<&str> = goals.iter().filter_map(|g| g["status"].as_str()).collect();
     assert_eq!(statuses, ["active", "complete"]);
@@ -581,7 +643,10 @@ fn a_goal_out_of_budget_stops_and_exits_non_zero() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("goal budget_limited") && stderr.contains("token budget used"), "{stderr}");
+    assert!(
+        stderr.contains("goal budget_limited") && stderr.contains("token budget used"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("echo never"), "{stderr}");
     assert_eq!(goals.last().unwrap()["status"], "budget_limited");
 }
@@ -602,7 +667,10 @@ fn a_goal_that_stalls_three_times_is_blocked() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("goal blocked") && stderr.contains("made no tool call"), "{stderr}");
+    assert!(
+        stderr.contains("goal blocked") && stderr.contains("made no tool call"),
+        "{stderr}"
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no idea");
     assert_eq!(goals.last().unwrap()["status"], "blocked");
 }

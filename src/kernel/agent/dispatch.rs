@@ -304,8 +304,13 @@ async fn after_hooks(
             None,
             &format!("the after_tool hook of {owner}"),
         );
-        match calls::call_async_cancellable::<Value>(lua, &f, (call.name.as_str(), a, r, ctx), scope)
-            .await
+        match calls::call_async_cancellable::<Value>(
+            lua,
+            &f,
+            (call.name.as_str(), a, r, ctx),
+            scope,
+        )
+        .await
         {
             Ok(Value::Table(v)) => {
                 if let Ok(Some(text)) = v.get::<Option<String>>("append") {

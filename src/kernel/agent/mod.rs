@@ -443,7 +443,10 @@ fn hook_failed(lua: &Lua, inner: &Inner, what: &str, owner: &str, e: &mlua::Erro
     if let Ok(ev) = event(lua, "error") {
         let _ = ev.set(
             "error",
-            format!("{what} hook of {owner} failed: {}", convert::error_parts(e).0),
+            format!(
+                "{what} hook of {owner} failed: {}",
+                convert::error_parts(e).0
+            ),
         );
         emit(lua, inner, ev);
     }
@@ -460,12 +463,18 @@ async fn before_turn(
 ) -> Result<String, String> {
     let mut text = text.to_string();
     for (owner, f) in hooks_with(inner, "before_turn") {
-        let scope = Scope::new(cancel.clone(), None, &format!("the before_turn hook of {owner}"));
+        let scope = Scope::new(
+            cancel.clone(),
+            None,
+            &format!("the before_turn hook of {owner}"),
+        );
         match calls::call_async_cancellable::<Value>(lua, &f, text.as_str(), scope).await {
             Ok(Value::Table(v)) => {
                 if v.get::<Option<bool>>("block").ok().flatten() == Some(true) {
                     let reason: Option<String> = v.get("reason").ok().flatten();
-                    return Err(reason.unwrap_or_else(|| format!("the prompt was blocked by {owner}")));
+                    return Err(
+                        reason.unwrap_or_else(|| format!("the prompt was blocked by {owner}"))
+                    );
                 }
                 if let Ok(Some(t)) = v.get::<Option<String>>("text") {
                     text = t;
@@ -494,7 +503,11 @@ async fn before_stop(
         let ctx = lua.create_table().ok()?;
         let _ = ctx.set("stop_hook_active", stops > 0);
         let _ = ctx.set("continuations", stops);
-        let scope = Scope::new(cancel.clone(), None, &format!("the before_stop hook of {owner}"));
+        let scope = Scope::new(
+            cancel.clone(),
+            None,
+            &format!("the before_stop hook of {owner}"),
+        );
         match calls::call_async_cancellable::<Value>(lua, &f, ctx, scope).await {
             Ok(Value::Table(v)) => {
                 if let Ok(Some(t)) = v.get::<Option<String>>("continue_with") {

@@ -200,22 +200,46 @@ fn plan_mode_runs_reads_and_refuses_writes_asks_and_rule_allowed_commands() {
     };
     let read = judge("read", Risk::Read, serde_json::json!({"path": "/w/a.rs"}));
     assert_eq!(read.verdict, Verdict::Allow, "{}", read.reason);
-    let ls = judge("bash", Risk::Shell, serde_json::json!({"command": "ls -la"}));
+    let ls = judge(
+        "bash",
+        Risk::Shell,
+        serde_json::json!({"command": "ls -la"}),
+    );
     assert_eq!(ls.verdict, Verdict::Allow, "{}", ls.reason);
     for (tool, risk, args) in [
-        ("write", Risk::Write, serde_json::json!({"path": "/w/a.rs", "content": "x"})),
+        (
+            "write",
+            Risk::Write,
+            serde_json::json!({"path": "/w/a.rs", "content": "x"}),
+        ),
         ("edit", Risk::Write, serde_json::json!({"path": "/w/a.rs"})),
-        ("bash", Risk::Shell, serde_json::json!({"command": "touch x"})),
-        ("bash", Risk::Shell, serde_json::json!({"command": "make build"})),
+        (
+            "bash",
+            Risk::Shell,
+            serde_json::json!({"command": "touch x"}),
+        ),
+        (
+            "bash",
+            Risk::Shell,
+            serde_json::json!({"command": "make build"}),
+        ),
         ("mcp__s__t", Risk::Shell, serde_json::json!({})),
     ] {
         let d = judge(tool, risk, args);
         assert_eq!(d.verdict, Verdict::Deny, "{tool}");
-        assert_eq!(d.reason, crate::native::policy::decide::PLAN_REFUSAL, "{tool}");
+        assert_eq!(
+            d.reason,
+            crate::native::policy::decide::PLAN_REFUSAL,
+            "{tool}"
+        );
         assert!(d.scope.is_empty());
     }
     // Floors keep their own reason.
-    let floor = judge("bash", Risk::Shell, serde_json::json!({"command": "rm -rf ~"}));
+    let floor = judge(
+        "bash",
+        Risk::Shell,
+        serde_json::json!({"command": "rm -rf ~"}),
+    );
     assert_eq!(floor.verdict, Verdict::Deny);
     assert_ne!(floor.reason, crate::native::policy::decide::PLAN_REFUSAL);
     assert_eq!("plan".parse::<Mode>(), Ok(Mode::Plan));
