@@ -674,3 +674,43 @@ fn a_goal_that_stalls_three_times_is_blocked() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no idea");
     assert_eq!(goals.last().unwrap()["status"], "blocked");
 }
+
+#[test]
+fn goal_command_sets_shows_and_clears_the_goal_in_the_line_repl() {
+    let s = Sandbox::new();
+    let sc = s
+        .write(
+            "goal.json",
+            &serde_json::json!([
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]},
+                {"text": "looked around"},
+                {"tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "reason": "listed"}}]},
+                {"text": "done"}
+            ])
+            .to_string(),
+        )
+        .to_string_lossy()
+        .into_owned();
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--mock-script", &sc],
+        "/goal list the files --budget 5000 --time 10m\n/goal\n/goal clear\n/goal\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("goal complete: list the files (tokens 0/5.0k, time")
+            && text.contains("/10m00s) — listed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("goal cleared") && text.contains("no goal; set one"),
+        "{text}"
+    );
+    // The goal is a record of the session.
+    let session = session_text(&s);
+    assert!(
+        session.contains("\"objective\":\"list the files\""),
+        "{session}"
+    );
+}

@@ -87,6 +87,8 @@ end
 
 return function(api)
   local state = api.state()
+  -- Read the settings files again on /reload.
+  state.config = nil
 
   --- Every configured hook: `{event, matcher, command, timeout, source}`; `problems` lists
   --- files skipped and why.
