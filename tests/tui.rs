@@ -831,3 +831,24 @@ fn the_question_tool_is_answered_in_the_tui() {
     }
     assert!(found, "the answer did not reach the model");
 }
+
+#[test]
+fn esc_stops_the_turn_and_pauses_the_goal_shown_in_the_status_row() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"bash","arguments":{"command":"ls"}}]},{"text":"never shown","delay_ms":20000},{"text":"later"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("/goal tidy the repo\r");
+    let screen = t.wait_for("goal active");
+    assert!(!screen.contains("never shown"), "{screen}");
+    t.wait_for("ok bash $ ls");
+    std::thread::sleep(Duration::from_millis(300));
+    t.send("\x1b");
+    t.wait_for("goal paused");
+    t.wait("idle", |s| !s.contains("working"));
+    t.send("/goal\r");
+    let screen = t.wait_for("the turn was stopped");
+    assert!(screen.contains("goal paused: tidy the repo"), "{screen}");
+}

@@ -235,7 +235,7 @@ return function(api)
     local desc = {
       status = S.status or {},
       status_right = right,
-      busy = S.busy and { label = "working" } or nil,
+      busy = (S.busy or api.turn.busy()) and { label = "working" } or nil,
       panels = S.panels or {},
       notices = notices,
       input = {
@@ -773,7 +773,7 @@ return function(api)
   end
 
   local function ctrl_c()
-    if S.busy then
+    if S.busy or api.turn.busy() then
       pcall(api.turn.cancel)
       S.hint = "cancelling…"
     elseif S.ed.text ~= "" then
@@ -843,7 +843,8 @@ return function(api)
     elseif key == "ctrl-c" then
       ctrl_c()
     elseif key == "esc" then
-      if S.busy then pcall(api.turn.cancel) end
+      -- Also a turn a command started (/goal, /skill:NAME, a Markdown command).
+      if S.busy or api.turn.busy() then pcall(api.turn.cancel) end
     elseif key == "ctrl-d" then
       if S.ed.text == "" then return quit() end
       editor.delete(S.ed)

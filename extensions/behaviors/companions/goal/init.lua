@@ -89,6 +89,8 @@ return function(api)
       api.emit({ type = "goal", objective = g.objective, status = status, reason = reason,
         tokens_used = g.tokens_used or 0, time_used = time_used(g), budget_tokens = g.budget_tokens,
         budget_time = g.budget_time, line = line(g) })
+      -- The status row shows the goal.
+      api.emit({ type = "redraw" })
     end
   end
 
@@ -221,6 +223,7 @@ return function(api)
         pcall(api.session.append_state, { goal = false })
         api.emit({ type = "goal", objective = g.objective, status = "cleared", tokens_used = g.tokens_used or 0,
           time_used = time_used(g), line = "goal cleared" })
+        api.emit({ type = "redraw" })
         return "goal cleared"
       elseif args == "resume" then
         if not g then return "no goal to resume" end

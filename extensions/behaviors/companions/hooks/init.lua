@@ -142,9 +142,12 @@ return function(api)
     return state.config
   end
 
+  -- The mode in force: the last one the policy judged with or was switched to, else the flag.
+  api.on("permission-decision", function(ev) if type(ev.mode) == "string" then state.mode = ev.mode end end)
+  api.on("permission-mode", function(ev) state.mode = ev.mode end)
   local function permission_mode()
     local o = api.kernel.run_options() or {}
-    local m = o.permission_mode or "default"
+    local m = state.mode or o.permission_mode or "default"
     -- Claude Code's names for the closest modes.
     return ({ auto = "acceptEdits", yolo = "bypassPermissions", plan = "plan" })[m] or m
   end
@@ -303,8 +306,10 @@ return function(api)
       local extra = {}
       if not state.started then
         state.started = true
-        local v = verdict(fire("SessionStart", { state.resumed and "resume" or "startup" },
-          { source = state.resumed and "resume" or "startup" }))
+        -- A continued session (`-c`) already holds messages.
+        local okm, msgs = pcall(api.turn.messages)
+        local source = (okm and type(msgs) == "table" and #msgs > 0) and "resume" or "startup"
+        local v = verdict(fire("SessionStart", { source }, { source = source }))
         for _, c in ipairs(v.context) do extra[#extra + 1] = c end
         if v.plain then extra[#extra + 1] = v.plain end
       end

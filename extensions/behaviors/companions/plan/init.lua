@@ -23,6 +23,7 @@ return function(api)
   local function set_mode(m)
     state.mode = m
     api.emit({ type = "permission-mode", mode = m })
+    api.emit({ type = "redraw" })
   end
 
   -- Keep track of switches made elsewhere (`/permissions MODE`).
