@@ -714,3 +714,43 @@ fn goal_command_sets_shows_and_clears_the_goal_in_the_line_repl() {
         "{session}"
     );
 }
+
+#[test]
+fn a_notification_hook_runs_while_an_approval_waits() {
+    let s = Sandbox::new();
+    let marker = s.root().join("notified.json");
+    let hook = format!("cat > {}", marker.display());
+    let settings = serde_json::json!({"permissions": {"mode": "default"},
+        "hooks": {"Notification": [{"matcher": "permission_prompt", "hooks": [{"type": "command", "command": hook}]}]}});
+    s.write("config/fen/settings.json", &settings.to_string());
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "touch a.txt"}))],
+    );
+    let mut child = s
+        .command(&["--presenter", "stdio", "--no-session", "--mock-script", &sc])
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    stdin.write_all(b"go\n").unwrap();
+    stdin.flush().unwrap();
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&marker).is_ok_and(|t| t.ends_with('}'))
+        && t0.elapsed() < std::time::Duration::from_secs(20)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    stdin.write_all(b"n\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let seen = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert!(
+        seen.contains("\"hook_event_name\":\"Notification\"")
+            && seen.contains("\"notification_type\":\"permission_prompt\"")
+            && seen.contains("touch a.txt"),
+        "{seen}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!s.cwd().join("a.txt").exists());
+}

@@ -320,6 +320,14 @@ return function(api)
       if v.plain then extra[#extra + 1] = v.plain end
       if #extra > 0 then return { text = text .. "\n\n<hook-context>\n" .. table.concat(extra, "\n") .. "\n</hook-context>" } end
     end,
+    -- Notification: an approval or a question waits for the person (stopped once answered).
+    on_wait = function(ctx)
+      local req = ctx.request
+      local message = type(req) == "table" and (req.question or req.title) or req
+      local kind = ctx.kind == "ask" and "permission_prompt" or "elicitation_dialog"
+      fire("Notification", { kind }, { message = tostring(message or "fen is waiting for your input"),
+        notification_type = kind })
+    end,
     before_stop = function(ctx)
       local o = api.kernel.run_options() or {}
       -- A subagent child (its asks go to the parent) fires SubagentStop instead of Stop.
