@@ -173,6 +173,44 @@ fn a_hook_sleeping_past_its_timeout_is_stopped_and_reported_and_the_call_runs() 
 }
 
 #[test]
+fn session_start_adds_context_and_session_end_runs_at_exit() {
+    let s = Sandbox::new();
+    let end_marker = s.root().join("ended.json");
+    let start = exe(
+        &s,
+        "hooks/start.sh",
+        "#!/bin/sh\ncat >/dev/null\necho 'project uses tabs'\n",
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": start}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": format!("cat > {}", end_marker.display())}]}],
+        }),
+    );
+    let sc = script(&s, &[("bash", serde_json::json!({"command": "echo hi"}))]);
+    let (_, events, out) = run_json(&s, &["--mock-script", &sc]);
+    assert!(out.status.success());
+    let user = events
+        .iter()
+        .find(|e| e["type"] == "user")
+        .expect("a user event");
+    assert!(
+        user["line"]
+            .as_str()
+            .unwrap_or("")
+            .contains("project uses tabs"),
+        "{user}"
+    );
+    let ended = std::fs::read_to_string(&end_marker).unwrap_or_default();
+    assert!(
+        ended.contains("\"hook_event_name\":\"SessionEnd\"")
+            && ended.contains("\"reason\":\"other\""),
+        "{ended}"
+    );
+}
+
+#[test]
 fn project_hooks_run_only_in_a_trusted_folder_and_hooks_lists_them() {
     let s = Sandbox::new();
     std::fs::create_dir_all(s.cwd().join(".git")).unwrap();

@@ -453,6 +453,8 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 Err(e) => (1, Some(convert::error_parts(&e).0)),
             }
         };
+        let reason = if error.is_some() { "crashed" } else { "normal" };
+        crate::kernel::agent::shutdown_hooks(&lua, &inner, reason).await;
         let shutdown = lua.create_table()?;
         shutdown.set("type", "agent-shutdown")?;
         shutdown.set("agent", agent.handle.clone())?;

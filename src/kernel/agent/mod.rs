@@ -452,6 +452,24 @@ fn hook_failed(lua: &Lua, inner: &Inner, what: &str, owner: &str, e: &mlua::Erro
     }
 }
 
+/// Runs the `on_shutdown` hooks (each may wait, within its own limits) as the run ends, with
+/// `{reason = "normal" | "crashed"}`; the settings hooks' SessionEnd event runs here. A hook
+/// that fails is reported; none can stop the exit.
+pub async fn shutdown_hooks(lua: &Lua, inner: &Inner, reason: &str) {
+    for (owner, f) in hooks_with(inner, "on_shutdown") {
+        let Ok(ctx) = lua.create_table() else { return };
+        let _ = ctx.set("reason", reason);
+        let scope = Scope::new(
+            CancellationToken::new(),
+            None,
+            &format!("the on_shutdown hook of {owner}"),
+        );
+        if let Err(e) = calls::call_async_cancellable::<Value>(lua, &f, ctx, scope).await {
+            hook_failed(lua, inner, "on_shutdown", &owner, &e);
+        }
+    }
+}
+
 /// Runs the `before_turn` hooks on a submitted prompt (they may wait): `{block = true, reason}`
 /// refuses the turn (`Err(reason)`, nothing is appended), `{text = "..."}` replaces the prompt.
 /// A hook that fails is reported and the prompt goes on unchanged.

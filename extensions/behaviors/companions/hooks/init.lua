@@ -328,6 +328,12 @@ return function(api)
       fire("Notification", { kind }, { message = tostring(message or "fen is waiting for your input"),
         notification_type = kind })
     end,
+    -- SessionEnd: the run ends (each hook within its timeout; the exit waits for them).
+    on_shutdown = function(ctx)
+      local o = api.kernel.run_options() or {}
+      local reason = (ctx.reason == "normal" and not o.headless) and "prompt_input_exit" or "other"
+      fire("SessionEnd", { reason }, { reason = reason })
+    end,
     before_stop = function(ctx)
       local o = api.kernel.run_options() or {}
       -- A subagent child (its asks go to the parent) fires SubagentStop instead of Stop.
