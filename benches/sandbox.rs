@@ -108,7 +108,10 @@ fn main() {
             println!("bubblewrap unavailable: skipped");
         }
         if landlock_abi() >= 1 {
+            // Direct spawn (no launcher program) and the persistent launcher (fen's default:
+            // its keepers end background children).
             tiers.push((Tier::Landlock, false, 1.0));
+            tiers.push((Tier::Landlock, true, 1.0));
         } else {
             println!("Landlock unavailable: skipped");
         }
@@ -117,7 +120,8 @@ fn main() {
             let label = match (tier, persistent) {
                 (Tier::Bubblewrap, false) => "bwrap, one per command",
                 (Tier::Bubblewrap, true) => "bwrap, persistent",
-                _ => tier.name(),
+                (_, false) => "landlock, direct spawn",
+                _ => "landlock, persistent",
             };
             if persistent {
                 // The first command starts the sandbox's launcher; later ones reuse it.

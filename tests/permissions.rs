@@ -446,10 +446,21 @@ fn a_directory_grep_skips_secret_files_and_says_how_many() {
 }
 
 /// A directory outside every writable root of the sandbox (the workspace and HOME are under
-/// /tmp, a root; the target directory is not).
+/// /tmp, a root): the target directory, or /var/tmp when the clone (so the target) is under
+/// /tmp or $TMPDIR.
 fn outside_dir(name: &str) -> std::path::PathBuf {
-    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("perm-outside-{}-{name}", std::process::id()));
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let temps: Vec<std::path::PathBuf> = ["/tmp".into(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|t| std::fs::canonicalize(t).ok())
+        .collect();
+    let base = if temps.iter().any(|t| target.starts_with(t)) {
+        std::path::PathBuf::from("/var/tmp")
+    } else {
+        target
+    };
+    let d = base.join(format!("perm-outside-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -1,8 +1,9 @@
 //! The OS sandbox for shell commands, tested with real sandboxes: escape attempts that must be
 //! blocked and everyday workflows that must keep working, per tier. The bubblewrap tier is
 //! skipped (with a printed notice) only when `bwrap` cannot run here; the Landlock tier only
-//! when the kernel has no Landlock. Fixtures live under the target directory, outside every
-//! writable root (the workspace, /tmp), with a temporary HOME holding fake secrets.
+//! when the kernel has no Landlock. Fixtures live outside every writable root of the test
+//! policies (/tmp, $TMPDIR) wherever the repository is cloned ([`fixture_base`]), with a
+//! temporary HOME holding fake secrets.
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
@@ -90,10 +91,40 @@ fn use_launcher() {
     fen::native::sandbox::launcher::set_program(PathBuf::from(env!("CARGO_BIN_EXE_fen")));
 }
 
+/// Whether `p` lies in a temp root every sandbox policy makes writable (/tmp, $TMPDIR).
+fn in_temp_root(p: &Path) -> bool {
+    let c = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut temps = vec![PathBuf::from("/tmp")];
+    temps.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    temps
+        .iter()
+        .any(|t| c.starts_with(t) || std::fs::canonicalize(t).is_ok_and(|tc| c.starts_with(tc)))
+}
+
+/// A directory for fixtures outside every writable root: the target directory unless the
+/// clone (so the target) is under /tmp, else /var/tmp, else HOME. "Outside the roots" victims
+/// under /tmp would be writable by design and every escape check would fail.
+fn fixture_base() -> &'static Path {
+    static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        let mut candidates = vec![PathBuf::from(env!("CARGO_TARGET_TMPDIR"))];
+        candidates.push(PathBuf::from("/var/tmp/fen-sandbox-tests"));
+        if let Some(h) = std::env::var_os("HOME") {
+            candidates.push(PathBuf::from(h).join(".cache/fen-sandbox-tests"));
+        }
+        for c in candidates {
+            if std::fs::create_dir_all(&c).is_ok() && !in_temp_root(&c) {
+                return std::fs::canonicalize(&c).unwrap_or(c);
+            }
+        }
+        panic!("no directory outside /tmp and $TMPDIR is writable for the sandbox fixtures");
+    })
+}
+
 fn fixture(name: &str, git: bool) -> Fx {
     use_launcher();
     static N: AtomicUsize = AtomicUsize::new(0);
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+    let base = fixture_base().join(format!(
         "sandbox-{}-{name}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
@@ -190,7 +221,13 @@ fn spec(fx: &Fx, tier: Tier, network: bool, cmd: &str) -> ProcessSpec {
         s.env
             .push(("PYENV_ROOT".into(), pyenv.display().to_string()));
     }
-    s.env_remove = vec![KEY_NAME.into(), "OPENAI_API_KEY".into()];
+    // CARGO_TARGET_DIR of the run building these tests would point the sandboxed cargo at a
+    // target directory outside the roots.
+    s.env_remove = vec![
+        KEY_NAME.into(),
+        "OPENAI_API_KEY".into(),
+        "CARGO_TARGET_DIR".into(),
+    ];
     s.sandbox = Some(Sandbox {
         policy: Arc::new(policy(fx, network)),
         tier,
@@ -593,22 +630,23 @@ async fn no_child_outlives_a_cancelled_call() {
     let mut e = Escapes::default();
     for tier in tiers() {
         let fx = fixture("cancel", false);
-        let mut cases = vec![(
-            "background child",
-            "(exec -a MARK sleep 300) & sleep 300".to_string(),
-        )];
-        if tier == Tier::Bubblewrap {
-            // A new session leaves fen's process group; only the pid namespace catches it.
-            cases.push((
+        // A new session leaves fen's process group; the keeper (a child subreaper) catches it
+        // in both tiers, the pid namespace too under bubblewrap.
+        let cases = [
+            (
+                "background child",
+                "(exec -a MARK sleep 300) & sleep 300".to_string(),
+            ),
+            (
                 "setsid child",
                 "setsid bash -c 'exec -a MARK sleep 300' & sleep 300".into(),
-            ));
-            cases.push((
+            ),
+            (
                 "double fork + nohup",
                 "(nohup setsid bash -c 'exec -a MARK sleep 300' >/dev/null 2>&1 &) ; sleep 300"
                     .into(),
-            ));
-        }
+            ),
+        ];
         for (i, (name, cmd)) in cases.iter().enumerate() {
             let marker = format!("fenmark{}x{}x{i}", std::process::id(), tier.name());
             let cmd = cmd.replace("MARK", &marker);
@@ -629,9 +667,9 @@ async fn no_child_outlives_a_cancelled_call() {
             assert!(r.cancelled, "{name}: {}", r.text);
             e.check(tier, name, gone(&marker).await, &r);
         }
-        if tier == Tier::Bubblewrap {
-            // Under bubblewrap even a normal return ends the command's leftovers.
-            let marker = format!("fenmark{}xleft", std::process::id());
+        {
+            // Even a normal return ends the command's leftovers.
+            let marker = format!("fenmark{}xleft{}", std::process::id(), tier.name());
             let r = sbx(
                 &fx,
                 tier,
@@ -935,8 +973,9 @@ async fn build_and_test_workflows_work_inside() {
             "pub fn add(a: i32, b: i32) -> i32 { a + b }\n#[cfg(test)]\nmod t { #[test] fn adds() { assert_eq!(super::add(2, 2), 4); } }\n",
         )
         .unwrap();
-        // The workspace itself is an npm package: `~/.npm` becomes a writable root and is
-        // created (missing in this HOME) before the command runs.
+        // The workspace itself is an npm package: `~/.npm`, an existing cache, is a writable
+        // root (a missing one is not created: `missing_cache_roots_are_not_created_in_home`).
+        std::fs::create_dir_all(fx.home.join(".npm")).unwrap();
         std::fs::write(
             ws.join("package.json"),
             "{\"name\":\"root\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"node -e \\\"require('fs').writeFileSync(require('os').homedir()+'/.npm/probe','x')\\\"\"}}\n",
@@ -1037,4 +1076,442 @@ async fn build_and_test_workflows_work_inside() {
         .await;
     }
     f.done(4);
+}
+
+/// `spec` for a command in `cwd` whose workspace is `ws` (not the fixture's).
+fn spec_in(fx: &Fx, tier: Tier, ws: &Path, cwd: &Path, cmd: &str) -> ProcessSpec {
+    let mut s = spec(fx, tier, false, cmd);
+    s.cwd = Some(cwd.to_path_buf());
+    s.sandbox = Some(Sandbox {
+        policy: Arc::new(SandboxPolicy::build(&PolicyInputs {
+            workspace: ws.to_path_buf(),
+            home: Some(fx.home.clone()),
+            ..Default::default()
+        })),
+        tier,
+        required: true,
+    });
+    s
+}
+
+/// A scratch directory under /tmp (a writable root of every policy), removed on drop.
+struct TmpScratch(PathBuf);
+
+impl TmpScratch {
+    fn new(name: &str) -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = PathBuf::from("/tmp").join(format!(
+            "fen-sbx-{}-{name}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Self(std::fs::canonicalize(&p).unwrap())
+    }
+}
+
+impl Drop for TmpScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A main repository with one commit and a linked worktree of it (`git worktree add`).
+fn repo_with_worktree(main: &Path, wt: &Path) {
+    std::fs::create_dir_all(main).unwrap();
+    sh_out(
+        main,
+        &format!(
+            "git init -q -b main && git config user.name t && git config user.email t@e && \
+             echo a > a && git add a && git commit -qm a && git worktree add -q {} -b feat",
+            wt.display()
+        ),
+    );
+}
+
+/// What a command must not change in a repository's metadata.
+fn git_meta(gitdir: &Path) -> (String, usize) {
+    (
+        read(&gitdir.join("config")),
+        std::fs::read_dir(gitdir.join("hooks"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+    )
+}
+
+/// A linked worktree and its main repository both under /tmp (writable by design): a command
+/// in the worktree must not rewrite the main repository's config or plant a hook there (they
+/// would run outside the sandbox), and neither may a command whose working directory is some
+/// other repository under /tmp; commits keep working.
+#[tokio::test(flavor = "current_thread")]
+async fn git_metadata_of_repositories_in_every_writable_root_is_read_only_under_bubblewrap() {
+    if detect().tier != Tier::Bubblewrap {
+        eprintln!(
+            "NOTICE: bubblewrap tier unavailable; .git protection outside the workspace not tested"
+        );
+        return;
+    }
+    let tier = Tier::Bubblewrap;
+    let fx = fixture("gitroots", false);
+    let scratch = TmpScratch::new("gitroots");
+    let (main, wt, other) = (
+        scratch.0.join("main"),
+        scratch.0.join("wt"),
+        scratch.0.join("other"),
+    );
+    repo_with_worktree(&main, &wt);
+    std::fs::create_dir_all(&other).unwrap();
+    sh_out(&other, "git init -q -b main");
+    let gd = main.join(".git");
+    let before = (git_meta(&gd), git_meta(&other.join(".git")));
+    let pointers = (
+        read(&wt.join(".git")),
+        read(&gd.join("worktrees/wt/commondir")),
+        read(&gd.join("worktrees/wt/gitdir")),
+    );
+    let mut e = Escapes::default();
+    let m = main.display();
+    let cases: Vec<(&str, String, &Path)> = vec![
+        (
+            "main config from the worktree",
+            format!("echo '[core]' >> {m}/.git/config"),
+            &wt,
+        ),
+        (
+            "main hook from the worktree",
+            format!("printf '#!/bin/sh\\necho pwned\\n' > {m}/.git/hooks/post-commit"),
+            &wt,
+        ),
+        (
+            "main config by rename",
+            format!("cp {m}/.git/config {m}/.git/c2 && mv {m}/.git/c2 {m}/.git/config"),
+            &wt,
+        ),
+        (
+            "git config in the worktree",
+            "git config core.hooksPath /tmp/evil".into(),
+            &wt,
+        ),
+        (
+            "the worktree's .git pointer",
+            "echo 'gitdir: /tmp/evil' > .git".into(),
+            &wt,
+        ),
+        (
+            "the worktree gitdir's commondir",
+            format!("echo /tmp/evil > {m}/.git/worktrees/wt/commondir"),
+            &wt,
+        ),
+        (
+            "a hook in the cwd's repository",
+            "echo x > .git/hooks/post-checkout".into(),
+            &other,
+        ),
+        (
+            "config of the cwd's repository",
+            "git config core.fsmonitor 'echo pwned'".into(),
+            &other,
+        ),
+    ];
+    for (name, cmd, cwd) in &cases {
+        let r = run_spec(spec_in(&fx, tier, &wt, cwd, cmd)).await;
+        let now = (git_meta(&gd), git_meta(&other.join(".git")));
+        let ptrs = (
+            read(&wt.join(".git")),
+            read(&gd.join("worktrees/wt/commondir")),
+            read(&gd.join("worktrees/wt/gitdir")),
+        );
+        e.check(tier, name, now == before && ptrs == pointers, &r);
+    }
+    e.done(8);
+    // Commits in the worktree and in the other repository still work.
+    let r = run_spec(spec_in(
+        &fx,
+        tier,
+        &wt,
+        &wt,
+        "echo b > b && git add b && git commit -qm b && git log --oneline | head -1",
+    ))
+    .await;
+    assert_eq!(r.exit_code, Some(0), "{}", r.text);
+    let r = run_spec(spec_in(
+        &fx,
+        tier,
+        &wt,
+        &other,
+        "git config user.name 2>/dev/null; echo o > o && git add o && git -c user.name=t -c user.email=t@e commit -qm o",
+    ))
+    .await;
+    assert_eq!(r.exit_code, Some(0), "{}", r.text);
+    assert_eq!(sh_out(&main, "git log --oneline feat | wc -l").trim(), "2");
+}
+
+/// A worktree whose main repository is outside every writable root (`git worktree add`
+/// next to a project in HOME): commits work, because objects, refs, logs and the worktree's
+/// own gitdir are granted, and the main repository's config and hooks stay read-only, in
+/// both tiers.
+#[tokio::test(flavor = "current_thread")]
+async fn a_worktree_commits_into_its_main_repository_outside_the_roots_without_its_config() {
+    let mut e = Escapes::default();
+    let mut commits = 0;
+    for tier in tiers() {
+        let fx = fixture("wtout", false);
+        let main = fx.out.join("main");
+        let wt = fx.ws.join("feature");
+        repo_with_worktree(&main, &wt);
+        let gd = main.join(".git");
+        let before = git_meta(&gd);
+        let r = run_spec(spec_in(
+            &fx,
+            tier,
+            &wt,
+            &wt,
+            "echo b > b && git add b && git commit -qm b && git branch side && git log --oneline -1",
+        ))
+        .await;
+        assert_eq!(r.exit_code, Some(0), "[{}] {}", tier.name(), r.text);
+        commits += 1;
+        let m = main.display();
+        for (name, cmd) in [
+            ("main config", format!("echo '[core]' >> {m}/.git/config")),
+            ("main hook", format!("echo x > {m}/.git/hooks/post-commit")),
+            ("main HEAD", format!("echo x > {m}/.git/HEAD")),
+            (
+                "git config",
+                "git config core.hooksPath /tmp/evil".to_string(),
+            ),
+        ] {
+            let r = run_spec(spec_in(&fx, tier, &wt, &wt, &cmd)).await;
+            e.check(tier, name, git_meta(&gd) == before, &r);
+        }
+        assert!(read(&gd.join("HEAD")).starts_with("ref: refs/heads/main"));
+    }
+    e.done(4);
+    eprintln!("{commits} worktree commits");
+}
+
+/// The sandbox creates nothing in the user's home: package-cache roots that do not exist
+/// (`~/.cargo/registry`, `~/.npm`) are not made, and a write there is explained.
+#[tokio::test(flavor = "current_thread")]
+async fn missing_cache_roots_are_not_created_in_home() {
+    for tier in tiers() {
+        let fx = fixture("caches", false);
+        std::fs::write(fx.ws.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+        std::fs::write(fx.ws.join("package.json"), "{}").unwrap();
+        let listing = |h: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(h)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let before = listing(&fx.home);
+        let r = sbx(&fx, tier, "echo ok").await;
+        assert_eq!(r.exit_code, Some(0), "{}", r.text);
+        let r = sbx(
+            &fx,
+            tier,
+            "mkdir -p $HOME/.npm/_logs && echo x > $HOME/.npm/_logs/l",
+        )
+        .await;
+        assert_ne!(r.exit_code, Some(0), "[{}] {}", tier.name(), r.text);
+        assert_eq!(
+            listing(&fx.home),
+            before,
+            "[{}] created in HOME",
+            tier.name()
+        );
+        assert!(!fx.home.join(".cargo").exists() && !fx.home.join(".npm").exists());
+        let b = classify(&policy(&fx, false), r.exit_code, &r.text).expect("classified");
+        assert_eq!(
+            b.boundary,
+            Boundary::MissingRoot(fx.home.join(".npm")),
+            "{}",
+            r.text
+        );
+        assert!(b.line().contains("mkdir -p"), "{}", b.line());
+        // Once it exists, it is writable.
+        std::fs::create_dir_all(fx.home.join(".npm")).unwrap();
+        let r = sbx(
+            &fx,
+            tier,
+            "mkdir -p $HOME/.npm/_logs && echo x > $HOME/.npm/_logs/l",
+        )
+        .await;
+        assert_eq!(r.exit_code, Some(0), "[{}] {}", tier.name(), r.text);
+    }
+}
+
+/// Under both tiers a command's processes end with it: background children, `setsid`
+/// escapees and double forks are gone when the call returns.
+#[tokio::test(flavor = "current_thread")]
+async fn background_children_end_with_the_command_in_every_tier() {
+    let mut e = Escapes::default();
+    for tier in tiers() {
+        let fx = fixture("leftover", false);
+        let cases = [
+            ("background child", "(exec -a MARK sleep 300) & sleep 0.2"),
+            (
+                "setsid child",
+                "setsid bash -c 'exec -a MARK sleep 300' & sleep 0.2",
+            ),
+            (
+                "double fork + nohup",
+                "(nohup setsid bash -c 'exec -a MARK sleep 300' >/dev/null 2>&1 &) ; sleep 0.2",
+            ),
+        ];
+        for (i, (name, cmd)) in cases.iter().enumerate() {
+            let marker = format!("fenmark{}xend{}x{i}", std::process::id(), tier.name());
+            let r = sbx(&fx, tier, &cmd.replace("MARK", &marker)).await;
+            assert_eq!(r.exit_code, Some(0), "{name}: {}", r.text);
+            // Gone when the call returns, not some time later.
+            let ended = with_marker(&marker).is_empty();
+            if !ended {
+                gone(&marker).await;
+            }
+            e.check(tier, name, ended, &r);
+        }
+    }
+    e.done(3);
+}
+
+/// `fen` with the fixture's HOME and XDG directories, in its workspace, in auto mode, playing
+/// one `bash` call of `command` through the mock provider.
+fn fen_auto(fx: &Fx, command: &str, extra: &[&str]) -> Command {
+    let script = serde_json::json!([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"}
+    ]);
+    let sc = fx.base.join("script.json");
+    std::fs::write(&sc, script.to_string()).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fen"));
+    cmd.args(["--permission-mode", "auto", "--no-session", "--mock-script"])
+        .arg(&sc)
+        .args(extra)
+        .current_dir(&fx.ws)
+        .env("HOME", &fx.home)
+        .env("XDG_CONFIG_HOME", fx.base.join("config"))
+        .env("XDG_STATE_HOME", fx.base.join("state"))
+        .env_remove("FEN_EXTENSIONS_PATH")
+        .env_remove("FEN_EXTENSION_ROOT")
+        .env_remove("FEN_LOG")
+        .env_remove("FEN_MOCK_SCRIPT");
+    cmd
+}
+
+/// The tool-result texts of a `--mode json` run.
+fn tool_results(stdout: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "tool-result")
+        .map(|e| {
+            e["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect()
+}
+
+/// A headless run cannot ask whether to rerun a blocked command outside the sandbox: the
+/// result names the boundary (the network, a write outside the roots) and the way out.
+#[test]
+fn a_headless_sandbox_denial_names_the_boundary_and_the_way_out() {
+    if detect().tier == Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; skipped");
+        return;
+    }
+    let fx = fixture("headless", false);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    // A refused connection (ECONNREFUSED in bubblewrap's own network namespace, EACCES under
+    // Landlock) with nothing in the message that says "sandbox". Scripts, not `python3 -c`:
+    // inline code is opaque to the analyser and would be asked (so refused) headless.
+    std::fs::write(
+        fx.ws.join("net.py"),
+        format!("import socket\nsocket.create_connection(('127.0.0.1', {port}))\n"),
+    )
+    .unwrap();
+    let victim = fx.out.join("victim");
+    std::fs::write(
+        fx.ws.join("touch.py"),
+        format!("import os\nos.open('{}', os.O_WRONLY)\n", victim.display()),
+    )
+    .unwrap();
+    let (py, write) = ("python3 net.py".to_string(), "python3 touch.py".to_string());
+    for (cmd, boundary, setting) in [
+        (
+            py.as_str(),
+            "network access was blocked",
+            "sandbox.network = true",
+        ),
+        (
+            write.as_str(),
+            "outside the writable roots",
+            "sandbox.writable_roots",
+        ),
+    ] {
+        let out = fen_auto(&fx, cmd, &["--mode", "json", "go"])
+            .output()
+            .unwrap();
+        let results = tool_results(&out.stdout);
+        assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+        let r = &results[0];
+        assert!(r.contains(boundary), "{r}");
+        assert!(r.contains(setting), "{r}");
+        assert!(
+            r.contains("nobody can be asked") && r.contains("default mode"),
+            "{r}"
+        );
+    }
+    // The same through `-p`: the progress row of the failed call on stderr shows the
+    // boundary and the way out, not the output's first line ("Traceback ...").
+    let out = fen_auto(&fx, &py, &["-p", "go"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let row = err
+        .lines()
+        .find(|l| l.starts_with("tool> err bash"))
+        .unwrap_or_else(|| panic!("no error row: {err}"));
+    assert!(row.contains("network access was blocked"), "{row}");
+    assert!(row.contains("sandbox.network = true"), "{row}");
+    assert!(row.contains("default mode to be asked"), "{row}");
+    assert_eq!(read(&victim), "original\n");
+}
+
+/// Killing fen while a sandboxed command runs ends the command and its background children,
+/// whichever tier this machine has.
+#[test]
+fn a_command_and_its_children_do_not_outlive_a_killed_fen() {
+    if detect().tier == Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; skipped");
+        return;
+    }
+    let fx = fixture("killfen", false);
+    let marker = format!("fenmark{}xkilled", std::process::id());
+    let cmd = format!(
+        "(exec -a {marker} sleep 300) & setsid bash -c 'exec -a {marker} sleep 300' & sleep 300"
+    );
+    let mut child = fen_auto(&fx, &cmd, &["-p", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    // The shell (its command line names the marker) and both sleeps.
+    while with_marker(&marker).len() < 3 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(with_marker(&marker).len() >= 3, "the command did not start");
+    let _ = child.kill();
+    let _ = child.wait();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert!(rt.block_on(gone(&marker)), "processes outlived fen");
 }

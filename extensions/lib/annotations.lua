@@ -154,6 +154,12 @@ function session.latest_state(name) end
 ---@return boolean stored
 function session.append_compaction(record, first_kept_message) end
 
+--- Appends a record of the extension's own type (`{type = "checkpoint", ...}`) to the session
+--- file as it is. False when there is no session or the backend keeps no records.
+---@param record table
+---@return boolean
+function session.append_record(record) end
+
 ---@class fen.ApiUi
 local ui = {}
 
@@ -214,6 +220,7 @@ function kernel.run_options() end
 ---@field version string
 ---@field platform {os: string, arch: string}
 ---@field paths {config_dir: string, state_dir: string}
+---@field auth fen.NativeAuth
 ---@field truncate fen.NativeTruncate
 ---@field fs fen.NativeFs
 ---@field edit fen.NativeEdit
@@ -223,8 +230,10 @@ function kernel.run_options() end
 ---@field http fen.NativeHttp
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
+---@field checkpoint fen.NativeCheckpoint
 ---@field jobs fen.NativeJobs
 ---@field mcp fen.NativeMcp
+---@field lsp fen.NativeLsp
 ---@field subagent fen.NativeSubagent
 ---@field markup fen.NativeMarkup
 ---@field line fen.NativeLine
@@ -255,6 +264,14 @@ function native.clock_ms() end
 ---@field count_lines fun(text: string): integer
 ---@field number_lines fun(text: string, first: integer?): string
 
+---@class fen.NativeCheckpoint
+---@field workspace_of fun(dir: string): string the nearest ancestor holding `.git`, else `dir`
+---@field settings fun(workspace: string): {enabled: boolean, include: string[], max_file_bytes: integer, max_total_bytes: integer, problems: string[]} async; `checkpoints` of the settings files
+---@field snapshot fun(opts: {workspace: string, session: string, session_path: string?, name: string, include: string[]?, max_file_bytes: integer?, since: string?, baseline: boolean?}): {commit: string, skipped: string[], files: string[]?}?, string? async; the tree in the shadow repository (`files`: changed since `since`)
+---@field turns fun(session_path: string): {session_id: string?, cwd: string?, turns: table[]}?, string? async; the checkpoint records of a session file, merged by id, oldest first
+---@field rewind fun(opts: {session_path: string, turn: integer, code: boolean?, conversation: boolean?, apply: boolean?, force: boolean?, include: string[]?, max_file_bytes: integer?}): table?, string? async; plan (apply = false) or restore code and/or branch the conversation to before `turn`
+---@field prune fun(max_total_bytes: integer?): string[]?, string? async; drops deleted sessions' snapshots, then the oldest while over the bound
+
 ---@class fen.NativeFs
 ---@field read fun(path: string, opts: {offset: integer?, limit: integer?, max_bytes: integer?, max_columns: integer?, numbered: boolean?, images: boolean?}?): table?, string? async; with `images`, a PNG/JPEG/GIF/WebP is `{kind = "image", mime_type, data, ...}`
 ---@field write fun(path: string, content: string): table?, string? async
@@ -268,6 +285,7 @@ function native.clock_ms() end
 
 ---@class fen.NativeEdit
 ---@field apply fun(files: {path: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[]}[]): table?, string? async
+---@field apply_text fun(text: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[], label: string?): {text: string, diff: string, replacements: integer, first_changed_line: integer, strategies: string[]}?, string? async; the engine on a buffer, writes nothing
 
 ---@class fen.NativeSearch
 ---@field grep fun(opts: table): table?, string? async
@@ -334,6 +352,17 @@ function native.clock_ms() end
 ---@field tools fen.McpTool[]? absent with `tools = false`
 
 --- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
+---@class fen.NativeAuth
+---@field login fun(provider: string, opts: {device: boolean?, no_browser: boolean?, host: string?, on_prompt: fun(p: {kind: "url"|"code", url: string, code: string?, opened: boolean?})?}?): table?, string? async: runs the provider's login flow; the status row, or nil and why
+---@field credential fun(provider: string, stale_token: string?): {token: string, expires_at: integer?, headers: table<string, string>, base_url: string?}?, string? async: the request credential (refreshed under a lock when under 5 minutes remain, or when `stale_token` is still the stored one)
+---@field models fun(provider: string): table[]?, string? async: the models the login's plan offers
+---@field status fun(): {provider: string, email: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
+---@field logout fun(provider: string): boolean?, string? async: forgets a login; true when there was one
+---@field mcp_login fun(server: string, opts: {trusted: boolean?, no_browser: boolean?, on_prompt: fun(p: {kind: "url", url: string, opened: boolean})?}?): true?, string? async: the OAuth login of a configured HTTP MCP server
+---@field mcp_logout fun(server: string, opts: {trusted: boolean?}?): boolean?, string? async: forgets an MCP server's OAuth login
+---@field refusal fun(name: string): string? why fen refuses that subscription login (Anthropic, Google)
+---@field path fun(): string the auth.json path
+
 ---@class fen.NativeMcp
 ---@field configure fun(opts: {trusted: boolean?}?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
 ---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
@@ -343,6 +372,39 @@ function native.clock_ms() end
 ---@field server_for_tool fun(fen_name: string): string?
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
+---@field add fun(servers: {name: string, command: string?, args: string[]?, env: table<string, string>?, url: string?, headers: table<string, string>?}[]): string[]?, string? servers beside the configured ones (an ACP client's), kept across `configure`; starts none
+--- What an edit did to one file's diagnostics (`native.lsp.after_change`).
+---@class fen.LspReport
+---@field path string as given
+---@field server string
+---@field lines string[] `path:line:col severity message`, errors first, at most 20
+---@field introduced integer how many the change introduced (before the cap)
+---@field errors integer
+---@field pending string? set when the deadline passed first: why
+---@field baseline boolean false when the file was not open before (all its diagnostics shown)
+
+--- A server as `native.lsp.servers()` lists it.
+---@class fen.LspServer
+---@field name string
+---@field command string
+---@field extensions string[]
+---@field state string running, starting, crashed, failed, unavailable, disabled, idle
+---@field root string?
+---@field error string?
+---@field restarts integer
+---@field log string
+---@field project boolean
+---@field documents integer
+
+--- The language-server client (docs/lsp.md): one server per (definition, workspace root),
+--- started lazily; I/O on threads of its own, waits async.
+---@class fen.NativeLsp
+---@field configure fun(opts: {trusted: boolean?}?): {errors: string[], untrusted: {name: string, file: string}[], wait_ms: integer} reads the `lsp` settings (starts nothing)
+---@field prepare fun(paths: string[]) async: opens the files that have a server (starting it), so the diagnostics before a change are known
+---@field after_change fun(paths: string[]): fen.LspReport[] async: sends the files' new text and waits (at most `lsp.diagnostics_wait_ms`) for the diagnostics the change introduced
+---@field sync fun(): integer async: the stat scan of open documents; how many changed
+---@field query fun(q: {operation: string, path: string?, line: integer?, column: integer?, query: string?}): {server: string, items: {path: string, line: integer, column: integer, context: string, name: string?, kind: string?, depth: integer}[], text: string?}?, string? async; a navigation request
+---@field servers fun(): fen.LspServer[]
 --- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
 --- `finished` once it exited and its output was read; `result` is its last `result` line.
 ---@class fen.SubagentInfo

@@ -3,6 +3,7 @@
 --   M.stream(p)             one streamed request with retries (429, 5xx, 529, dropped or cut
 --                           streams; Retry-After honoured; only while nothing was delivered)
 --   M.config(opts, defaults) base URL and key from options, models.json and the environment
+--   M.credential(api, name, ctx) an auth backend's credential (cached; refreshed on a 401)
 --   M.text_of(content), M.clean_schema(schema), M.error_message(...)
 local native = require("fen.native")
 local json = native.json
@@ -343,6 +344,12 @@ function M.stream(p)
       else
         return M.error_message(p, err.message, asm:partial())
       end
+    elseif res.status == 401 and p.reauth and not p.reauthed then
+      -- A refused credential: ask the auth backend to refresh it, then try once more.
+      p.reauthed = true
+      local ok, rerr = p.reauth()
+      if not ok then return M.error_message(p, rerr) end
+      reason, retry_after = string.format("HTTP 401 from %s: credentials refreshed", p.name), 0
     elseif res.status < 200 or res.status > 299 then
       local text = string.format("HTTP %d from %s: %s", res.status, p.name, M.error_text(res.body))
       if not retryable_status(res.status) then return M.error_message(p, text) end
@@ -394,13 +401,39 @@ function M.completer(api, cfg, spec, wire)
     options = options or {}
     local p = { api = api, name = cfg.name, model = model, api_name = wire.api_name }
     local base, key = M.config({ base_url = options.base_url or cfg.base_url_override, api_key = options.api_key or cfg.api_key }, cfg)
-    if not key and not options.base_url and not cfg.base_url_override then return M.no_key(p, cfg.key_env) end
-    local headers = { ["content-type"] = "application/json" }
-    for k, v in pairs(wire.headers or {}) do headers[k] = v end
-    if key then wire.auth(headers, key) end
-    for k, v in pairs(cfg.headers or {}) do headers[k] = v end
+    local cred
+    if cfg.auth then
+      local err
+      cred, err = M.credential(api, cfg.auth, { provider = cfg.name, model = model })
+      if not cred then return M.error_message(p, err) end
+      -- A backend that names its API base gets its token sent there only (--base-url cannot
+      -- redirect a subscription's token to another host).
+      if cred.base_url then base = cred.base_url:gsub("/+$", "") end
+    elseif not key and not options.base_url and not cfg.base_url_override then
+      return M.no_key(p, cfg.key_env)
+    end
+    local function headers_with(c)
+      local headers = { ["content-type"] = "application/json" }
+      for k, v in pairs(wire.headers or {}) do headers[k] = v end
+      if c then
+        M.bearer(headers, c.token)
+        for k, v in pairs(c.headers or {}) do headers[k] = v end
+      elseif key then
+        wire.auth(headers, key)
+      end
+      for k, v in pairs(cfg.headers or {}) do headers[k] = v end
+      return headers
+    end
     p.url = base .. wire.path
-    p.headers = headers
+    p.headers = headers_with(cred)
+    if cred then
+      p.reauth = function()
+        local fresh, err = M.refresh_credential(api, cfg.auth, { provider = cfg.name, model = model, token = cred.token })
+        if not fresh then return nil, err end
+        p.headers = headers_with(fresh)
+        return true
+      end
+    end
     if not M.accepts_images(cfg.models, model) then
       local stripped = {}
       for k, v in pairs(ctx) do stripped[k] = v end
@@ -408,12 +441,64 @@ function M.completer(api, cfg, spec, wire)
       ctx = stripped
     end
     p.body = spec.build_body(model, ctx, options)
+    if cfg.adjust_body then cfg.adjust_body(p.body, ctx) end
     p.parse = wire.parse
     p.plain_deltas = wire.plain_deltas
     p.on_event = on_event
     p.finish_fields = { provider = cfg.name, model = model, api = wire.api_name }
     return M.stream(p)
   end
+end
+
+---------------------------------------------------------------------------------------------
+-- Auth backends: a provider whose cfg names one (`auth`, models.json's "auth") asks it for a
+-- credential before each request (cached until it nears its expiry) and, on a 401, for a
+-- refreshed one, once.
+---------------------------------------------------------------------------------------------
+local CREDENTIALS = {}
+-- A cached credential is handed back to its backend this long before it expires, so the
+-- backend can refresh it first.
+local CACHE_MARGIN_SECS = 300
+
+local function auth_backend(api, name)
+  -- Live specs are a first-party view (api.kernel); a third-party provider cannot reach them.
+  if not api.kernel then return nil end
+  for _, b in ipairs(api.kernel.contributions("auth-backend")) do
+    if b.name == name then return b.spec end
+  end
+  return nil
+end
+
+local function call_backend(api, name, method, ctx)
+  local b = auth_backend(api, name)
+  if not b then
+    return nil, string.format("%s: no auth backend named %q is registered (see `fen list auth-backends`)", ctx.provider, name)
+  end
+  if type(b[method]) ~= "function" then
+    return nil, string.format("%s refused the credential of auth backend %q, which cannot %s it", ctx.provider, name, method)
+  end
+  local ok, cred, err = pcall(b[method], ctx)
+  if not ok then return nil, tostring(cred) end
+  if type(cred) ~= "table" or type(cred.token) ~= "string" or cred.token == "" then
+    return nil, err or string.format("auth backend %q returned no token", name)
+  end
+  if cred.expires_at ~= nil and type(cred.expires_at) ~= "number" then cred.expires_at = nil end
+  CREDENTIALS[name] = cred
+  return cred
+end
+
+--- The credential of auth backend `name`: `{token, expires_at?, headers?, base_url?}`, or nil
+--- and a message.
+function M.credential(api, name, ctx)
+  local c = CREDENTIALS[name]
+  if c and (c.expires_at == nil or c.expires_at - os.time() > CACHE_MARGIN_SECS) then return c end
+  return call_backend(api, name, "credential", ctx)
+end
+
+--- A refreshed credential after a 401 (`ctx.token` is the refused one).
+function M.refresh_credential(api, name, ctx)
+  CREDENTIALS[name] = nil
+  return call_backend(api, name, "refresh", ctx)
 end
 
 --- Anthropic thinking budgets (tokens) of the `--thinking` levels; OpenAI takes the level's

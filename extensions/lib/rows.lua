@@ -56,10 +56,13 @@ function M.result_row(result, call)
   end
   local row = string.format("tool> %s %s (%d line%s, %s)", result.is_error and "err" or "ok", what, lines, lines == 1 and "" or "s", human(#text))
   if result.is_error then
-    -- The first line of the error says what went wrong (bash's is its output's first line).
+    -- The first line of the error says what went wrong (bash's is its output's first line),
+    -- unless the sandbox stopped the command: then its boundary and the way out, whole (the
+    -- output's own first line is only "Permission denied" or a traceback).
     local first = text:match("^[^\n]*") or ""
     local chars = utf8.len(first)
     if chars and chars > 160 then first = first:sub(1, utf8.offset(first, 158) - 1) .. "..." end
+    if type(d.sandbox_blocked) == "string" then first = d.sandbox_blocked end
     if first ~= "" then row = row .. ": " .. first end
   end
   return row

@@ -30,7 +30,9 @@ pub struct Cli {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
-    /// Output mode for headless runs: `text` (the answer) or `json` (every event as a line).
+    /// Output mode for headless runs: `text` (the answer), `json` (every event as a line) or
+    /// `rpc` (JSON Lines both ways: requests on stdin, events and responses on stdout; see
+    /// docs/rpc.md).
     #[arg(long, value_enum, default_value_t = Mode::Text)]
     pub mode: Mode,
 
@@ -92,6 +94,11 @@ pub struct Cli {
     /// With --continue/--resume: continue in a new session seeded with that one's history.
     #[arg(long, requires = "source")]
     pub fork: bool,
+
+    /// Run the session in a new git worktree on branch fen/NAME under .fen/worktrees/NAME/
+    /// (removed on exit when nothing changed). NAME defaults to session-<time>.
+    #[arg(short = 'w', long = "worktree", value_name = "NAME", num_args = 0..=1)]
+    pub worktree: Option<Option<String>>,
 
     /// Keep nothing on disk for this run.
     #[arg(long, conflicts_with_all = ["continue_session", "resume"])]
@@ -171,6 +178,7 @@ fn at_least_one(s: &str) -> Result<usize, String> {
 pub enum Mode {
     Text,
     Json,
+    Rpc,
 }
 
 #[derive(Debug, Subcommand)]
@@ -208,10 +216,85 @@ pub enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+    /// Undo turns: list a session's checkpoints, or restore the files and/or the
+    /// conversation to before a turn (see docs/checkpoints.md).
+    Rewind {
+        /// Session id, id prefix or path (default: the latest of this directory).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// List the turns, newest first, with the files each changed.
+        #[arg(long, conflicts_with = "to")]
+        list: bool,
+        /// Restore to just before this turn (a number `--list` shows).
+        #[arg(long, value_name = "TURN")]
+        to: Option<u64>,
+        /// Restore the files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
+        code: bool,
+        /// Restore the conversation only (a new session branch; the old one stays).
+        #[arg(long, conflicts_with = "both")]
+        conversation: bool,
+        /// Restore both (the default).
+        #[arg(long)]
+        both: bool,
+        /// Overwrite files changed by hand since fen last recorded them.
+        #[arg(long)]
+        yes: bool,
+        /// `text`, or `json`: one `rewind` event on stdout.
+        #[arg(long, value_enum)]
+        mode: Option<Mode>,
+    },
+    /// fen's git worktrees (`fen -w NAME`): list them, or remove one and its branch.
+    Worktree {
+        #[command(subcommand)]
+        what: WorktreeCommand,
+    },
     /// MCP servers (see docs/mcp.md).
     Mcp {
         #[command(subcommand)]
         what: McpCommand,
+    },
+    /// Log in with a subscription (openai-chatgpt, github-copilot; a picker without one).
+    /// Credentials go to $XDG_DATA_HOME/fen/auth.json (see docs/login.md).
+    Login {
+        /// openai-chatgpt or github-copilot (or another registered auth backend).
+        provider: Option<String>,
+        /// The device-code flow (type a code on another machine's browser).
+        #[arg(long)]
+        device: bool,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// GitHub Enterprise host for github-copilot (default github.com).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Each logged-in provider: account email, plan, token expiry (never the token).
+        #[arg(long)]
+        status: bool,
+        /// With --status: one JSON document on stdout.
+        #[arg(long, requires = "status")]
+        json: bool,
+    },
+    /// Forget a subscription login (a picker without PROVIDER).
+    Logout {
+        /// openai-chatgpt or github-copilot.
+        provider: Option<String>,
+    },
+    /// Run as an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains,
+    /// Neovim, Emacs; see docs/acp.md). Takes the session flags: `fen acp --model ID ...`.
+    Acp {
+        /// Session flags, as for `fen` itself (`--model`, `--permission-mode`, ...).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FLAGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Language servers (see docs/lsp.md).
+    Lsp {
+        #[command(subcommand)]
+        what: LspCommand,
     },
     /// Write docs/contracts.md from contracts/ (or check that it is current).
     Docs {
@@ -224,6 +307,18 @@ pub enum Command {
     },
 }
 
+/// `fen worktree ...`.
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// The worktrees under .fen/worktrees/ with their branch and whether they changed.
+    List,
+    /// Remove a worktree and its branch fen/NAME (its changes are discarded).
+    Remove {
+        /// The worktree's name.
+        name: String,
+    },
+}
+
 /// `fen mcp ...`.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -233,6 +328,35 @@ pub enum McpCommand {
         /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
+    },
+    /// Log in to an MCP server that requires OAuth (its URL's tokens go to auth.json).
+    Login {
+        /// The server's name in mcp.json.
+        name: String,
+        /// Print the sign-in URL without opening a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the OAuth login of an MCP server.
+    Logout {
+        /// The server's name in mcp.json.
+        name: String,
+    },
+}
+
+/// `fen lsp ...`.
+#[derive(Debug, Subcommand)]
+pub enum LspCommand {
+    /// Start every configured server that is on PATH (in this folder's project root, each
+    /// within 10 s) and list every server with its state: running, unavailable, failed and
+    /// why, disabled.
+    Status {
+        /// One JSON document on stdout.
+        #[arg(long)]
+        json: bool,
+        /// List the servers without starting any.
+        #[arg(long)]
+        no_start: bool,
     },
 }
 

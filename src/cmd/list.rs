@@ -133,7 +133,14 @@ fn models_json(kernel: &Kernel) -> Vec<serde_json::Value> {
         if !p["shadowed_by"].is_null() {
             continue;
         }
-        for m in p["models"].as_array().into_iter().flatten() {
+        let name = p["name"].as_str().unwrap_or("");
+        let offered = offered_models(kernel, name);
+        for m in offered
+            .as_ref()
+            .or(p["models"].as_array())
+            .into_iter()
+            .flatten()
+        {
             let mut m = m.clone();
             if let Some(obj) = m.as_object_mut() {
                 obj.insert("provider".into(), p["name"].clone());
@@ -142,6 +149,36 @@ fn models_json(kernel: &Kernel) -> Vec<serde_json::Value> {
         }
     }
     out
+}
+
+/// The models a provider with `list_models` (a subscription's plan) offers now; None when it
+/// has no such function, is not logged in, or cannot be reached (its declared list stands).
+fn offered_models(kernel: &Kernel, provider: &str) -> Option<Vec<serde_json::Value>> {
+    let f = kernel
+        .inner
+        .registry
+        .borrow()
+        .active("provider")
+        .iter()
+        .find(|c| c.name.as_deref() == Some(provider))
+        .and_then(|c| {
+            c.spec
+                .get::<Option<mlua::Function>>("list_models")
+                .ok()
+                .flatten()
+        })?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let scope = crate::kernel::calls::Scope::new(cancel, None, "list_models");
+    let (list, _err) = super::block_on(crate::kernel::calls::call_async::<(
+        mlua::Value,
+        mlua::Value,
+    )>(&kernel.lua, &f, (), scope))
+    .ok()?
+    .ok()?;
+    match crate::kernel::convert::lua_to_json(&kernel.lua, &list).ok()? {
+        serde_json::Value::Array(a) => Some(a),
+        _ => None,
+    }
 }
 
 pub(super) fn contract_json(c: &contracts::Contract) -> serde_json::Value {

@@ -1,4 +1,4 @@
-//! `fen mcp list [--json]`, and [`settle`]: what one-shot commands (`fen list tools`,
+//! `fen mcp list [--json]`, `fen mcp login NAME`, `fen mcp logout NAME`, and [`settle`]: what one-shot commands (`fen list tools`,
 //! `fen tool mcp__...`) run before they read the tools, so MCP servers that connect within
 //! their start-up timeout count.
 
@@ -97,6 +97,83 @@ pub(super) fn list(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configured server `name` with an HTTP URL (project files count in a trusted folder).
+fn http_server(
+    cli: &Cli,
+    name: &str,
+) -> Result<(String, Option<crate::native::auth::mcp::ClientConfig>), String> {
+    let paths = crate::kernel::settings::Paths::from_env();
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let trusted = cli.trust || crate::kernel::trust::is_trusted(&paths.state_dir, &cwd);
+    let root = crate::kernel::trust::project_root(&cwd);
+    crate::native::mcp::config::http_server(&paths.config_dir, &cwd, &root, trusted, name)
+}
+
+/// `fen mcp login NAME [--no-browser]`.
+pub(super) fn login(cli: &Cli, name: &str, no_browser: bool) -> anyhow::Result<ExitCode> {
+    use crate::native::auth::{mcp as oauth, oauth::Http, store::Store, Prompt};
+    let (url, client) = match http_server(cli, name) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let notify = |p: Prompt| {
+        if let Prompt::OpenUrl { url, opened } = p {
+            if opened {
+                eprintln!("Your browser was opened to sign in; if it was not, open:\n{url}");
+            } else {
+                eprintln!("Open this URL in a browser to sign in:\n{url}");
+            }
+            eprintln!("Waiting for the sign-in to complete (Ctrl-C to give up)...");
+        }
+    };
+    let result = block_on(async {
+        let http = Http::new(tokio_util::sync::CancellationToken::new())?;
+        oauth::login(
+            &http,
+            &Store::from_env(),
+            &url,
+            &client.unwrap_or_default(),
+            !no_browser,
+            &notify,
+        )
+        .await
+    })?;
+    match result {
+        Ok(()) => {
+            stdout(&format!("Logged in to MCP server '{name}' ({url})\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("fen: login to MCP server '{name}' failed: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// `fen mcp logout NAME`.
+pub(super) fn logout(cli: &Cli, name: &str) -> anyhow::Result<ExitCode> {
+    let (url, _) = match http_server(cli, name) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let store = crate::native::auth::store::Store::from_env();
+    match block_on(crate::native::auth::mcp::logout(&store, &url))? {
+        Ok(true) => stdout(&format!("Logged out of MCP server '{name}'\n"))?,
+        Ok(false) => stdout(&format!("Not logged in to MCP server '{name}'\n"))?,
+        Err(e) => {
+            eprintln!("fen: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

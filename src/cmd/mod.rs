@@ -2,15 +2,20 @@
 //! one module per subcommand. The top layer: it may use everything below (host, kernel,
 //! native); nothing below uses it.
 
+mod acp;
 pub mod cli;
 mod completion;
 mod docs;
 mod list;
+mod login;
+mod lsp;
 mod mcp;
+pub mod rewind;
 pub mod run;
 pub mod session;
 mod show;
 mod tool;
+mod worktree;
 
 use crate::host::{BootOptions, Kernel};
 use crate::kernel::Status;
@@ -47,6 +52,7 @@ pub fn end_children() {
     crate::native::process::terminate_all_groups();
     crate::native::jobs::terminate_all();
     crate::native::mcp::terminate_all();
+    crate::native::lsp::shutdown_all();
     crate::native::subagent::terminate_all();
 }
 
@@ -82,17 +88,81 @@ pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        None => run::run(&cli),
+        None => match &cli.worktree {
+            Some(name) => {
+                let entered = worktree::enter(name.as_deref())?;
+                let r = run::run(&cli);
+                worktree::leave(&entered);
+                r
+            }
+            None => run::run(&cli),
+        },
+        Some(Command::Worktree { what }) => match what {
+            cli::WorktreeCommand::List => worktree::list(),
+            cli::WorktreeCommand::Remove { name } => worktree::remove_cmd(name),
+        },
         Some(Command::List { what, json }) => list::list(&cli, *what, *json),
         Some(Command::Show {
             what: ShowWhat::Contract { name, json },
         }) => show::show_contract(name, *json),
+        Some(Command::Acp { args }) => acp::acp(args),
         Some(Command::Docs { check, out }) => docs::docs(*check, out.clone()),
         Some(Command::Completion { shell }) => completion::completion(*shell),
         Some(Command::Tool { name, args }) => tool::tool(&cli, name, args),
         Some(Command::Mcp {
             what: cli::McpCommand::List { json },
         }) => mcp::list(&cli, *json),
+        Some(Command::Mcp {
+            what: cli::McpCommand::Login { name, no_browser },
+        }) => mcp::login(&cli, name, *no_browser),
+        Some(Command::Mcp {
+            what: cli::McpCommand::Logout { name },
+        }) => mcp::logout(&cli, name),
+        Some(Command::Login {
+            provider,
+            device,
+            no_browser,
+            host,
+            status,
+            json,
+        }) => login::login(
+            &cli,
+            login::LoginArgs {
+                provider: provider.as_deref(),
+                device: *device,
+                no_browser: *no_browser,
+                host: host.as_deref(),
+                status: *status,
+                json: *json,
+            },
+        ),
+        Some(Command::Logout { provider }) => login::logout(&cli, provider.as_deref()),
+        Some(Command::Rewind {
+            session,
+            list,
+            to,
+            code,
+            conversation,
+            both,
+            yes,
+            mode,
+        }) => {
+            if let Some(dir) = &cli.session_dir {
+                std::env::set_var("FEN_SESSION_DIR", dir);
+            }
+            rewind::run(&rewind::Args {
+                session: session.clone(),
+                list: *list,
+                to: *to,
+                code: *code || *both,
+                conversation: *conversation || *both,
+                yes: *yes,
+                mode: mode.unwrap_or(cli.mode),
+            })
+        }
+        Some(Command::Lsp {
+            what: cli::LspCommand::Status { json, no_start },
+        }) => lsp::status(&cli, *json, *no_start),
         Some(Command::Session { what }) => {
             if let Some(dir) = &cli.session_dir {
                 std::env::set_var("FEN_SESSION_DIR", dir);

@@ -179,11 +179,16 @@ fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
 }
 
 pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    run_as(cli, None)
+}
+
+/// A session with `presenter` when given (`fen acp`), else the one the flags choose.
+pub fn run_as(cli: &Cli, forced: Option<&str>) -> anyhow::Result<ExitCode> {
     // `fen lsit`: a one-word "prompt" that is close to a subcommand is a typo, not a task.
     if let Some(word) = cli
         .prompt
         .as_deref()
-        .filter(|p| !cli.print && cli.mode != Mode::Json && !p.contains(char::is_whitespace))
+        .filter(|p| !cli.print && cli.mode == Mode::Text && !p.contains(char::is_whitespace))
     {
         let subcommands = [
             "list",
@@ -206,7 +211,11 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     // Interactive: the TUI on a terminal, else the line REPL; --presenter chooses.
-    let presenter = if cli.mode == Mode::Json {
+    let presenter = if let Some(p) = forced {
+        p
+    } else if cli.mode == Mode::Rpc {
+        "rpc"
+    } else if cli.mode == Mode::Json {
         "json"
     } else if cli.print {
         "print"
@@ -221,11 +230,14 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     } else {
         "stdio"
     };
-    let headless = presenter != "stdio" && presenter != "tui";
+    // Driven by a program over stdin/stdout (`--mode rpc`, `fen acp`): no prompt is needed, and
+    // asks go to that program, not to a --on-ask answer.
+    let driven = presenter == "rpc" || presenter == "acp";
+    let headless = !driven && presenter != "stdio" && presenter != "tui";
     // The REPL starts without a provider and says how to configure one at the first prompt.
     let (provider, model) = match resolve_provider(cli) {
         Some(pm) => pm,
-        None if !headless => (String::new(), Some(String::new())),
+        None if !headless && !driven => (String::new(), Some(String::new())),
         None => {
             eprintln!("fen: {}", setup_help());
             return Ok(ExitCode::from(1));
@@ -253,7 +265,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         std::env::set_var("FEN_SESSION_DIR", dir);
     }
     let kernel = crate::cmd::boot(cli)?;
-    if !headless {
+    if !headless && !driven {
         ask_trust(&kernel);
     }
     let lua = kernel.lua.clone();

@@ -6,7 +6,7 @@ use crate::native::jsonl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-fn sessions_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn sessions_dir() -> anyhow::Result<PathBuf> {
     Ok(crate::host::native::session::dir_for(
         &std::env::current_dir()?,
     ))
@@ -47,7 +47,7 @@ fn age(modified: u64) -> String {
 
 /// Finds a session by path, id or id prefix: in this directory's sessions first, then in every
 /// directory's (the ids `fen session list --all` shows work from anywhere).
-fn resolve(query: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn resolve(query: &str) -> anyhow::Result<PathBuf> {
     if Path::new(query).is_file() {
         return Ok(PathBuf::from(query));
     }

@@ -279,6 +279,24 @@ fn session_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
         )?;
     }
     let i = inner.clone();
+    // A record of the extension's own type (`{type = "checkpoint", ...}`), appended to the
+    // session file as it is; false when there is no session or the backend keeps no records.
+    t.set(
+        "append_record",
+        lua.create_function(move |_, record: Table| {
+            let Some(p) = current(&i) else {
+                return Ok(false);
+            };
+            match p.backend.get::<Option<Function>>("append_record")? {
+                Some(f) => {
+                    f.call::<()>((p.session, record))?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        })?,
+    )?;
+    let i = inner.clone();
     // Async: the backend makes the entry durable before the context is replaced.
     t.set(
         "append_compaction",

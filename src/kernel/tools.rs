@@ -328,7 +328,86 @@ pub async fn run_tool(
             ))
         },
     };
+    let outcome = after_tool(lua, inner, name, &args, outcome, &ctx).await;
     outcome.sanitized()
+}
+
+/// Runs every hook's `after_tool(tool_name, args, result, ctx)` on a call that ran, in the
+/// call's scope (it may wait; cancelling the call stops it): a string it returns is appended
+/// to the result as a text block (the language-server companion adds the diagnostics an edit
+/// introduced). Hooks can only add; one that fails is logged and the result stays as it was.
+async fn after_tool(
+    lua: &Lua,
+    inner: &Inner,
+    name: &str,
+    args: &serde_json::Value,
+    mut outcome: ToolOutcome,
+    ctx: &ToolCallContext,
+) -> ToolOutcome {
+    if !outcome.ran {
+        return outcome;
+    }
+    let hooks: Vec<(String, Function)> = inner
+        .registry
+        .borrow()
+        .active("hook")
+        .iter()
+        .filter_map(|c| {
+            c.spec
+                .get::<Option<Function>>("after_tool")
+                .ok()
+                .flatten()
+                .map(|f| (c.owner.clone(), f))
+        })
+        .collect();
+    for (owner, f) in hooks {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        let call = async {
+            let result = lua.create_table()?;
+            result.set("is_error", outcome.is_error)?;
+            result.set("details", convert::json_to_lua(lua, &outcome.details)?)?;
+            let text: Vec<&str> = outcome.content.iter().filter_map(Block::text).collect();
+            result.set("text", text.join("\n"))?;
+            let c = lua.create_table()?;
+            c.set("tool_call_id", ctx.tool_call_id.clone())?;
+            c.set("tool_name", name)?;
+            let mut scope = crate::kernel::calls::Scope::new(
+                ctx.cancel.clone(),
+                None,
+                &format!("the after_tool hook of {owner}"),
+            );
+            if let Some(turn) = &ctx.turn {
+                scope = scope.interrupting(turn);
+            }
+            crate::kernel::calls::call_async::<Value>(
+                lua,
+                &f,
+                (name, convert::json_to_lua(lua, args)?, result, c),
+                scope,
+            )
+            .await
+        };
+        match call.await {
+            Ok(Value::String(s)) => {
+                let text = s.to_string_lossy();
+                if !text.is_empty() {
+                    outcome.content.push(Block::Text(text));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => inner.logger.log(
+                super::log::Level::Error,
+                &owner,
+                &format!(
+                    "the after_tool hook failed on {name}: {}",
+                    convert::error_parts(&e).0
+                ),
+            ),
+        }
+    }
+    outcome
 }
 
 async fn execute(

@@ -1,6 +1,8 @@
 //! Native modules: pure Rust cores (no Lua) that the Lua extensions call through the bindings
 //! in `crate::host::native`.
 
+pub mod auth;
+pub mod checkpoint;
 pub mod edit;
 pub mod filetype;
 pub mod frontmatter;
@@ -11,6 +13,7 @@ pub mod image;
 pub mod jobs;
 pub mod jsonl;
 pub mod line;
+pub mod lsp;
 pub mod mcp;
 pub mod plain_deltas;
 pub mod policy;

@@ -46,6 +46,65 @@ fn server_table(lua: &Lua, s: &ServerInfo, with_tools: bool) -> mlua::Result<Tab
     Ok(t)
 }
 
+/// Servers added by `add` (an ACP client's), kept for later `configure` calls.
+fn lock_added() -> std::sync::MutexGuard<'static, Vec<config::ServerConfig>> {
+    static ADDED: std::sync::Mutex<Vec<config::ServerConfig>> = std::sync::Mutex::new(Vec::new());
+    ADDED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One server as an ACP client gives it: `{name, command, args?, env? = {NAME = value}}`
+/// (stdio) or `{name, url, headers? = {Name = value}}` (HTTP).
+fn client_server(t: &Table) -> Result<config::ServerConfig, String> {
+    let name: String = t
+        .get::<Option<String>>("name")
+        .ok()
+        .flatten()
+        .filter(|n| !n.is_empty())
+        .ok_or("an MCP server needs a name")?;
+    let map = |key: &str| -> Result<std::collections::BTreeMap<String, String>, String> {
+        match t.get::<Option<Table>>(key) {
+            Ok(Some(m)) => m
+                .pairs::<String, String>()
+                .collect::<mlua::Result<_>>()
+                .map_err(|e| format!("server '{name}': {key}: {e}")),
+            Ok(None) => Ok(Default::default()),
+            Err(e) => Err(format!("server '{name}': {key}: {e}")),
+        }
+    };
+    let transport = if let Ok(Some(command)) = t.get::<Option<String>>("command") {
+        config::Transport::Stdio {
+            command,
+            args: t
+                .get::<Option<Vec<String>>>("args")
+                .map_err(|e| format!("server '{name}': args: {e}"))?
+                .unwrap_or_default(),
+            env: map("env")?,
+            cwd: None,
+        }
+    } else if let Ok(Some(url)) = t.get::<Option<String>>("url") {
+        config::Transport::Http {
+            url,
+            headers: map("headers")?,
+        }
+    } else {
+        return Err(format!(
+            "server '{name}' needs a command (stdio) or a url (http)"
+        ));
+    };
+    Ok(config::ServerConfig {
+        name,
+        transport,
+        enabled: true,
+        startup_timeout: std::time::Duration::from_millis(config::DEFAULT_STARTUP_TIMEOUT_MS),
+        tool_timeout: std::time::Duration::from_millis(config::DEFAULT_TOOL_TIMEOUT_MS),
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
+        source: std::path::PathBuf::from("(the ACP client)"),
+        project: false,
+        oauth: None,
+    })
+}
+
 /// `configure{trusted}` -> `{servers = {name...}, errors = {msg...}, untrusted = {{name, file}}}`
 /// reads the config files (see [`config::files`]) and sets the servers (starting none);
 /// `start(name?)` starts one (or every enabled idle one) in the background -> bool;
@@ -74,8 +133,14 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 .app_data_ref::<crate::host::boot::HiddenEnv>()
                 .map(|h| h.0.clone())
                 .unwrap_or_default();
-            let names: Vec<String> = loaded.servers.iter().map(|s| s.name.clone()).collect();
-            mcp::global().configure(loaded.servers, paths.state_dir.join("mcp"), hidden);
+            let mut servers = loaded.servers;
+            // Servers a client added (`add`) stay across a re-read of the files.
+            for extra in lock_added().iter() {
+                servers.retain(|s| s.name != extra.name);
+                servers.push(extra.clone());
+            }
+            let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+            mcp::global().configure(servers, paths.state_dir.join("mcp"), hidden);
             let out = lua.create_table()?;
             out.set("servers", lua.to_value(&names)?)?;
             let errors: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
@@ -89,6 +154,27 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             }
             out.set("untrusted", untrusted)?;
             Ok(out)
+        })?,
+    )?;
+    m.set(
+        "add",
+        lua.create_function(|lua, list: Table| {
+            let mut configs = Vec::new();
+            for item in list.sequence_values::<Table>() {
+                match client_server(&item?) {
+                    Ok(c) => configs.push(c),
+                    Err(msg) => return Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
+                }
+            }
+            let mut added = lock_added();
+            for c in &configs {
+                added.retain(|s| s.name != c.name);
+                added.push(c.clone());
+            }
+            drop(added);
+            let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
+            mcp::global().add(configs);
+            Ok((lua.to_value(&names)?, Value::Nil))
         })?,
     )?;
     m.set(

@@ -21,16 +21,22 @@
 //! | `platform` | `{os, arch}` |
 //! | `jobs` | `start`, `output`, `kill`, `list`, `running`, `on_exit` ([`crate::native::jobs`]) |
 //! | `markup` | `front_matter`, `html_to_markdown`, `html_to_text` ([`crate::native::frontmatter`], [`crate::native::html`]) |
+//! | `lsp` | `configure`, `prepare`, `after_change`, `sync`, `query`, `servers` ([`crate::native::lsp`]) |
 //! | `mcp` | `configure`, `start`, `reconnect`, `wait`, `servers`, `server_for_tool`, `call`, `watch` ([`crate::native::mcp`]) |
+//! | `auth` | `login`, `credential`, `models`, `status`, `logout`, `path` ([`crate::native::auth`]) |
 //! | `subagent` | `start`, `wait`, `kill`, `list`, `info`, `running` ([`crate::native::subagent`]) |
+//! | `checkpoint` | `workspace_of`, `snapshot`, `turns`, `rewind`, `prune` ([`crate::native::checkpoint`]) |
 //! | `session` | `dir_for`, `create`, `open` (writers with `append`, `sync`, `close`), `resume`, `list` ([`crate::native::jsonl`]) |
 
+mod auth;
+pub mod checkpoint;
 mod edit;
 mod fs;
 mod http;
 mod jobs;
 mod ledger;
 mod line;
+mod lsp;
 mod markup;
 mod mcp;
 mod misc;
@@ -47,13 +53,31 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 15] = [
-    "truncate", "fs", "edit", "search", "process", "json", "http", "term", "session", "jobs",
-    "markup", "line", "policy", "mcp", "subagent",
+const LAZY: [&str; 18] = [
+    "auth",
+    "checkpoint",
+    "truncate",
+    "fs",
+    "edit",
+    "search",
+    "process",
+    "json",
+    "http",
+    "term",
+    "session",
+    "jobs",
+    "markup",
+    "line",
+    "policy",
+    "mcp",
+    "subagent",
+    "lsp",
 ];
 
 fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
     Ok(Value::Table(match name {
+        "auth" => auth::module(lua)?,
+        "checkpoint" => checkpoint::module(lua)?,
         "truncate" => text::truncate_module(lua)?,
         "fs" => fs::module(lua)?,
         "edit" => edit::module(lua)?,
@@ -69,6 +93,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "policy" => policy::module(lua)?,
         "mcp" => mcp::module(lua)?,
         "subagent" => subagent::module(lua)?,
+        "lsp" => lsp::module(lua)?,
         _ => return Ok(Value::Nil),
     }))
 }
@@ -294,8 +319,8 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
-             markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
+            "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+             lsp:table,markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
     }

@@ -249,6 +249,7 @@ impl UserData for Policy {
                 out.set("reason", d.reason.as_str())?;
                 out.set("subject", d.subject.as_str())?;
                 out.set("parse_error", d.parse_error)?;
+                out.set("read_only", d.read_only)?;
                 if let Source::Rule { rule, source } = &d.source {
                     // The rule that decided, with where it is written (for the audit).
                     let r = lua.create_table()?;
@@ -522,7 +523,7 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
         };
         let _ = readable.add(&input, &ws);
     }
-    for secret in sandbox::secrets::in_tree(Path::new(&o.workspace)) {
+    for secret in crate::native::policy::secrets::in_tree(Path::new(&o.workspace)) {
         if !readable.allows_read(&secret) {
             inputs.hidden.push(secret.display().to_string());
         }

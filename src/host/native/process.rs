@@ -43,7 +43,7 @@ async fn run_all_fn(lua: Lua, list: Vec<Table>) -> mlua::Result<Table> {
 /// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes, sandbox},
 /// on_output?)` -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text,
 /// truncated, escaped_bytes, spill_path, background_pids, sandboxed, sandbox_blocked,
-/// unsandboxed_rule}` or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
+/// sandbox_hint, unsandboxed_rule}` (`sandbox_hint`: the way out when nobody can be asked) or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
 /// the `sandbox.unsandboxed` rule that ran the command outside the sandbox. Head and tail
 /// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
 /// The turn's cancellation (Ctrl-C) kills the process group.
@@ -123,6 +123,7 @@ async fn run_fn(
             crate::native::sandbox::classify(policy, r.exit_code, &r.text[tail_start..])
         {
             t.set("sandbox_blocked", b.line())?;
+            t.set("sandbox_hint", b.headless_hint())?;
         }
     }
     t.set("sandboxed", sandbox_policy.is_some())?;

@@ -262,78 +262,6 @@ async fn run_hooks(
     Ok(replaced)
 }
 
-/// Runs the `after_tool` hooks (each may wait) once a call has run: a hook returning
-/// `{append = "text"}` adds a text block to the result the model reads. A hook that fails is
-/// reported and the result is kept as it is.
-async fn after_hooks(
-    lua: &Lua,
-    inner: &Rc<Inner>,
-    call: &Call,
-    args: &serde_json::Value,
-    outcome: &mut ToolOutcome,
-    cancel: &CancellationToken,
-) {
-    let hooks: Vec<(String, Function)> = inner
-        .registry
-        .borrow()
-        .active("hook")
-        .iter()
-        .filter_map(|c| {
-            c.spec
-                .get::<Option<Function>>("after_tool")
-                .ok()
-                .flatten()
-                .map(|f| (c.owner.clone(), f))
-        })
-        .collect();
-    for (owner, f) in hooks {
-        if cancel.is_cancelled() {
-            return;
-        }
-        let (Ok(a), Ok(r), Ok(ctx)) = (
-            convert::json_to_lua(lua, args),
-            convert::json_to_lua(lua, &outcome.to_json()),
-            lua.create_table(),
-        ) else {
-            return;
-        };
-        let _ = ctx.set("call_id", call.id.as_str());
-        let _ = ctx.set("tool", call.name.as_str());
-        let scope = Scope::new(
-            cancel.clone(),
-            None,
-            &format!("the after_tool hook of {owner}"),
-        );
-        match calls::call_async_cancellable::<Value>(
-            lua,
-            &f,
-            (call.name.as_str(), a, r, ctx),
-            scope,
-        )
-        .await
-        {
-            Ok(Value::Table(v)) => {
-                if let Ok(Some(text)) = v.get::<Option<String>>("append") {
-                    outcome.content.push(tools::Block::Text(text));
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                if let Ok(ev) = event(lua, "error") {
-                    let _ = ev.set(
-                        "error",
-                        format!(
-                            "after_tool hook of {owner} failed: {}",
-                            convert::error_parts(&e).0
-                        ),
-                    );
-                    emit(lua, inner, ev);
-                }
-            }
-        }
-    }
-}
-
 /// One call through hooks and the tool pipeline, with its own token (a child of the turn's).
 async fn run_one(
     lua: &Lua,
@@ -362,14 +290,10 @@ async fn run_one(
     }
     let ctx = ToolCallContext {
         tool_call_id: Some(call.id.clone()),
-        cancel: cancel.clone(),
+        cancel,
         turn: Some(turn.clone()),
     };
-    let mut outcome = tools::run_tool(lua, inner, &call.name, args.clone(), ctx).await;
-    if outcome.ran {
-        after_hooks(lua, inner, call, &args, &mut outcome, &cancel).await;
-    }
-    outcome
+    tools::run_tool(lua, inner, &call.name, args, ctx).await
 }
 
 /// Runs every call of one assistant message and appends their results in call order.

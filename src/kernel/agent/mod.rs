@@ -303,6 +303,7 @@ pub async fn run_turn(lua: &Lua, inner: &Rc<Inner>, agent: &Rc<Agent>, text: &st
             error: Some(convert::error_parts(&e).0),
         },
     };
+    after_turn(lua, inner, &result).await;
     agent.busy.set(false);
     sync_session(agent).await;
     if let Ok(ev) = event(lua, "agent-turn-complete") {
@@ -585,6 +586,46 @@ async fn before_request(
                     "error",
                     format!(
                         "before_request hook of {owner} failed: {}",
+                        convert::error_parts(&e).0
+                    ),
+                );
+                emit(lua, inner, ev);
+            }
+        }
+    }
+}
+
+/// Runs every `after_turn` hook (checkpoints record what the turn changed there) once the
+/// turn ended, before `agent-turn-complete`. Not cancellable by the turn (it has ended);
+/// each hook has a time budget; a hook that fails is reported.
+async fn after_turn(lua: &Lua, inner: &Inner, result: &TurnResult) {
+    let hooks: Vec<(String, Function)> = inner
+        .registry
+        .borrow()
+        .active("hook")
+        .iter()
+        .filter_map(|c| {
+            c.spec
+                .get::<Option<Function>>("after_turn")
+                .ok()
+                .flatten()
+                .map(|f| (c.owner.clone(), f))
+        })
+        .collect();
+    for (owner, f) in hooks {
+        let Ok(ctx) = lua.create_table() else { return };
+        let _ = ctx.set("status", result.status.as_str());
+        let scope = Scope::new(
+            CancellationToken::new(),
+            Some(std::time::Duration::from_secs(60)),
+            &format!("the after_turn hook of {owner}"),
+        );
+        if let Err(e) = calls::call_async_cancellable::<()>(lua, &f, ctx, scope).await {
+            if let Ok(ev) = event(lua, "error") {
+                let _ = ev.set(
+                    "error",
+                    format!(
+                        "after_turn hook of {owner} failed: {}",
                         convert::error_parts(&e).0
                     ),
                 );

@@ -54,6 +54,8 @@ pub struct ServerConfig {
     pub source: PathBuf,
     /// From a project file (`.mcp.json`, `.fen/mcp.json`): needs a trusted folder.
     pub project: bool,
+    /// `oauth: {client_id, scopes}`: the client for an OAuth server without registration.
+    pub oauth: Option<crate::native::auth::mcp::ClientConfig>,
 }
 
 impl ServerConfig {
@@ -209,7 +211,7 @@ fn server(
     let Some(obj) = spec.as_object() else {
         return Err("expected an object".into());
     };
-    const KNOWN: [&str; 13] = [
+    const KNOWN: [&str; 14] = [
         "type",
         "command",
         "args",
@@ -223,6 +225,7 @@ fn server(
         "enabled_tools",
         "disabled_tools",
         "description",
+        "oauth",
     ];
     if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(format!(
@@ -332,7 +335,67 @@ fn server(
         disabled_tools: list("disabled_tools")?.unwrap_or_default(),
         source: file.to_path_buf(),
         project,
+        oauth: oauth_field(obj)?,
     })
+}
+
+/// The URL and `oauth` of the configured HTTP server `name` (for `fen mcp login`), or why
+/// there is none.
+pub fn http_server(
+    config_dir: &Path,
+    cwd: &Path,
+    project_root: &Path,
+    trusted: bool,
+    name: &str,
+) -> Result<(String, Option<crate::native::auth::mcp::ClientConfig>), String> {
+    let loaded = load(&files(config_dir, cwd, project_root), trusted, &|k| {
+        std::env::var(k).ok()
+    });
+    let Some(server) = loaded.servers.into_iter().find(|s| s.name == name) else {
+        let why = loaded
+            .untrusted
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| format!(" ({} is in an untrusted folder; pass --trust)", f.display()))
+            .unwrap_or_default();
+        return Err(format!("no MCP server named '{name}' is configured{why}"));
+    };
+    match server.transport {
+        Transport::Http { url, .. } => Ok((url, server.oauth)),
+        Transport::Stdio { .. } => Err(format!(
+            "MCP server '{name}' runs as a local process; only HTTP servers use OAuth"
+        )),
+    }
+}
+
+/// `"oauth": {"client_id": "...", "scopes": ["..."]}`.
+fn oauth_field(
+    obj: &Map<String, Value>,
+) -> Result<Option<crate::native::auth::mcp::ClientConfig>, String> {
+    let Some(v) = obj.get("oauth").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let Some(o) = v.as_object() else {
+        return Err("\"oauth\" must be an object {\"client_id\", \"scopes\"}".into());
+    };
+    if let Some(k) = o.keys().find(|k| *k != "client_id" && *k != "scopes") {
+        return Err(format!(
+            "unknown field \"oauth.{k}\" (known: client_id, scopes)"
+        ));
+    }
+    let scopes = match o.get("scopes") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("\"oauth.scopes\" must be an array of strings")?,
+        Some(_) => return Err("\"oauth.scopes\" must be an array of strings".into()),
+    };
+    Ok(Some(crate::native::auth::mcp::ClientConfig {
+        client_id: str_field(o, "client_id")?,
+        scopes,
+    }))
 }
 
 fn str_field(obj: &Map<String, Value>, k: &str) -> Result<Option<String>, String> {

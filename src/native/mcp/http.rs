@@ -134,6 +134,18 @@ impl StreamableHttpClient for FenHttpClient {
             .get(HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            // The server wants OAuth (or a new token): the manager says how to log in.
+            let challenge = resp
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("Bearer")
+                .to_string();
+            return Err(StreamableHttpError::AuthRequired(
+                rmcp::transport::streamable_http_client::AuthRequiredError::new(challenge),
+            ));
+        }
         if !status.is_success() {
             let body = bounded(resp, MAX_JSON_BODY).await.unwrap_or_default();
             // A JSON-RPC error in an error response is the server's answer.

@@ -172,6 +172,36 @@ fn kill_group(pgid: i32) {
     let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
 }
 
+/// Sets one server's entry: a new one idle (or disabled); a changed one stopped and reset.
+fn insert(map: &mut BTreeMap<String, Entry>, config: ServerConfig) {
+    if let Some(e) = map.get_mut(&config.name) {
+        if e.config == config {
+            return;
+        }
+        if let Some(s) = e.stop.take() {
+            s.cancel();
+        }
+    }
+    let status = if config.enabled {
+        Status::Idle
+    } else {
+        Status::Disabled
+    };
+    let epoch = map.get(&config.name).map_or(0, |e| e.epoch + 1);
+    map.insert(
+        config.name.clone(),
+        Entry {
+            config,
+            status,
+            error: None,
+            tools: Vec::new(),
+            peer: None,
+            stop: None,
+            epoch,
+        },
+    );
+}
+
 /// The process-wide manager (fen has one set of servers per process, like its jobs).
 pub fn global() -> &'static Manager {
     static M: OnceLock<Manager> = OnceLock::new();
@@ -225,32 +255,18 @@ impl Manager {
             keep
         });
         for config in servers {
-            if let Some(e) = map.get_mut(&config.name) {
-                if e.config == config {
-                    continue;
-                }
-                if let Some(s) = e.stop.take() {
-                    s.cancel();
-                }
-            }
-            let status = if config.enabled {
-                Status::Idle
-            } else {
-                Status::Disabled
-            };
-            let epoch = map.get(&config.name).map_or(0, |e| e.epoch + 1);
-            map.insert(
-                config.name.clone(),
-                Entry {
-                    config,
-                    status,
-                    error: None,
-                    tools: Vec::new(),
-                    peer: None,
-                    stop: None,
-                    epoch,
-                },
-            );
+            insert(&mut map, config);
+        }
+        drop(map);
+        self.notify();
+    }
+
+    /// Adds servers beside the configured ones (an ACP client's `mcpServers`); a server of
+    /// the same name is replaced when its config differs. Starts none.
+    pub fn add(&self, servers: Vec<ServerConfig>) {
+        let mut map = lock(&self.shared.servers);
+        for config in servers {
+            insert(&mut map, config);
         }
         drop(map);
         self.notify();
@@ -447,15 +463,27 @@ impl Manager {
                         .map_err(|_| format!("bad value for header \"{k}\""))?;
                     custom.insert(name, value);
                 }
-                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
+                // A login from `fen mcp login` (refreshed when it nears its expiry).
+                if let Some(token) = oauth_token(url).await {
+                    cfg = cfg.auth_header(token);
+                }
                 let transport = StreamableHttpClientTransport::with_client(
                     FenHttpClient(self.shared.http.clone()),
                     cfg,
                 );
-                info.serve(transport)
-                    .await
-                    .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?
+                info.serve(transport).await.map_err(|e| {
+                    let text = e.to_string();
+                    if is_auth_required(&text) {
+                        format!(
+                            "needs login (the server answered 401): run `fen mcp login {}`",
+                            config.name
+                        )
+                    } else {
+                        format!("the MCP handshake with {url} failed: {text}")
+                    }
+                })?
             }
         };
         let listed = service
@@ -641,7 +669,14 @@ impl Manager {
                 })
             }
             Ok(Err(e)) => {
-                let message = e.to_string();
+                let mut message = e.to_string();
+                if is_auth_required(&message) {
+                    // The token expired or was revoked while connected: a reconnect refreshes
+                    // it when it can, else the login is needed again.
+                    message = format!(
+                        "needs login (the server answered 401): run `/mcp reconnect {server}` to refresh the token, or `fen mcp login {server}`"
+                    );
+                }
                 if peer.is_transport_closed()
                     || matches!(
                         e,
@@ -688,6 +723,21 @@ fn outcome(v: &Value) -> CallOutcome {
         is_error: v["isError"].as_bool().unwrap_or(false),
         content,
     }
+}
+
+/// Whether an rmcp error is the transport's 401 (`StreamableHttpError::AuthRequired`).
+fn is_auth_required(text: &str) -> bool {
+    text.contains("authorization required") || text.contains("Auth required")
+}
+
+/// The stored OAuth token of the server at `url` (see `native::auth::mcp`), None without one.
+async fn oauth_token(url: &str) -> Option<String> {
+    let store = crate::native::auth::store::Store::from_env();
+    let http = crate::native::auth::oauth::Http::new(CancellationToken::new()).ok()?;
+    crate::native::auth::mcp::token(&http, &store, url)
+        .await
+        .ok()
+        .flatten()
 }
 
 #[cfg(test)]

@@ -159,6 +159,9 @@ pub struct Decision {
     pub segments: Vec<Segment>,
     /// The shell command did not parse cleanly (the verdict is then at least ask).
     pub parse_error: bool,
+    /// The analysis shows a shell command that changes no file (every segment read-only,
+    /// whatever rule allowed it). False when unsure. Checkpoints skip such calls.
+    pub read_only: bool,
 }
 
 /// One tool call to judge.
@@ -319,8 +322,17 @@ fn judge(req: &Request) -> Decision {
             });
         }
         segments = analysis.segments;
+        let read_only = !analysis.parse_error
+            && items.iter().all(|i| {
+                i.verdict == Verdict::Allow
+                    && matches!(
+                        i.reason.as_str(),
+                        "read-only" | "reads only" | "empty command"
+                    )
+            });
         let mut d = finish(items, scope, segments);
         d.parse_error = analysis.parse_error;
+        d.read_only = read_only;
         return d;
     }
 
@@ -447,6 +459,7 @@ fn finish(items: Vec<Item>, mut scope: Vec<String>, segments: Vec<Segment>) -> D
         scope,
         segments,
         parse_error: false,
+        read_only: false,
     }
 }
 
@@ -671,6 +684,55 @@ fn judge_path(
     }
 }
 
+/// `grep -r`/`-R`/`--recursive`/`-d recurse`: reads every file under its directories.
+fn recursive_reader(argv: &[String]) -> bool {
+    matches!(
+        argv.first().map(String::as_str),
+        Some("grep" | "egrep" | "fgrep" | "zgrep")
+    ) && argv[1..].iter().take_while(|a| *a != "--").any(|a| {
+        a == "--recursive"
+            || a == "--dereference-recursive"
+            || a == "--directories=recurse"
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+    })
+}
+
+/// The first secret file a glob operand matches (`cat .e*v`, `cat certs/*.pem`), looked up
+/// on the file system a few levels deep.
+fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
+    if !p.contents || !p.raw.contains(['*', '?', '[']) {
+        return None;
+    }
+    let base = p.path.as_ref()?;
+    let pattern = if Path::new(&p.raw).is_absolute() {
+        PathBuf::from(&p.raw)
+    } else {
+        // The glob's base is its directory part joined to the cwd; the rest is the pattern.
+        let first_wild = p.raw.find(['*', '?', '['])?;
+        let rest = match p.raw[..first_wild].rfind('/') {
+            Some(slash) => &p.raw[slash + 1..],
+            None => p.raw.as_str(),
+        };
+        base.join(rest)
+    };
+    let depth = p.raw.matches('/').count() + 1;
+    let glob = globset::GlobBuilder::new(&pattern.to_string_lossy())
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    let walker = ignore::WalkBuilder::new(base)
+        .standard_filters(false)
+        .hidden(false)
+        .max_depth(Some(depth.min(4)))
+        .build();
+    walker
+        .flatten()
+        .take(5_000)
+        .map(|e| e.into_path())
+        .find(|path| glob.is_match(path) && ws.is_secret(path))
+}
+
 fn show(info: &PathInfo, p: &PathRef) -> String {
     info.path
         .as_ref()
@@ -691,11 +753,71 @@ fn judge_segment(
     let mut infos: Vec<PathInfo> = Vec::with_capacity(seg.paths.len());
     for p in &seg.paths {
         let info = classify(req.workspace, p, cache);
+        // A glob reads what it matches: `cat .e*v` reads `.env`.
+        if let Some(secret) = glob_secret(req.workspace, p) {
+            let sp = PathRef {
+                raw: secret.display().to_string(),
+                path: Some(secret),
+                contents: false,
+                access: p.access,
+                redirect: p.redirect,
+                implicit: false,
+            };
+            let si = classify(req.workspace, &sp, cache);
+            paths.push(sp);
+            infos.push(si);
+        }
+        // A recursive grep reads every file under a directory, secrets included (the grep
+        // tool and rg skip them; `grep -r` does not).
+        if recursive_reader(&seg.argv) && p.access == Access::Read && !p.implicit {
+            if let Some(secret) = p
+                .path
+                .as_deref()
+                .filter(|d| d.is_dir())
+                .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+            {
+                let sp = PathRef {
+                    raw: secret.display().to_string(),
+                    path: Some(secret),
+                    contents: false,
+                    access: Access::Read,
+                    redirect: false,
+                    implicit: false,
+                };
+                let si = classify(req.workspace, &sp, cache);
+                paths.push(sp);
+                infos.push(si);
+            }
+        }
         if p.implicit && !(info.secret && info.class == PathClass::Secret) {
             continue;
         }
         paths.push(p.clone());
         infos.push(info);
+    }
+    // `grep -r PATTERN` with no directory searches the working directory.
+    if recursive_reader(&seg.argv)
+        && !seg
+            .paths
+            .iter()
+            .any(|p| p.access == Access::Read && !p.implicit && !p.redirect)
+    {
+        if let Some(secret) = seg
+            .cwd
+            .as_deref()
+            .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+        {
+            let sp = PathRef {
+                raw: secret.display().to_string(),
+                path: Some(secret),
+                contents: false,
+                access: Access::Read,
+                redirect: false,
+                implicit: false,
+            };
+            infos.push(classify(req.workspace, &sp, cache));
+            paths.push(sp);
+        }
     }
     let hz = floors::check(seg, &paths, &infos);
     let mode = req.mode;

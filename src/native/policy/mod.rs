@@ -28,6 +28,7 @@ pub mod floors;
 pub mod paths;
 pub mod readonly;
 pub mod rules;
+pub mod secrets;
 pub mod shell;
 pub mod table;
 

@@ -296,8 +296,8 @@ fn git_read_only(args: &[&str]) -> bool {
         | "describe" | "shortlog" | "cat-file" | "grep" | "merge-base" | "name-rev"
         | "for-each-ref" | "count-objects" | "var" | "check-ignore" | "check-attr"
         | "diff-tree" | "diff-files" | "diff-index" | "rev-list" | "whatchanged" | "version"
-        | "help" | "show-ref" | "ls-remote" | "annotate" | "show-branch" | "cherry"
-        | "range-diff" | "verify-commit" | "verify-tag" | "fsck" | "check-ref-format" => true,
+        | "help" | "show-ref" | "annotate" | "show-branch" | "cherry" | "range-diff"
+        | "verify-commit" | "verify-tag" | "fsck" | "check-ref-format" => true,
         "branch" => {
             let listing = rest.iter().any(|a| {
                 matches!(

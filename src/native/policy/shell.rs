@@ -914,6 +914,7 @@ impl Walker {
         let mut all_redirs: Vec<Node> = Vec::new();
         let mut name_dynamic = false;
         let mut prefix_env: Vec<(String, Val)> = Vec::new();
+        let mut last_word_end: Option<usize> = None;
         let mut cur = node.walk();
         let kids: Vec<Node> = node.children(&mut cur).collect();
         for child in kids {
@@ -940,6 +941,7 @@ impl Walker {
                         name_dynamic = true;
                     }
                     words.push(v);
+                    last_word_end = Some(child.end_byte());
                 }
                 "subshell" => {
                     // `cmd (...)`: odd, but still run what is inside.
@@ -952,7 +954,19 @@ impl Walker {
                     self.children_statements(child, src, state, frame);
                 }
                 k if child.is_named() && (is_word_kind(k) || k == "regex") => {
-                    words.push(self.eval_word(child, src, state, frame));
+                    let w = self.eval_word(child, src, state, frame);
+                    // The parser splits `"a"\;" b"` into two nodes; bash reads one word when
+                    // nothing separates them.
+                    match words.last_mut() {
+                        Some(prev) if last_word_end == Some(child.start_byte()) => {
+                            prev.text.push_str(&w.text);
+                            prev.dynamic |= w.dynamic;
+                            prev.glob |= w.glob;
+                            prev.procsub |= w.procsub;
+                        }
+                        _ => words.push(w),
+                    }
+                    last_word_end = Some(child.end_byte());
                 }
                 _ if !child.is_named() => {
                     let t = text(src, child);
@@ -1118,9 +1132,24 @@ impl Walker {
             }
         }
 
-        // Containers whose argument is more shell.
+        // Containers whose argument is more shell. What the container itself writes or reads
+        // (its redirects, `xargs -a FILE`) stays a segment of its own: `eval echo x > f`
+        // writes `f` whatever `eval` runs.
         let texts: Vec<&str> = seg.argv.iter().map(String::as_str).collect();
-        match commands::container(&texts) {
+        let container = commands::container(&texts);
+        if !matches!(container, commands::Container::None) {
+            let (own, _) = commands::option_paths(&texts, seg.cwd.as_deref());
+            let mut carrier = seg.clone();
+            carrier.paths.extend(own);
+            carrier.redirect_only = true;
+            let returns = !matches!(container, commands::Container::Stdin { .. })
+                || stdin_text.as_ref().is_some_and(|b| !b.text.is_empty());
+            if returns && !carrier.paths.is_empty() {
+                carrier.opaque = None;
+                self.out.push(carrier);
+            }
+        }
+        match container {
             commands::Container::None => {}
             commands::Container::Script { how, script } => {
                 let mut sub = state.clone();
@@ -1135,7 +1164,9 @@ impl Walker {
                     let why = format!("the script `{how}` runs is built when it runs");
                     self.opaque_segment(&seg.text, state, frame, &why);
                 }
+                let start = self.out.len();
                 self.script(&script, &mut sub, &frame.nested(&how));
+                self.inherit_wrappers(start, &seg.wrappers);
                 return;
             }
             commands::Container::Stdin { how } => {
@@ -1146,7 +1177,9 @@ impl Walker {
                         let why = format!("the script `{how}` reads is expanded when it runs");
                         self.opaque_segment(&seg.text, state, frame, &why);
                     }
+                    let start = self.out.len();
                     self.script(&body.text, &mut sub, &frame.nested(&how));
+                    self.inherit_wrappers(start, &seg.wrappers);
                     return;
                 }
                 if !seg.piped_stdin {
@@ -1309,6 +1342,20 @@ impl Walker {
         self.out.push(seg);
     }
 
+    /// What runs inside a container runs under the container's wrappers too (`sudo bash -c
+    /// 'X'` runs X as root; `env bash -c 'X'` starts env): the segments from `start` on get
+    /// them, outermost first.
+    fn inherit_wrappers(&mut self, start: usize, wrappers: &[String]) {
+        if wrappers.is_empty() {
+            return;
+        }
+        for s in &mut self.out[start..] {
+            let mut all = wrappers.to_vec();
+            all.append(&mut s.wrappers);
+            s.wrappers = all;
+        }
+    }
+
     /// `${...}` operators: the known ones are string operations; `@P` (prompt expansion runs
     /// the command substitutions stored in the variable), indirection through a variable
     /// that may hold code, a subscript or substring offset (arithmetic) on one, and any
@@ -1354,9 +1401,9 @@ impl Walker {
                         "the analyser does not understand `{t}` in `${{...}}`"
                     ));
                 }
-            } else if child.kind() == "subscript" {
-                arithmetic_parts.push(*child);
-            } else if substring && child.kind() != "variable_name" {
+            } else if child.kind() == "subscript" || (substring && child.kind() != "variable_name")
+            {
+                // A subscript and a substring's offset and length are arithmetic.
                 arithmetic_parts.push(*child);
             } else if after_at {
                 // `${x@P}` parses the letter as a word in some versions.
@@ -1397,6 +1444,17 @@ impl Walker {
         match node.kind() {
             "word" | "number" => {
                 let t = text(src, node);
+                if has_bare_newline(t) {
+                    // tree-sitter-bash reads `ok<newline>\ls` as one word where bash ends the
+                    // command at the newline: the tree cannot be trusted here.
+                    self.parse_error = true;
+                    self.opaque_segment(
+                        t,
+                        state,
+                        frame,
+                        "a line break inside a word (the parser cannot tell where the command ends)",
+                    );
+                }
                 let mut s = unescape_unquoted(t);
                 if first && (s == "~" || s.starts_with("~/")) {
                     s = format!("{}{}", self.home.display(), &s[1..]);
@@ -1680,6 +1738,15 @@ pub(crate) fn normalize_name(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// An unquoted word with a newline that no backslash escapes: bash would end the command
+/// there.
+fn has_bare_newline(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, c)| *c == b'\n' && (i == 0 || b[i - 1] != b'\\'))
 }
 
 /// Quote removal for an unquoted word: `\x` → `x`, `\<newline>` → nothing.

@@ -233,10 +233,8 @@ pub async fn run(
             let (launch, started, write_fd) = tokio::task::spawn_blocking(move || {
                 let launch = sandbox::prepare(&sb, spec2.cwd.as_deref())?;
                 let started = match &launch {
-                    Launch::Bubblewrap { bwrap, prepared } => {
-                        start_remote(&spec2, &shell2, &sb, bwrap, prepared, &write_fd).ok()
-                    }
-                    _ => None,
+                    Launch::Unsandboxed => None,
+                    _ => start_remote(&spec2, &shell2, &sb, &launch, &write_fd).ok(),
                 };
                 Ok::<_, SandboxError>((launch, started, write_fd))
             })
@@ -404,15 +402,15 @@ fn local(
     Ok((Proc::Local(child), pgid))
 }
 
-/// Starts the command in the persistent sandbox of `prepared` (blocking). `None`-worthy
+/// Starts the command in the persistent sandbox of `launch` (blocking). `None`-worthy
 /// errors (no launcher program, a launcher that cannot start, an oversized request) make the
-/// caller start a bwrap of its own instead, which reports real failures itself.
+/// caller start the command as its own child instead (a bwrap of its own, or the shell with
+/// the Landlock ruleset), which reports real failures itself.
 fn start_remote(
     spec: &ProcessSpec,
     shell: &Path,
     sb: &Sandbox,
-    bwrap: &Path,
-    prepared: &sandbox::BwrapPrepared,
+    launch: &Launch,
     out: &std::os::fd::OwnedFd,
 ) -> io::Result<(
     std::os::fd::OwnedFd,
@@ -429,14 +427,7 @@ fn start_remote(
         command: spec.command.clone().into(),
         env: command_env(spec),
     };
-    launcher::start(
-        &sb.policy,
-        bwrap,
-        &prepared.args,
-        &prepared.binds,
-        &req,
-        out,
-    )
+    launch.start_persistent(&sb.policy, &req, out)
 }
 
 /// The command's complete environment, as `spawn` would give it: fen's own minus

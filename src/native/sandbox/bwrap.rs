@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::git::{self, GitProtections, WalkLimits};
-use super::policy::SandboxPolicy;
+use super::policy::{RootKind, SandboxPolicy};
 use super::stamp::{self, Watch};
 
 /// The prepared argument list and what was done to build it.
@@ -54,7 +54,7 @@ pub struct Prepared {
 /// Always `--cap-drop ALL`: run by root, bwrap otherwise keeps root's capabilities inside and
 /// a command could simply remount `/` read-write.
 pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
-    let p = build(policy);
+    let p = build(policy, cwd_anchor(policy, cwd));
     let mut a = p.args;
     if let Some(c) = cwd {
         a.push("--chdir".into());
@@ -68,33 +68,71 @@ pub fn args(policy: &SandboxPolicy, cwd: Option<&Path>) -> BwrapArgs {
     }
 }
 
+/// A cached preparation: the policy and the `.git` entry of the command's repository when
+/// the walk of the roots does not reach it.
+type CacheKey = (SandboxPolicy, Option<PathBuf>);
+
 /// Preparations of recent policies; rebuilt when a watched path changes.
-static CACHE: Mutex<Vec<(SandboxPolicy, Arc<Prepared>)>> = Mutex::new(Vec::new());
+static CACHE: Mutex<Vec<(CacheKey, Arc<Prepared>)>> = Mutex::new(Vec::new());
 const CACHE_SIZE: usize = 8;
 
-/// The preparation for `policy`, reused while every path the last build looked at has the
-/// same stamp (one `lstat` per watched path instead of a walk), else built again.
-pub fn cached(policy: &SandboxPolicy) -> Arc<Prepared> {
+/// The preparation for `policy` and a command running in `cwd`, reused while every path the
+/// last build looked at has the same stamp (one `lstat` per watched path instead of a walk),
+/// else built again.
+pub fn cached(policy: &SandboxPolicy, cwd: Option<&Path>) -> Arc<Prepared> {
+    let key: CacheKey = (policy.clone(), cwd_anchor(policy, cwd));
     let hit = {
         let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        c.iter().find(|(p, _)| p == policy).map(|(_, a)| a.clone())
+        c.iter().find(|(k, _)| *k == key).map(|(_, a)| a.clone())
     };
     if let Some(a) = hit {
         if a.watch.unchanged() {
             return a;
         }
     }
-    let fresh = Arc::new(build(policy));
+    let fresh = Arc::new(build(policy, key.1.clone()));
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    c.retain(|(p, _)| p != policy);
+    c.retain(|(k, _)| *k != key);
     if c.len() >= CACHE_SIZE {
         c.remove(0);
     }
-    c.push((policy.clone(), fresh.clone()));
+    c.push((key, fresh.clone()));
     fresh
 }
 
-fn build(policy: &SandboxPolicy) -> Prepared {
+/// The `.git` entry of the repository `cwd` belongs to, when it lies in a writable root the
+/// walk does not search (a repository under `/tmp`, say) and is not the workspace's own
+/// (always protected). `None` in the common case, so commands in the workspace share one
+/// preparation and one persistent sandbox.
+fn cwd_anchor(policy: &SandboxPolicy, cwd: Option<&Path>) -> Option<PathBuf> {
+    if !policy.protect_git {
+        return None;
+    }
+    let cwd = fs::canonicalize(cwd?).ok()?;
+    let walked: Vec<PathBuf> = policy
+        .writable_roots
+        .iter()
+        .filter(|r| r.protects_git())
+        .filter_map(|r| fs::canonicalize(&r.path).ok())
+        .collect();
+    if walked.iter().any(|w| cwd.starts_with(w)) {
+        return None;
+    }
+    let entry = git::enclosing(&cwd).0?;
+    let ws_entry = workspace(policy).and_then(|w| git::enclosing(&w).0);
+    (ws_entry.as_ref() != Some(&entry)).then_some(entry)
+}
+
+/// The workspace root, canonical.
+fn workspace(policy: &SandboxPolicy) -> Option<PathBuf> {
+    policy
+        .writable_roots
+        .iter()
+        .find(|r| r.kind == RootKind::Workspace)
+        .and_then(|r| fs::canonicalize(&r.path).ok())
+}
+
+fn build(policy: &SandboxPolicy, cwd_anchor: Option<PathBuf>) -> Prepared {
     let started = std::time::SystemTime::now();
     let mut a: Vec<OsString> = Vec::with_capacity(64);
     let mut watched: Vec<PathBuf> = Vec::new();
@@ -128,7 +166,18 @@ fn build(policy: &SandboxPolicy) -> Prepared {
     } else {
         Vec::new()
     };
-    let git = git::find(&git_roots, WalkLimits::default());
+    // The repository the workspace belongs to (its `.git` may be an ancestor's, or a worktree
+    // pointer whose common dir is elsewhere) and the command's, wherever they are.
+    let mut anchors = Vec::new();
+    if policy.protect_git {
+        if let Some(ws) = workspace(policy) {
+            let (entry, looked) = git::enclosing(&ws);
+            watched.extend(looked);
+            anchors.extend(entry);
+        }
+        anchors.extend(cwd_anchor);
+    }
+    let git = git::find_with(&git_roots, &anchors, WalkLimits::default());
     watched.extend(git.watch.iter().cloned());
 
     // Read-only re-binds only matter inside writable roots; elsewhere `/` is read-only already.

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::policy::SandboxPolicy;
+use super::policy::{RootKind, SandboxPolicy};
 
 /// Which boundary a command ran into.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,9 @@ pub enum Boundary {
     Secret(PathBuf),
     /// A write refused with no path in the message.
     WriteUnknown,
+    /// A write under a writable root that does not exist (a package cache never created, such
+    /// as `~/.npm`): the sandbox creates nothing in the user's tree, so it stays read-only.
+    MissingRoot(PathBuf),
     /// Network access with the network off.
     Network,
 }
@@ -56,10 +59,58 @@ impl Blocked {
                  add the directory to sandbox.writable_roots in settings.json or rerun outside \
                  the sandbox"
                 .to_string(),
+            Boundary::MissingRoot(r) => format!(
+                "sandbox: {} is a writable root that does not exist, and the sandbox creates \
+                 nothing in your home; create it once outside the sandbox (mkdir -p {}) or \
+                 rerun outside the sandbox",
+                r.display(),
+                r.display()
+            ),
             Boundary::Network => "sandbox: network access was blocked (the network is off); \
                  set sandbox.network = true in settings.json or rerun outside the sandbox"
                 .to_string(),
         }
+    }
+
+    /// The line for a run where nobody can be asked to rerun the command outside the sandbox
+    /// (a headless run): the boundary, the setting that lifts it, or an interactive session.
+    pub fn headless_hint(&self) -> String {
+        let (what, setting) = match &self.boundary {
+            Boundary::Write(p) => (
+                format!(
+                    "writing {} was blocked (outside the writable roots)",
+                    p.display()
+                ),
+                format!(
+                    "add \"{}\" to sandbox.writable_roots in settings.json",
+                    suggest_root(p).display()
+                ),
+            ),
+            Boundary::WriteUnknown => (
+                "a write outside the writable roots was blocked".into(),
+                "add the directory to sandbox.writable_roots in settings.json".into(),
+            ),
+            Boundary::MissingRoot(r) => (
+                format!("{} is a writable root that does not exist", r.display()),
+                format!("create it (mkdir -p {})", r.display()),
+            ),
+            Boundary::Network => (
+                "network access was blocked (the network is off)".into(),
+                "set sandbox.network = true in settings.json".into(),
+            ),
+            Boundary::Protected(p) => (
+                format!("{} is kept read-only", p.display()),
+                "run the command yourself if the write is intended".into(),
+            ),
+            Boundary::Secret(p) => (
+                format!("{} is hidden from sandboxed commands", p.display()),
+                "run the command yourself if it really needs it".into(),
+            ),
+        };
+        format!(
+            "sandbox: {what}; nobody can be asked in this run to rerun it outside the sandbox: \
+             {setting}, or run fen interactively in default mode to be asked"
+        )
     }
 }
 
@@ -95,9 +146,16 @@ const NET_MARKERS: &[&str] = &[
     "failed to lookup address",
     "dns error",
     "nodename nor servname",
+    // Inside bubblewrap's network namespace a local server outside it is not there.
+    "connection refused",
+    "econnrefused",
+    "errno 111",
+    "couldn't connect to server",
 ];
 /// Words that tie a permission error to a socket rather than a file.
-const SOCKET_WORDS: &[&str] = &["socket", "connect", "/dev/tcp", "/dev/udp"];
+const SOCKET_WORDS: &[&str] = &[
+    "socket", "connect", "/dev/tcp", "/dev/udp", "http", "urlopen",
+];
 
 /// Looks at a finished sandboxed command. `exit_code` `Some(0)` never counts; 126/127 (not
 /// executable / not found) are ordinary failures. `tail` is the end of the output.
@@ -105,12 +163,23 @@ pub fn classify(policy: &SandboxPolicy, exit_code: Option<i32>, tail: &str) -> O
     if matches!(exit_code, Some(0) | Some(126) | Some(127)) {
         return None;
     }
-    for line in tail.lines().rev().take(200) {
+    let lines: Vec<&str> = tail.lines().collect();
+    let start = lines.len().saturating_sub(200);
+    for (i, line) in lines.iter().enumerate().skip(start).rev() {
         let l = line.to_ascii_lowercase();
+        let denied = DENIED_MARKERS.iter().any(|m| l.contains(m));
+        // A bare "Permission denied" (Python's `PermissionError: [Errno 13] Permission denied`
+        // from a refused socket) after a traceback or log line that names a socket.
+        let socket_near = |l: &str| SOCKET_WORDS.iter().any(|m| l.contains(m));
+        let bare_socket = denied
+            && paths_in(line).is_empty()
+            && lines[i.saturating_sub(6)..i]
+                .iter()
+                .any(|p| socket_near(&p.to_ascii_lowercase()));
         if !policy.network
             && (NET_MARKERS.iter().any(|m| l.contains(m))
-                || (DENIED_MARKERS.iter().any(|m| l.contains(m))
-                    && SOCKET_WORDS.iter().any(|m| l.contains(m))))
+                || (denied && socket_near(&l))
+                || bare_socket)
         {
             return Some(Blocked {
                 boundary: Boundary::Network,
@@ -118,7 +187,6 @@ pub fn classify(policy: &SandboxPolicy, exit_code: Option<i32>, tail: &str) -> O
             });
         }
         let erofs = WRITE_MARKERS.iter().any(|m| l.contains(m));
-        let denied = DENIED_MARKERS.iter().any(|m| l.contains(m));
         if !erofs && !denied {
             continue;
         }
@@ -126,6 +194,9 @@ pub fn classify(policy: &SandboxPolicy, exit_code: Option<i32>, tail: &str) -> O
         let boundary = match path {
             Some(p) if policy.hidden.iter().any(|h| p.starts_with(h)) => Boundary::Secret(p),
             Some(p) if !policy.is_writable(&p) => Boundary::Write(p),
+            Some(p) if missing_root(policy, &p).is_some() => {
+                Boundary::MissingRoot(missing_root(policy, &p).unwrap_or(p))
+            }
             Some(p) if is_protected(policy, &p) => Boundary::Protected(p),
             // EACCES inside a root is the file's own permissions, not the sandbox.
             Some(_) => continue,
@@ -138,6 +209,17 @@ pub fn classify(policy: &SandboxPolicy, exit_code: Option<i32>, tail: &str) -> O
         });
     }
     None
+}
+
+/// The writable root `p` lies under when that root does not exist.
+fn missing_root(policy: &SandboxPolicy, p: &Path) -> Option<PathBuf> {
+    policy
+        .writable_roots
+        .iter()
+        .filter(|r| p.starts_with(&r.path))
+        .max_by_key(|r| r.path.components().count())
+        .filter(|r| matches!(r.kind, RootKind::Cache | RootKind::Settings) && !r.path.exists())
+        .map(|r| r.path.clone())
 }
 
 fn is_protected(policy: &SandboxPolicy, p: &Path) -> bool {
@@ -166,7 +248,7 @@ pub fn paths_in(line: &str) -> Vec<PathBuf> {
             let t = tok.trim_matches(|c: char| {
                 matches!(
                     c,
-                    ':' | ',' | ')' | '(' | ';' | '\'' | '"' | '`' | '[' | ']'
+                    ':' | ',' | ')' | '(' | ';' | '\'' | '"' | '`' | '[' | ']' | '‘' | '’'
                 )
             });
             if t.starts_with('/') && t.len() > 1 {
@@ -279,5 +361,52 @@ mod tests {
         );
         let b = classify(&policy(), Some(1), "curl: (7) Network is unreachable").unwrap();
         assert!(b.line().contains("sandbox.network = true"));
+        // Refused connections (bubblewrap's own loopback) and a bare EACCES after a
+        // traceback that names a socket (Landlock).
+        for t in [
+            "Error: connect ECONNREFUSED 127.0.0.1:8080",
+            "curl: (7) Failed to connect to 127.0.0.1 port 80: Couldn't connect to server",
+            "ConnectionRefusedError: [Errno 111] Connection refused",
+            "  File \"x.py\", line 1\n    sock.connect(sa)\nPermissionError: [Errno 13] Permission denied",
+        ] {
+            assert_eq!(boundary(t), Some(Boundary::Network), "{t}");
+        }
+        // A bare EACCES with nothing about sockets near it stays unexplained.
+        assert_eq!(
+            boundary("PermissionError: [Errno 13] Permission denied"),
+            None
+        );
+        let h = classify(
+            &policy(),
+            Some(1),
+            "Error: connect ECONNREFUSED 127.0.0.1:80",
+        )
+        .unwrap()
+        .headless_hint();
+        assert!(h.contains("network access was blocked"), "{h}");
+        assert!(
+            h.contains("sandbox.network = true") && h.contains("default mode"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn a_write_under_a_missing_root_says_to_create_it() {
+        let mut p = policy();
+        p.writable_roots.push(crate::native::sandbox::WritableRoot {
+            path: PathBuf::from("/home/u/.npm"),
+            kind: crate::native::sandbox::RootKind::Cache,
+        });
+        let b = classify(
+            &p,
+            Some(1),
+            "mkdir: cannot create directory ‘/home/u/.npm/_logs’: Read-only file system",
+        )
+        .unwrap();
+        assert_eq!(
+            b.boundary,
+            Boundary::MissingRoot(PathBuf::from("/home/u/.npm"))
+        );
+        assert!(b.line().contains("mkdir -p /home/u/.npm"), "{}", b.line());
     }
 }

@@ -3,6 +3,13 @@
 //! worktrees and submodules, and in each worktree gitdir the `commondir`, `gitdir` and
 //! `config.worktree` files that say where config and hooks come from. Objects, refs, the index
 //! and logs stay writable, so commits, branches and worktrees keep working.
+//!
+//! Repositories outside the searched roots are reached through their links: a worktree's
+//! gitdir names its common directory (`commondir`), whose config and hooks are protected
+//! wherever it lives, and [`enclosing`] finds the repository a directory (the workspace, the
+//! command's working directory) belongs to. Temp and cache roots are never walked: `/tmp` is
+//! shared by every program of the machine and changes with every `mktemp`, so a walk there
+//! would cost a read of each entry per command and never stay cached.
 
 use std::collections::VecDeque;
 use std::fs;
@@ -55,6 +62,8 @@ pub struct GitProtections {
     /// Every path whose state decided the result (directories read, candidate files looked
     /// at): while none of their stamps changes, a new walk would find the same thing.
     pub watch: Vec<PathBuf>,
+    /// Git directories already protected (a common dir is reached from each of its worktrees).
+    seen: Vec<PathBuf>,
 }
 
 impl GitProtections {
@@ -67,7 +76,16 @@ impl GitProtections {
 
 /// Searches each root for repositories and collects what to protect.
 pub fn find(roots: &[PathBuf], limits: WalkLimits) -> GitProtections {
+    find_with(roots, &[], limits)
+}
+
+/// [`find`], plus the repositories of the `.git` entries in `anchors` (from [`enclosing`]),
+/// wherever they are.
+pub fn find_with(roots: &[PathBuf], anchors: &[PathBuf], limits: WalkLimits) -> GitProtections {
     let mut out = GitProtections::default();
+    for a in anchors {
+        protect_entry(a, &mut out);
+    }
     let mut budget = limits.max_dirs;
     for root in roots {
         let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::new();
@@ -86,16 +104,8 @@ pub fn find(roots: &[PathBuf], limits: WalkLimits) -> GitProtections {
                 let name = e.file_name();
                 let Ok(ft) = e.file_type() else { continue };
                 if name == ".git" {
-                    let path = e.path();
-                    if ft.is_dir() {
-                        protect_gitdir(&path, &mut out);
-                    } else if ft.is_file() {
-                        // Worktree or submodule: the pointer file itself, then its gitdir.
-                        out.watch.push(path.clone());
-                        out.add(path.clone());
-                        if let Some(gd) = read_pointer(&path) {
-                            protect_gitdir(&gd, &mut out);
-                        }
+                    if ft.is_dir() || ft.is_file() {
+                        protect_entry(&e.path(), &mut out);
                     }
                     continue;
                 }
@@ -107,6 +117,61 @@ pub fn find(roots: &[PathBuf], limits: WalkLimits) -> GitProtections {
         }
     }
     out
+}
+
+/// Protects the repository of one `.git` entry: a git directory, or a pointer file (worktree,
+/// submodule) and the gitdir it names.
+fn protect_entry(path: &Path, out: &mut GitProtections) {
+    out.watch.push(path.to_path_buf());
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => protect_gitdir(path, out),
+        Ok(m) if m.is_file() => {
+            out.add(path.to_path_buf());
+            if let Some(gd) = read_pointer(path) {
+                protect_gitdir(&gd, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `.git` entry of the repository `dir` belongs to: `dir/.git` or the nearest ancestor's.
+/// Returns it with every path looked at (to watch: a repository created later at any of
+/// them changes the answer).
+pub fn enclosing(dir: &Path) -> (Option<PathBuf>, Vec<PathBuf>) {
+    let mut looked = Vec::new();
+    for a in dir.ancestors() {
+        let g = a.join(".git");
+        looked.push(g.clone());
+        if fs::symlink_metadata(&g).is_ok_and(|m| m.is_dir() || m.is_file()) {
+            return (Some(g), looked);
+        }
+    }
+    (None, looked)
+}
+
+/// For a workspace inside a linked worktree: the worktree's gitdir (`.git/worktrees/NAME`,
+/// with its HEAD, index and logs) and the common directory it shares with the main
+/// repository. `None` for an ordinary repository or no repository.
+pub fn worktree_dirs(workspace: &Path) -> Option<(PathBuf, PathBuf)> {
+    let (entry, _) = enclosing(workspace);
+    let entry = entry?;
+    if !fs::symlink_metadata(&entry).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let gitdir = read_pointer(&entry)?;
+    let common = common_dir(&gitdir)?;
+    Some((gitdir, common))
+}
+
+/// The common directory a linked gitdir names in its `commondir` file.
+pub fn common_dir(gitdir: &Path) -> Option<PathBuf> {
+    let text = fs::read_to_string(gitdir.join("commondir")).ok()?;
+    let target = text.lines().next()?.trim();
+    if target.is_empty() {
+        return None;
+    }
+    fs::canonicalize(gitdir.join(target)).ok()
 }
 
 /// `gitdir: <path>` of a `.git` pointer file, resolved against its directory.
@@ -132,6 +197,11 @@ fn protect_gitdir(gitdir: &Path, out: &mut GitProtections) {
 }
 
 fn protect_one(gitdir: &Path, out: &mut GitProtections, depth: usize) {
+    let key = fs::canonicalize(gitdir).unwrap_or_else(|_| gitdir.to_path_buf());
+    if out.seen.contains(&key) {
+        return;
+    }
+    out.seen.push(key);
     // Symlinked metadata would let a bind land outside; bind only real entries.
     out.watch.extend(
         [
@@ -165,6 +235,11 @@ fn protect_one(gitdir: &Path, out: &mut GitProtections, depth: usize) {
             }
         }
         Err(_) => {}
+    }
+    // A linked gitdir takes config and hooks from its common dir, which may lie anywhere
+    // (another writable root such as /tmp): protect it as well.
+    if let Some(common) = common_dir(gitdir) {
+        protect_one(&common, out, depth + 1);
     }
     if depth >= 4 {
         return;
@@ -245,6 +320,44 @@ mod tests {
         assert!(has("c/.git/hooks"));
         assert_eq!(g.created_hooks, vec![root.join("c/.git/hooks")]);
         assert!(!g.truncated);
+    }
+
+    #[test]
+    fn a_worktrees_common_dir_is_protected_wherever_it_is() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        // main/.git with a linked worktree at wt/ (outside the walked root `ws`).
+        repo(&root.join("main"));
+        let gd = root.join("main/.git/worktrees/wt");
+        fs::create_dir_all(&gd).unwrap();
+        fs::write(gd.join("HEAD"), "x").unwrap();
+        fs::write(gd.join("commondir"), "../..\n").unwrap();
+        fs::write(gd.join("gitdir"), "x").unwrap();
+        fs::create_dir_all(root.join("ws/wt")).unwrap();
+        fs::write(
+            root.join("ws/wt/.git"),
+            format!("gitdir: {}\n", gd.display()),
+        )
+        .unwrap();
+        let g = find(&[root.join("ws")], WalkLimits::default());
+        let has = |p: &str| g.paths.contains(&root.join(p));
+        assert!(has("ws/wt/.git") && has("main/.git/worktrees/wt/commondir"));
+        assert!(
+            has("main/.git/config") && has("main/.git/hooks"),
+            "{:?}",
+            g.paths
+        );
+        // From a directory inside the worktree, `enclosing` finds its pointer.
+        fs::create_dir_all(root.join("ws/wt/src")).unwrap();
+        let (entry, looked) = enclosing(&root.join("ws/wt/src"));
+        assert_eq!(entry, Some(root.join("ws/wt/.git")));
+        assert_eq!(looked.len(), 2);
+        let g = find_with(&[], &[root.join("ws/wt/.git")], WalkLimits::default());
+        assert!(g.paths.contains(&root.join("main/.git/config")));
+        assert_eq!(
+            worktree_dirs(&root.join("ws/wt/src")),
+            Some((gd.clone(), root.join("main/.git")))
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! Persistent bubblewrap sandbox: one long-lived `bwrap` per sandbox configuration, running a
-//! tiny launcher (fen's own executable started as `fen __fen-sandbox-launcher FD`) that starts
-//! each command on request. A bwrap start (namespaces, ~20 mounts) costs 5–10 ms; a request to
-//! a running launcher costs a fork and an exec inside the sandbox that already exists.
+//! Persistent sandbox: one long-lived `bwrap` per sandbox configuration, running a tiny
+//! launcher (fen's own executable started as `fen __fen-sandbox-launcher FD`) that starts each
+//! command on request. A bwrap start (namespaces, ~20 mounts) costs 5–10 ms; a request to a
+//! running launcher costs a fork and an exec inside the sandbox that already exists. The
+//! Landlock tier runs the same launcher without bwrap, restricted by the ruleset and seccomp
+//! filter before its exec: there its keepers are what ends a command's background children
+//! (no pid namespace would).
 //!
 //! Protocol. fen and the launcher share a `SOCK_SEQPACKET` socket pair (the control socket).
 //! A request is one message: the shell, the working directory, the command and the complete
@@ -348,10 +351,37 @@ fn kill_rest(pid: i32, sig: i32) {
     }
 }
 
-/// Pids whose parent is this process (inside the sandbox /proc shows only its processes).
+/// Whether this process has any child, running or not (one `waitid` that reaps nothing).
+fn has_children() -> bool {
+    // SAFETY: waitid with WNOWAIT|WNOHANG only inspects; `info` is a valid siginfo_t.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        ) == 0
+    }
+}
+
+/// Pids whose parent is this process: none without asking /proc when [`has_children`] says
+/// so (the common case: a command that left nothing behind), else the kernel's list of the
+/// (single-threaded) keeper's children when it has one (`CONFIG_PROC_CHILDREN`), else a scan
+/// of /proc (inside bubblewrap it shows only the sandbox's processes; under Landlock it is the
+/// whole machine's).
 fn children() -> Vec<i32> {
+    if !has_children() {
+        return Vec::new();
+    }
     // SAFETY: getpid cannot fail.
     let me = unsafe { libc::getpid() };
+    if let Ok(list) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
+        return list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+    }
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -410,15 +440,51 @@ impl Drop for Launcher {
     }
 }
 
-/// What a launcher was started with: its policy, bwrap, the arguments and the identities of
-/// the files they bind.
+/// What a launcher was started with: its policy and the sandbox it runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     policy: SandboxPolicy,
-    bwrap: PathBuf,
-    args: Vec<OsString>,
-    binds: Vec<Option<(u64, u64)>>,
+    via: Via,
 }
+
+/// The sandbox a launcher runs in.
+#[derive(Debug, Clone)]
+enum Via {
+    /// `bwrap` with these arguments and the identities of the files they bind.
+    Bwrap {
+        bwrap: PathBuf,
+        args: Vec<OsString>,
+        binds: Vec<Option<(u64, u64)>>,
+    },
+    /// This Landlock ruleset and seccomp filter, applied to the launcher itself (so to every
+    /// command it starts); compared by what the rules were attached to (with the policy, which
+    /// decides the network filter).
+    #[cfg(target_os = "linux")]
+    Landlock(Arc<super::lsm::Prepared>),
+}
+
+impl PartialEq for Via {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Via::Bwrap { bwrap, args, binds },
+                Via::Bwrap {
+                    bwrap: b2,
+                    args: a2,
+                    binds: s2,
+                },
+            ) => bwrap == b2 && args == a2 && binds == s2,
+            #[cfg(target_os = "linux")]
+            (Via::Landlock(a), Via::Landlock(b)) => {
+                Arc::ptr_eq(a, b) || (a.writable == b.writable && a.identity == b.identity)
+            }
+            #[cfg(target_os = "linux")]
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Via {}
 
 static LAUNCHERS: Mutex<Vec<Arc<Launcher>>> = Mutex::new(Vec::new());
 /// Configurations whose launcher failed twice in a row.
@@ -483,17 +549,41 @@ pub fn start(
     req: &Request,
     out: &OwnedFd,
 ) -> io::Result<(OwnedFd, i32, Arc<Launcher>)> {
+    let key = Key {
+        policy: policy.clone(),
+        via: Via::Bwrap {
+            bwrap: bwrap.to_path_buf(),
+            args: args.to_vec(),
+            binds: binds.to_vec(),
+        },
+    };
+    start_key(key, req, out)
+}
+
+/// Starts `req` in the Landlock launcher of `prepared` (a launcher process restricted by the
+/// ruleset, as every command it starts): a command's keeper is a child subreaper outside any
+/// pid namespace, so background children, `setsid` and double forks included, end with the
+/// command as they do under bubblewrap. Blocking; `out` as for [`start`].
+#[cfg(target_os = "linux")]
+pub(super) fn start_landlock(
+    policy: &SandboxPolicy,
+    prepared: &Arc<super::lsm::Prepared>,
+    req: &Request,
+    out: &OwnedFd,
+) -> io::Result<(OwnedFd, i32, Arc<Launcher>)> {
+    let key = Key {
+        policy: policy.clone(),
+        via: Via::Landlock(prepared.clone()),
+    };
+    start_key(key, req, out)
+}
+
+fn start_key(key: Key, req: &Request, out: &OwnedFd) -> io::Result<(OwnedFd, i32, Arc<Launcher>)> {
     let program = program().ok_or_else(|| io::Error::other("no launcher program"))?;
     let body = req.encode();
     if body.len() > MAX_REQUEST {
         return Err(io::Error::other("request too large for the launcher"));
     }
-    let key = Key {
-        policy: policy.clone(),
-        bwrap: bwrap.to_path_buf(),
-        args: args.to_vec(),
-        binds: binds.to_vec(),
-    };
     if FAILED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -556,16 +646,22 @@ fn forget(l: &Arc<Launcher>) {
     all.retain(|o| !Arc::ptr_eq(o, l));
 }
 
-/// Starts `bwrap <args> -- <program> __fen-sandbox-launcher 3` with the launcher's end of a
-/// new control socket as descriptor 3, an empty environment, and its own session.
+/// Starts `bwrap <args> -- <program> __fen-sandbox-launcher 3` (or, for Landlock, the
+/// program itself with the ruleset applied) with the launcher's end of a new control socket
+/// as descriptor 3, an empty environment, and its own session.
 fn launch(key: &Key, program: &Path) -> io::Result<Launcher> {
     let (mine, theirs) = packet_pair()?;
     let raw = theirs.as_raw_fd();
-    let mut cmd = std::process::Command::new(&key.bwrap);
-    cmd.args(&key.args)
-        .arg("--")
-        .arg(program)
-        .arg(LAUNCHER_ARG)
+    let mut cmd = match &key.via {
+        Via::Bwrap { bwrap, args, .. } => {
+            let mut c = std::process::Command::new(bwrap);
+            c.args(args).arg("--").arg(program);
+            c
+        }
+        #[cfg(target_os = "linux")]
+        Via::Landlock(_) => std::process::Command::new(program),
+    };
+    cmd.arg(LAUNCHER_ARG)
         .arg("3")
         .env_clear()
         .stdin(Stdio::null())
@@ -583,6 +679,15 @@ fn launch(key: &Key, program: &Path) -> io::Result<Launcher> {
             }
             nix::unistd::setsid().map(|_| ()).map_err(io::Error::from)
         });
+    }
+    #[cfg(target_os = "linux")]
+    if let Via::Landlock(prepared) = &key.via {
+        let prepared = prepared.clone();
+        // SAFETY: `apply` makes only raw syscalls on data built before the fork (see
+        // `process::restrict`); a failure aborts the spawn, nothing runs unsandboxed.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
     }
     let child = spawn_from_a_lasting_thread(cmd)?;
     drop(theirs);

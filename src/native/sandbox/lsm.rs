@@ -87,6 +87,10 @@ pub struct Prepared {
     pub writable: Vec<PathBuf>,
     /// Directories and files granted read access (everything but the secrets).
     pub readable: Vec<PathBuf>,
+    /// What the rules were attached to: every granted path with its identity (device, inode)
+    /// at build time. Two preparations with the same identities enforce the same thing, so a
+    /// rebuild after an unrelated change keeps the running launcher.
+    pub identity: Vec<(PathBuf, Option<(u64, u64)>)>,
 }
 
 impl Prepared {
@@ -160,12 +164,18 @@ impl Prepared {
         } else {
             Some(network_filter()?)
         };
+        let identity = readable
+            .iter()
+            .chain(writable.iter())
+            .map(|p| (p.clone(), super::stamp::identity(p)))
+            .collect();
         Ok(Self {
             ruleset: Some(fd),
             filter,
             watch: Watch::of(watched, started),
             writable,
             readable,
+            identity,
         })
     }
 

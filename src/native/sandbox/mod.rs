@@ -15,7 +15,6 @@ pub mod launcher;
 #[cfg(target_os = "linux")]
 mod lsm;
 pub mod policy;
-pub mod secrets;
 pub mod stamp;
 mod tier;
 
@@ -107,9 +106,6 @@ pub enum Launch {
 /// each built once per policy and reused while the paths it looked at keep their stamps.
 /// Blocking file system work (a few `lstat`s when cached); run it off the async thread.
 pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxError> {
-    if sandbox.tier != Tier::None {
-        create_cache_roots(&sandbox.policy);
-    }
     match sandbox.tier {
         Tier::None if sandbox.required => Err(SandboxError::Unavailable(unavailable_reason())),
         Tier::None => Ok(Launch::Unsandboxed),
@@ -117,10 +113,9 @@ pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxE
             let Some(bwrap) = detect().bwrap.clone().or_else(|| find_on_path("bwrap")) else {
                 return Err(SandboxError::Unavailable("bwrap not found on PATH".into()));
             };
-            let _ = cwd;
             Ok(Launch::Bubblewrap {
                 bwrap,
-                prepared: bwrap::cached(&sandbox.policy),
+                prepared: bwrap::cached(&sandbox.policy, cwd),
             })
         }
         #[cfg(target_os = "linux")]
@@ -136,17 +131,6 @@ pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxE
         Tier::Landlock => Err(SandboxError::Unavailable(
             "Landlock exists only on Linux".into(),
         )),
-    }
-}
-
-/// Creates missing package-cache roots (`~/.npm`, `~/.cache/pip`, ...): HOME is read-only
-/// inside the sandbox, so a tool could not create its cache on first use there (codex #10612,
-/// npm failing on `~/.npm/_logs`). Only these well-known cache directories; best effort.
-fn create_cache_roots(policy: &SandboxPolicy) {
-    for r in &policy.writable_roots {
-        if r.kind == RootKind::Cache && !r.path.exists() {
-            let _ = std::fs::create_dir_all(&r.path);
-        }
     }
 }
 
@@ -166,6 +150,24 @@ fn unavailable_reason() -> String {
 }
 
 impl Launch {
+    /// Starts `req` in the persistent sandbox of this launch (a launcher per configuration, see
+    /// [`launcher`]); an error for `Unsandboxed` or when no launcher can serve it. Blocking.
+    pub fn start_persistent(
+        &self,
+        policy: &SandboxPolicy,
+        req: &launcher::Request,
+        out: &std::os::fd::OwnedFd,
+    ) -> std::io::Result<(std::os::fd::OwnedFd, i32, Arc<launcher::Launcher>)> {
+        match self {
+            Launch::Bubblewrap { bwrap, prepared } => {
+                launcher::start(policy, bwrap, &prepared.args, &prepared.binds, req, out)
+            }
+            #[cfg(target_os = "linux")]
+            Launch::Landlock(prepared) => launcher::start_landlock(policy, prepared, req, out),
+            Launch::Unsandboxed => Err(std::io::Error::other("not sandboxed")),
+        }
+    }
+
     /// The full `bwrap` argument list for one command started on its own (no launcher):
     /// the sandbox arguments, `--chdir cwd`, `--`.
     pub fn bwrap_command_args(

@@ -1,7 +1,8 @@
 //! Sandbox policy: what a sandboxed shell command may write, whether it may reach the network,
 //! and which secrets it must not see. Built from explicit inputs (workspace, HOME, TMPDIR,
 //! settings); the builder reads no environment variables, only whether a few project files
-//! exist in the workspace (to pick per-ecosystem cache roots).
+//! exist in the workspace (to pick per-ecosystem cache roots) and whether the workspace is a
+//! linked git worktree (to let its commits reach the shared repository).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -16,6 +17,10 @@ pub enum RootKind {
     Cache,
     /// `sandbox.writable_roots` from settings.
     Settings,
+    /// What a commit in a linked worktree writes outside it: the common dir's `objects`,
+    /// `refs` and `logs`, and the worktree's own gitdir (HEAD, index) — never the common
+    /// dir's config or hooks.
+    Git,
 }
 
 /// One directory the sandboxed command may write beneath.
@@ -51,8 +56,9 @@ pub struct SandboxPolicy {
     /// Paths inside the writable roots kept read-only (bubblewrap only; Landlock cannot carve a
     /// read-only hole in a writable root).
     pub read_only: Vec<PathBuf>,
-    /// Whether `.git/config`, `.git/hooks` and `.git` pointer files of every repository under
-    /// the workspace and settings roots are kept read-only (bubblewrap only).
+    /// Whether `.git/config`, `.git/hooks` and `.git` pointer files are kept read-only
+    /// (bubblewrap only): of every repository under the workspace and settings roots, of the
+    /// workspace's and the command's repository, and of their worktrees' common dirs.
     pub protect_git: bool,
 }
 
@@ -130,6 +136,26 @@ impl SandboxPolicy {
         for r in &inputs.writable_roots {
             if let Some(p) = resolve(r, &ws, home.as_deref()) {
                 add(p, RootKind::Settings);
+            }
+        }
+        // A worktree whose main repository lies outside the roots (`git worktree add
+        // ../feature`): its commits write objects, refs and logs there.
+        if let Some((gitdir, common)) = super::git::worktree_dirs(&ws) {
+            let grants = ["objects", "refs", "logs"]
+                .iter()
+                .map(|d| common.join(d))
+                .chain(std::iter::once(gitdir));
+            for g in grants.collect::<Vec<_>>() {
+                let covered = roots.iter().any(|r| {
+                    g.starts_with(&r.path)
+                        || std::fs::canonicalize(&r.path).is_ok_and(|c| g.starts_with(c))
+                });
+                if !covered && g.is_dir() {
+                    roots.push(WritableRoot {
+                        path: g,
+                        kind: RootKind::Git,
+                    });
+                }
             }
         }
 

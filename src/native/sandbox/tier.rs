@@ -48,8 +48,8 @@ impl TierInfo {
         match self.tier {
             Tier::Bubblewrap => format!(
                 "sandbox: bubblewrap ({}). Writes only in the writable roots; .git/config, \
-                 .git/hooks and .git pointer files of every repository under the workspace are \
-                 read-only; ~/.ssh, ~/.aws, ~/.gnupg and fen's credential files are hidden; \
+                 .git/hooks and .git pointer files of every repository under the workspace, of \
+                 the workspace's own and its worktree's main repository are read-only; ~/.ssh, ~/.aws, ~/.gnupg and fen's credential files are hidden; \
                  network off unless sandbox.network = true; processes end with the command.",
                 self.bwrap
                     .as_deref()
@@ -58,7 +58,8 @@ impl TierInfo {
             Tier::Landlock => format!(
                 "sandbox: Landlock ABI {}{} + seccomp network filter. Writes only in the \
                  writable roots; ~/.ssh, ~/.aws, ~/.gnupg and fen's credential files are \
-                 unreadable; network off unless sandbox.network = true. Landlock cannot make \
+                 unreadable; network off unless sandbox.network = true; processes end with the \
+                 command. Landlock cannot make \
                  part of a writable root read-only: .git/config, .git/hooks and secrets inside \
                  the workspace rest on the permission analyser.",
                 self.landlock_abi,
@@ -85,18 +86,54 @@ impl TierInfo {
     }
 }
 
-/// The tier info of this machine, detected on first use.
+/// The tier info of this machine, detected on first use; the bubblewrap trial's outcome is
+/// reused from [`probe_file`] while the machine's key still matches.
 pub fn detect() -> &'static TierInfo {
     static INFO: OnceLock<TierInfo> = OnceLock::new();
-    INFO.get_or_init(probe)
+    INFO.get_or_init(|| probe_with(probe_file().as_deref()))
 }
 
-/// Detection without the cache (tests, `/permissions` after installing bubblewrap).
+/// Detection without any cache (tests, `/permissions` after installing bubblewrap).
 pub fn probe() -> TierInfo {
+    probe_with(None)
+}
+
+/// Where the outcome of the bubblewrap trial is kept per machine:
+/// `$XDG_STATE_HOME/fen/sandbox-probe` (default `~/.local/state/fen`). Not under `~/.cache`,
+/// which can be a writable root of the sandbox: a command must not be able to record a
+/// failure and so downgrade the next session to a weaker tier.
+pub fn probe_file() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let state = var("XDG_STATE_HOME").or_else(|| var("HOME").map(|h| h.join(".local/state")))?;
+    Some(state.join("fen/sandbox-probe"))
+}
+
+/// A failed trial is retried after this long even when the key matches (a transient failure
+/// must not cost the strong tier for good).
+const FAILURE_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Detection reusing the trial's outcome recorded in `cache` for this machine's key: the
+/// bwrap binary's identity, the kernel's release and version, the user, and the settings
+/// that allow user namespaces. Any change runs the trial again.
+pub fn probe_with(cache: Option<&Path>) -> TierInfo {
     let bwrap = find_on_path("bwrap");
     let bwrap_problem = match &bwrap {
         None => Some("bwrap not found on PATH".to_string()),
-        Some(b) => trial_bwrap(b).err(),
+        Some(b) => match (cache, machine_key(b)) {
+            (Some(file), Some(key)) => match read_probe(file, &key) {
+                Some(outcome) => outcome,
+                None => {
+                    let outcome = trial_bwrap(b).err();
+                    write_probe(file, &key, &outcome);
+                    outcome
+                }
+            },
+            _ => trial_bwrap(b).err(),
+        },
     };
     let landlock_abi = landlock_abi();
     let tier = if bwrap.is_some() && bwrap_problem.is_none() {
@@ -152,6 +189,80 @@ fn trial_bwrap(bwrap: &Path) -> Result<(), String> {
     ))
 }
 
+/// What the bubblewrap trial's outcome depends on, as one string.
+fn machine_key(bwrap: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(bwrap).ok()?;
+    // SAFETY: uname fills the struct it is given; an all-zero utsname is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let sysctl = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "-".into())
+    };
+    Some(format!(
+        "fen-sandbox-probe 1\nbwrap {} {}:{}:{}:{}\nkernel {} {}\nuid {}\nuserns {} {} {}\n",
+        bwrap.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        field(&u.release),
+        field(&u.version),
+        // SAFETY: getuid cannot fail.
+        unsafe { libc::getuid() },
+        sysctl("/proc/sys/user/max_user_namespaces"),
+        sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
+        sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+    ))
+}
+
+/// The recorded outcome for `key`: `Some(None)` the trial passed, `Some(Some(why))` it failed
+/// (less than [`FAILURE_TTL`] ago); `None` when nothing matching is recorded.
+fn read_probe(file: &Path, key: &str) -> Option<Option<String>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let rest = text.strip_prefix(key)?;
+    if rest.trim_end() == "ok" {
+        return Some(None);
+    }
+    let why = rest.strip_prefix("failed: ")?.trim_end().to_string();
+    let age = std::fs::metadata(file)
+        .ok()?
+        .modified()
+        .ok()?
+        .elapsed()
+        .ok()?;
+    (age < FAILURE_TTL).then_some(Some(why))
+}
+
+/// Records `outcome` for `key` (best effort; written to a temporary file, then renamed).
+fn write_probe(file: &Path, key: &str, outcome: &Option<String>) {
+    let Some(dir) = file.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let body = match outcome {
+        None => format!("{key}ok\n"),
+        Some(why) => format!("{key}failed: {}\n", why.replace('\n', " ")),
+    };
+    let tmp = dir.join(format!(".sandbox-probe.{}", std::process::id()));
+    if std::fs::write(&tmp, body).is_ok() && std::fs::rename(&tmp, file).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
 /// The kernel's Landlock ABI version, 0 when it has none.
 pub fn landlock_abi() -> i32 {
     #[cfg(target_os = "linux")]
@@ -202,6 +313,39 @@ mod tests {
         i.tier = Tier::None;
         assert!(i.description().contains("sandbox.required = true"));
         assert_eq!(i.status(), "no sandbox!");
+    }
+
+    #[test]
+    fn the_trial_outcome_is_recorded_per_machine_key() {
+        let Some(bwrap) = find_on_path("bwrap") else {
+            eprintln!("NOTICE: bwrap not found; probe record not tested");
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("fen/sandbox-probe");
+        let first = probe_with(Some(&file));
+        let key = machine_key(&bwrap).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with(&key), "{text}");
+        assert_eq!(
+            first.bwrap_problem.is_none(),
+            text.ends_with("ok\n"),
+            "{text}"
+        );
+        // A recorded outcome is used as it is (no trial): record a failure for this key.
+        std::fs::write(&file, format!("{key}failed: recorded\n")).unwrap();
+        let second = probe_with(Some(&file));
+        assert_eq!(second.bwrap_problem.as_deref(), Some("recorded"));
+        assert_ne!(second.tier, Tier::Bubblewrap);
+        // Another key (another kernel, bwrap, user): the trial runs again and is recorded.
+        std::fs::write(
+            &file,
+            "fen-sandbox-probe 1\nbwrap /other 1:2:3:4\nfailed: old\n",
+        )
+        .unwrap();
+        let third = probe_with(Some(&file));
+        assert_eq!(third.bwrap_problem, first.bwrap_problem);
+        assert!(std::fs::read_to_string(&file).unwrap().starts_with(&key));
     }
 
     #[test]

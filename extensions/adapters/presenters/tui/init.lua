@@ -440,6 +440,12 @@ return function(api)
     S.user_blocks = {}
     if open() then term.clear() end
   end)
+  -- /rewind of the conversation puts the turn's prompt back for editing.
+  api.on("input-prefill", function(ev)
+    if type(ev.text) ~= "string" then return end
+    editor.set(S.ed, ev.text)
+    refresh()
+  end)
 
   ---------------------------------------------------------------------------------------------
   -- History, per project directory under $XDG_STATE_HOME/fen/history/.
@@ -844,7 +850,22 @@ return function(api)
       ctrl_c()
     elseif key == "esc" then
       -- Also a turn a command started (/goal, /skill:NAME, a Markdown command).
-      if S.busy or api.turn.busy() then pcall(api.turn.cancel) end
+      if S.busy or api.turn.busy() then
+        pcall(api.turn.cancel)
+      elseif S.ed.text == "" then
+        -- Esc Esc on an empty input: /rewind.
+        local now = os.time()
+        if S.last_esc and now - S.last_esc <= 1 then
+          S.last_esc = nil
+          run_task(function()
+            local text, err = api.kernel.run_command("/rewind")
+            if err then notice(err, style.error) elseif text and text ~= "" then notice(text, {}) end
+            refresh()
+          end)
+        else
+          S.last_esc = now
+        end
+      end
     elseif key == "ctrl-d" then
       if S.ed.text == "" then return quit() end
       editor.delete(S.ed)

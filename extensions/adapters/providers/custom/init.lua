@@ -3,7 +3,9 @@
 --   {"providers": {"NAME": {"api": "openai-completions" | "openai-responses" | "anthropic-messages",
 --     "base_url": "http://127.0.0.1:11434/v1", "api_key": "LITERAL or ENV_NAME", "headers": {...},
 --     "models": [{"id": "...", "context_window": N, "max_output_tokens": N, "reasoning": bool,
---                 "input": ["text", "image"]}]}}}  (`input` without "image": images become a note)
+--                 "input": ["text", "image"]}],
+--     "auth": "BACKEND"}}}  (`input` without "image": images become a note; `auth` names an
+--     auth-backend that supplies the bearer token instead of api_key)
 -- pi's and the original fen's camelCase spellings (baseUrl, apiKey) are read too. A name that
 -- matches a built-in provider replaces it (the built-ins check fen.lib.models and stand back).
 
@@ -24,10 +26,11 @@ return function(api)
     local compat = p.compat or {}
     local spec = wire.spec(api, kind, {
       name = name, base_url = base, base_url_override = base, api_key = p.api_key or p.apiKey,
-      headers = p.headers, key_env = nil, models = p.models,
+      headers = p.headers, key_env = nil, models = p.models, auth = p.auth,
       max_tokens_field = compat.max_tokens_field or compat.maxTokensField or "max_tokens",
     })
     spec.models = p.models
+    spec.auth = p.auth
     api.register("provider", spec)
     state.models[name] = p.models or {}
   end

@@ -3,6 +3,7 @@
 --   {"type":"message","id","parent_id","timestamp","message":{...}}          one canonical message
 --   {"type":"compaction","id","summary","first_kept_entry_id","tokens_before","tokens_after",...}
 --   {"type":"extension-state","id","extension","state"}
+--   {"type":"checkpoint","id","turn","commit","files","skipped",...}  (api.session.append_record)
 -- under $XDG_STATE_HOME/fen/sessions/<slug of the working directory>/ (FEN_SESSION_DIR
 -- overrides). Writes, leases and reading live in the native store (fen.native.session).
 -- A session object is {path, id, writer, last_id, states}.
@@ -26,6 +27,20 @@ local function session_list(opts)
   local list, err = store.list(opts.dir or store.dir_for(opts.cwd or native.fs.cwd()))
   if not list then error(err, 0) end
   return list
+end
+
+--- Records of other types (checkpoints) read for a fork, to be written again around the message
+--- they were next to: `before[message]` precede it, `after[message]` follow it.
+local carry = { before = setmetatable({}, { __mode = "k" }), after = setmetatable({}, { __mode = "k" }) }
+
+--- The checkpoints companion numbers turns on from the latest one a session recorded.
+local function note_record(session, rec)
+  if rec.type == "checkpoint" and type(rec.turn) == "number" then
+    local cur = session.states.checkpoints
+    if type(cur) ~= "table" or (cur.turn or 0) < rec.turn then
+      session.states.checkpoints = { turn = rec.turn }
+    end
+  end
 end
 
 return function(api)
@@ -56,11 +71,18 @@ return function(api)
     return { path = path, id = id, writer = writer, states = {}, ids = setmetatable({}, { __mode = "k" }) }
   end
 
+  function backend.append_record(session, record)
+    writer_of(session):append(record)
+    note_record(session, record)
+  end
+
   function backend.append(session, message)
+    for _, rec in ipairs(carry.before[message] or {}) do backend.append_record(session, rec) end
     local id = store.new_id()
     writer_of(session):append({ type = "message", id = id, parent_id = session.last_id, timestamp = message.timestamp or now_ms(), message = message })
     session.last_id = id
     session.ids[message] = id
+    for _, rec in ipairs(carry.after[message] or {}) do backend.append_record(session, rec) end
   end
 
   function backend.append_state(session, extension, state)
@@ -113,6 +135,22 @@ return function(api)
         content = "[Summary of the earlier conversation, which was compacted]\n" .. compaction.summary,
       }
     end
+    -- A fork (no session given) writes the checkpoint records again next to their messages.
+    local forking = not (opts and opts.session)
+    local pending, last_message = {}, nil
+    for _, rec in ipairs(r.records) do
+      if rec.type == "checkpoint" then
+        note_record(session, rec)
+        if forking then pending[#pending + 1] = rec end
+      elseif rec.type == "extension-state" and rec.extension == "checkpoints" and type(rec.state) == "table" then
+        note_record(session, { type = "checkpoint", turn = rec.state.turn })
+      elseif rec.type == "message" and type(rec.message) == "table" and forking and #pending > 0 then
+        carry.before[rec.message] = pending
+        pending = {}
+      end
+      if rec.type == "message" and type(rec.message) == "table" then last_message = rec.message end
+    end
+    if forking and #pending > 0 and last_message then carry.after[last_message] = pending end
     for _, rec in ipairs(r.records) do
       if rec.type == "session" and rec.id then
         -- The header names the session (what /resume and api.session.info report).
@@ -121,7 +159,7 @@ return function(api)
         messages[#messages + 1] = rec.message
         session.last_id = rec.id
         session.ids[rec.message] = rec.id
-      elseif rec.type == "extension-state" and rec.extension then
+      elseif rec.type == "extension-state" and rec.extension and rec.extension ~= "checkpoints" then
         session.states[rec.extension] = rec.state
       end
     end

@@ -286,13 +286,13 @@ return function(api)
       end
       return nil
     end,
+    -- The kernel's after_tool contract: `result` = {is_error, details, text}; a string
+    -- returned is appended to the result.
     after_tool = function(name, args, result, ctx)
-      local text = {}
-      for _, b in ipairs(result.content or {}) do if b.type == "text" then text[#text + 1] = b.text end end
       local event = result.is_error and "PostToolUseFailure" or "PostToolUse"
-      local input = { tool_name = cc_name(name), tool_input = tool_input(args), tool_use_id = ctx.call_id }
-      if result.is_error then input.error = table.concat(text, "\n")
-      else input.tool_response = { content = table.concat(text, "\n"), details = result.details } end
+      local input = { tool_name = cc_name(name), tool_input = tool_input(args), tool_use_id = ctx.tool_call_id }
+      if result.is_error then input.error = result.text
+      else input.tool_response = { content = result.text, details = result.details } end
       local rows = fire(event, { cc_name(name), name }, input)
       if #rows == 0 then return nil end
       local v = verdict(rows)
@@ -300,7 +300,7 @@ return function(api)
       if v.block then parts[#parts + 1] = "[" .. event .. " hook] " .. v.block end
       for _, c in ipairs(v.context) do parts[#parts + 1] = "[" .. event .. " hook] " .. c end
       if v.stop then api.turn.cancel() parts[#parts + 1] = "[" .. event .. " hook stopped the turn] " .. v.stop end
-      if #parts > 0 then return { append = table.concat(parts, "\n") } end
+      if #parts > 0 then return table.concat(parts, "\n") end
     end,
     before_turn = function(text)
       local extra = {}

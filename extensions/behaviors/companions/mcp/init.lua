@@ -127,8 +127,13 @@ return function(api)
       local key = s.name .. "#" .. s.epoch
       if s.status == "failed" and not state.noticed[key] then
         state.noticed[key] = true
-        notify(string.format("mcp: server %s failed: %s (log %s; /mcp reconnect %s)",
-          s.name, s.error or "?", s.log, s.name))
+        if (s.error or ""):find("needs login", 1, true) then
+          -- An OAuth server answered 401: say how to log in without leaving the session.
+          notify(string.format("mcp: server %s needs login: type /mcp login %s", s.name, s.name))
+        else
+          notify(string.format("mcp: server %s failed: %s (log %s; /mcp reconnect %s)",
+            s.name, s.error or "?", s.log, s.name))
+        end
       end
     end
     local want = total > budget_bytes()
@@ -258,10 +263,27 @@ return function(api)
 
   api.register("command", {
     name = "mcp", order = 58,
-    description = "MCP servers: `/mcp` lists them (status, tools, log); `/mcp reconnect NAME` restarts one.",
+    description = "MCP servers: `/mcp` lists them (status, tools, log); `/mcp reconnect NAME` restarts one; `/mcp login NAME` / `/mcp logout NAME` for servers that need OAuth.",
     handler = function(args)
       local sub, rest = (args or ""):match("^%s*(%S*)%s*(.-)%s*$")
       if sub == "" or sub == "list" then return status_lines() end
+      local trusted = (api.kernel.run_options() or {}).trusted == true
+      if sub == "login" or sub == "logout" then
+        local no_browser = rest:find("--no-browser", 1, true) ~= nil
+        rest = rest:gsub("%s*%-%-no%-browser%s*", " "):match("^%s*(.-)%s*$")
+        if rest == "" then return "usage: /mcp " .. sub .. " NAME [--no-browser]" end
+        if sub == "logout" then
+          local had, err = native.auth.mcp_logout(rest, { trusted = trusted })
+          if had == nil then return "error: " .. tostring(err) end
+          return had and ("mcp: logged out of " .. rest) or ("mcp: not logged in to " .. rest)
+        end
+        local ok, err = native.auth.mcp_login(rest, {
+          trusted = trusted, no_browser = no_browser,
+          on_prompt = function(p) api.ui.notify("Open this URL to sign in to " .. rest .. ":\n" .. p.url) end,
+        })
+        if not ok then return "mcp: login to " .. rest .. " failed: " .. tostring(err) end
+        sub = "reconnect"
+      end
       if sub == "reconnect" then
         if rest == "" then return "usage: /mcp reconnect NAME" end
         configure((api.kernel.run_options() or {}).trusted == true)
@@ -280,7 +302,7 @@ return function(api)
         end
         return "mcp: " .. rest .. " is gone"
       end
-      return "usage: /mcp [list] | /mcp reconnect NAME"
+      return "usage: /mcp [list] | /mcp reconnect NAME | /mcp login NAME | /mcp logout NAME"
     end,
   })
 

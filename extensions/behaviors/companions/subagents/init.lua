@@ -118,6 +118,8 @@ return function(api)
       name = f.name, description = (f.description:gsub("%s+$", "")), model = model, provider = f.provider,
       tools = tool_list(f.tools, peer), max_turns = f.max_turns, timeout_s = f.timeout_s,
       system = (body or ""):gsub("^%s+", ""), scope = scope, location = location, session = f.session == true,
+      -- `isolation: worktree` (Claude Code's key): each run works in its own git worktree.
+      isolation = f.isolation,
     }
   end
 
@@ -229,7 +231,32 @@ return function(api)
   local function redraw() pcall(api.emit, { type = "redraw" }) end
 
   --- The model-facing report of a finished run and whether it is an error.
+  local report_inner
+
+  --- For a run in its own worktree: its branch and diff stat, or that it was removed.
+  local function worktree_note(info)
+    local wt = (state.runs[info.id] or {}).worktree
+    if not wt then return nil end
+    if not native.fs.stat(wt.path) then
+      return string.format("[worktree %s: no changes; removed]", wt.branch)
+    end
+    local r = native.process.run({ command = "git status --short | head -n 30; git diff --stat HEAD | tail -n 1", cwd = wt.path, timeout_ms = 20000 })
+    local stat = r and r.text and r.text:gsub("%s+$", "") or "?"
+    return string.format("[worktree: branch %s in %s; merge with `git merge %s`, remove with `fen worktree remove %s`]\n%s",
+      wt.branch, wt.path, wt.branch, wt.name, stat)
+  end
+
   local function report(info)
+    local text, is_error, details = report_inner(info)
+    local note = worktree_note(info)
+    if note then
+      text = text .. "\n" .. note
+      details.worktree = (state.runs[info.id] or {}).worktree
+    end
+    return text, is_error, details
+  end
+
+  function report_inner(info)
     local r = info.result or {}
     local details = { run_id = info.id, agent = info.label, status = r.status or info.status,
       exit_status = info.status, exit_code = info.exit_code, signal = info.signal, turns = info.turns,
@@ -308,6 +335,15 @@ return function(api)
     if o.extension_root then add("--extension-root", o.extension_root) end
     for _, e in ipairs(o.extensions or {}) do add("--extension", e) end
     if o.session_backend and o.session_backend ~= "jsonl" then add("--session-backend", o.session_backend) end
+    local worktree
+    if def.isolation == "worktree" then
+      -- The child runs `fen --worktree NAME`: branch fen/NAME under .fen/worktrees/NAME/ of the
+      -- repository, removed by the child when it made no changes.
+      local root = native.checkpoint.workspace_of(args.cwd or native.fs.cwd())
+      local name = string.format("sa-%d-%d", os.time(), state.seq)
+      worktree = { name = name, branch = "fen/" .. name, path = root .. "/.fen/worktrees/" .. name }
+      add("--worktree", name)
+    end
     add("--", args.task)
     local depth = tonumber(os.getenv("FEN_SUBAGENT_DEPTH") or "0") or 0
     local label = def.name
@@ -318,7 +354,7 @@ return function(api)
     }, { on_ask = resolver(label), on_exit = args.background and announce or redraw })
     if not info then return nil, "error: " .. why end
     state.runs[info.id] = { agent = label, task = args.task, background = args.background == true,
-      timeout_s = tonumber(args.timeout_s) or def.timeout_s }
+      timeout_s = tonumber(args.timeout_s) or def.timeout_s, worktree = worktree }
     redraw()
     return info
   end

@@ -202,6 +202,8 @@ return function(api)
       source = source, subject = d and d.subject or "", reason = d and d.reason or "",
       segments = d and d.segments or {}, scope = extra and extra.scope or nil,
       mode = state.settings and state.settings.mode or "default",
+      -- The analyser found a shell command that changes no file (checkpoints skip it).
+      read_only = d and d.read_only or nil,
     }
     -- `scope`: what an approval covered (the user's answer) or would cover (the decision's
     -- suggested rules); `rule`: the rule that decided, with its file and line.

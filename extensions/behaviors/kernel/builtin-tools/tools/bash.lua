@@ -38,6 +38,33 @@ return function(api)
       local on_output = function(text)
         api.emit({ type = "tool-update", tool_name = "bash", tool_call_id = ctx and ctx.tool_call_id, text = text })
       end
+      -- In an editor that offers its terminal (`fen acp`; only where fen itself would run the
+      -- command outside its sandbox, see docs/acp.md), the command runs there, in sight.
+      local route = require("fen.lib.fsroute")
+      if route.terminal then
+        local t, terr = route.terminal({ command = args.command, cwd = args.cwd, timeout_ms = timeout * 1000,
+          call_id = ctx and ctx.tool_call_id })
+        if terr then return util.fail("error: " .. terr) end
+        if t then
+          local parts = {}
+          if (t.output or "") ~= "" then parts[#parts + 1] = (t.output:gsub("\n$", "")) end
+          if t.truncated then parts[#parts + 1] = "[fen: the editor's terminal kept only the end of the output]" end
+          local status, failed
+          if t.timed_out then
+            status, failed = string.format("[timed out after %ds]", timeout), true
+          elseif t.signal then
+            status, failed = string.format("[signal %s]", tostring(t.signal)), true
+          else
+            status, failed = string.format("[exit %d]", t.exit_code or -1), (t.exit_code or -1) ~= 0
+          end
+          parts[#parts + 1] = status
+          local details = { command = args.command, exit_code = t.exit_code, signal = t.signal, timed_out = t.timed_out,
+            terminal = t.terminal_id, editor = true }
+          local text = table.concat(parts, "\n")
+          if failed then return util.fail(text, details) end
+          return util.ok(text, details)
+        end
+      end
       local run_opts = { command = args.command, cwd = args.cwd, timeout_ms = timeout * 1000 }
       local r, err = native.process.run(run_opts, on_output)
       if not r then return util.fail("error: " .. err) end
@@ -95,6 +122,10 @@ return function(api)
       end
       parts[#parts + 1] = status
       if r.sandbox_blocked then
+        -- Nobody could be asked to rerun it outside (a headless run): the line says which
+        -- setting lifts the boundary, or that an interactive session would ask.
+        local headless = api.kernel.run_options().headless
+        if headless and r.sandbox_hint then r.sandbox_blocked = r.sandbox_hint end
         parts[#parts + 1] = "[fen: " .. r.sandbox_blocked .. "]"
         if #scope > 0 then
           parts[#parts + 1] = string.format(

@@ -53,6 +53,27 @@ local function batch(args)
   return { { path = args.path, edits = { { old_string = args.old_string, new_string = args.new_string, replace_all = args.replace_all } } } }
 end
 
+--- The batch applied to the editor's buffers (`fsroute`): every file is read and edited in
+--- memory first, then written, so a failing edit changes nothing.
+local function apply_routed(files, route)
+  local out = { files = {} }
+  local texts = {}
+  for i, f in ipairs(files) do
+    local abs = route.absolute(f.path)
+    local text, err = route.editor.read(abs)
+    if not text then return nil, string.format("%s: %s; no file was changed", f.path, err or "cannot read it") end
+    local r, eerr = native.edit.apply_text(text, f.edits, f.path)
+    if not r then return nil, string.format("%s: %s; no file was changed", f.path, eerr) end
+    texts[i] = { path = abs, text = r.text }
+    out.files[i] = r
+  end
+  for _, t in ipairs(texts) do
+    local ok, err = route.editor.write(t.path, t.text)
+    if not ok then return nil, string.format("%s: %s", t.path, err or "the editor refused the write") end
+  end
+  return out
+end
+
 return function()
   return {
     name = "edit",
@@ -84,7 +105,13 @@ return function()
     execute = function(args)
       local files, err = batch(args)
       if not files then return util.fail("error: " .. err) end
-      local r, aerr = native.edit.apply(files)
+      local route = require("fen.lib.fsroute")
+      local r, aerr
+      if route.editor and route.routed(files[1].path) then
+        r, aerr = apply_routed(files, route)
+      else
+        r, aerr = native.edit.apply(files)
+      end
       if not r then
         -- The engine's message usually says so already; say it once.
         local note = aerr:lower():find("no file was changed", 1, true) and "" or "\nNo file was changed."

@@ -19,8 +19,35 @@ local function image_note(path, r)
   return note
 end
 
+--- A text file read through the editor's buffer (`fsroute`): the same window and numbering.
+local function read_routed(req, route)
+  local text, err = route.editor.read(route.absolute(req.path))
+  if not text then return nil, err or ("cannot read " .. req.path) end
+  local lines = {}
+  if text ~= "" then
+    for line in (text:gsub("\r\n", "\n") .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("([^\n]*)\n") do
+      lines[#lines + 1] = line
+    end
+  end
+  local first = req.offset or 1
+  local last = math.min(#lines, first + (req.limit or 2000) - 1)
+  local details = { path = req.path, kind = "text", first_line = first, last_line = last, total_lines = #lines,
+    bytes = #text, truncated = last < #lines, next_offset = last < #lines and last + 1 or nil, editor = true }
+  if #lines == 0 then return string.format("(empty file: %s, 0 bytes)", req.path), details end
+  if first > #lines then
+    return nil, string.format("offset %d is past the end of %s (%d lines)", first, req.path, #lines)
+  end
+  local out = util.number_lines(table.concat(lines, "\n", first, last), first)
+  if last < #lines then
+    out = out .. string.format("\n[fen: showing lines %d-%d of %d. Continue with offset=%d.]", first, last, #lines, last + 1)
+  end
+  return out, details
+end
+
 --- Returns text, details and, for an image, its image block.
 local function read_one(req)
+  local route = require("fen.lib.fsroute")
+  if route.routed(req.path) then return read_routed(req, route) end
   local r, err = native.fs.read(req.path, { offset = req.offset, limit = req.limit, numbered = true, images = true })
   if not r then
     return nil, err

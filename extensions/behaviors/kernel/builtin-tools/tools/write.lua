@@ -22,6 +22,15 @@ return function()
       if args.path == "" then
         return util.fail("error: path is empty; give the path of the file to write")
       end
+      local route = require("fen.lib.fsroute")
+      if route.routed(args.path) then
+        -- Through the editor's buffer (`fen acp`): the editor saves it and shows the change.
+        local ok, werr = route.editor.write(route.absolute(args.path), args.content)
+        if not ok then return util.fail("error: " .. tostring(werr or "the editor refused the write")) end
+        local lines = select(2, args.content:gsub("\n", "")) + ((args.content ~= "" and args.content:sub(-1) ~= "\n") and 1 or 0)
+        return util.ok(string.format("wrote %s (%s) to %s (through the editor)", util.plural(#args.content, "byte"),
+          util.plural(lines, "line"), args.path), { path = args.path, bytes = #args.content, lines_after = lines, editor = true })
+      end
       local r, err = native.fs.write(args.path, args.content)
       if not r then return util.fail("error: " .. err) end
       local what = r.created and "new file"

@@ -1,12 +1,12 @@
-//! Secret files inside a writable root (`.env`, `*.pem`, `id_rsa`, `credentials.json`, ...):
-//! found by a bounded walk so the sandbox can mask them from sandboxed commands, which would
-//! otherwise read them with an interpreter and print them to the model. The walk ignores
+//! Secret files inside a directory (`.env`, `*.pem`, `id_rsa`, `credentials.json`, ...): found
+//! by a bounded walk so the sandbox can mask them from sandboxed commands, and so a recursive
+//! read (`grep -r`) that would print them to the model is judged as the secret read it is. The walk ignores
 //! `.gitignore` (secrets are usually ignored) but skips the heavy directories no secret lives
 //! in, and stops at a depth and an entry budget so a large tree costs a bounded time.
 
 use std::path::{Path, PathBuf};
 
-use crate::native::policy::paths::secret_name;
+use super::paths::secret_name;
 
 /// How deep below the root secrets are looked for.
 pub const MAX_DEPTH: usize = 6;

@@ -1,0 +1,334 @@
+//! Binding of the login core: `native.auth` (`crate::native::auth`). Every function takes a
+//! provider name (`openai-chatgpt`, `github-copilot`); endpoints come from settings.json
+//! `auth.NAME` (the user's settings only: a cloned project must not redirect a login).
+//!
+//! - `login(provider, {device, no_browser, host, on_prompt})` *async* -> status | nil, message.
+//!   `on_prompt({kind = "url" | "code", url, code, opened})` is called once the person has
+//!   something to do.
+//! - `credential(provider, stale_token?)` *async* -> `{token, expires_at, headers, base_url}`
+//!   | nil, message (refreshed under the store's lock when under 5 minutes remain, or when
+//!   `stale_token` is the stored one).
+//! - `models(provider)` *async* -> `{ {id, context_window?, ...} }` | nil, message.
+//! - `status()` *async* -> `{ {provider, email, plan, expires_at, host} }`, or nil, message.
+//! - `logout(provider)` *async* -> true when a login was forgotten | nil, message.
+//! - `mcp_login(server, {trusted, no_browser, on_prompt})` *async* -> true | nil, message: the
+//!   OAuth login of a configured HTTP MCP server (`native::auth::mcp`); `mcp_logout(server,
+//!   {trusted})` *async* -> whether there was one.
+//! - `refusal(name)` -> why fen refuses that subscription login (Anthropic, Google), or nil.
+//! - `path()` -> the auth.json path.
+
+use crate::native::auth::{self, copilot, oauth::Http, openai, store::Store, AuthError, Prompt};
+use mlua::{Function, Lua, LuaSerdeExt, Table, Value};
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set("login", lua.create_async_function(login_fn)?)?;
+    m.set("credential", lua.create_async_function(credential_fn)?)?;
+    m.set("models", lua.create_async_function(models_fn)?)?;
+    m.set("status", lua.create_async_function(status_fn)?)?;
+    m.set("logout", lua.create_async_function(logout_fn)?)?;
+    m.set("mcp_login", lua.create_async_function(mcp_login_fn)?)?;
+    m.set("mcp_logout", lua.create_async_function(mcp_logout_fn)?)?;
+    m.set(
+        "refusal",
+        lua.create_function(|_, name: String| Ok(auth::refusal(&name)))?,
+    )?;
+    m.set(
+        "path",
+        lua.create_function(|_, ()| Ok(Store::from_env().path().display().to_string()))?,
+    )?;
+    Ok(m)
+}
+
+fn section(name: &str) -> serde_json::Value {
+    let config = crate::kernel::settings::Paths::from_env().config_dir;
+    auth::settings_section(&config, name)
+}
+
+enum Which {
+    OpenAi(openai::Endpoints),
+    Copilot(copilot::Endpoints),
+}
+
+async fn which(provider: &str, host: Option<String>, store: &Store) -> Result<Which, AuthError> {
+    match provider {
+        openai::PROVIDER => Ok(Which::OpenAi(openai::Endpoints::from_settings(&section(
+            provider,
+        )))),
+        copilot::PROVIDER => {
+            let host = match host {
+                Some(h) => h,
+                None => copilot::stored_host(store)
+                    .await
+                    .unwrap_or_else(|| "github.com".into()),
+            };
+            Ok(Which::Copilot(copilot::Endpoints::from_settings(
+                &section(provider),
+                &host,
+            )))
+        }
+        other => Err(AuthError::Other(format!(
+            "no built-in login for '{other}' (known: openai-chatgpt, github-copilot)"
+        ))),
+    }
+}
+
+/// A status row with absent fields left out (not JSON nulls).
+fn status_table(lua: &Lua, s: &auth::Status) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set("provider", s.provider.as_str())?;
+    t.set("email", s.email.as_deref())?;
+    t.set("plan", s.plan.as_deref())?;
+    t.set("expires_at", s.expires_at)?;
+    t.set("host", s.host.as_deref())?;
+    Ok(t)
+}
+
+fn fail(lua: &Lua, e: AuthError) -> mlua::Result<(Value, Value)> {
+    super::failure(lua, e.to_string())
+}
+
+fn http(lua: &Lua) -> Result<Http, AuthError> {
+    Http::new(super::cancel_token(lua))
+}
+
+async fn login_fn(
+    lua: Lua,
+    (provider, opts): (String, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
+    if let Some(o) = &opts {
+        super::check_keys(
+            o,
+            &["device", "no_browser", "host", "on_prompt"],
+            "auth.login",
+        )?;
+    }
+    let get_bool = |k: &str| -> mlua::Result<bool> {
+        Ok(match &opts {
+            Some(o) => o.get::<Option<bool>>(k)?.unwrap_or(false),
+            None => false,
+        })
+    };
+    let device = get_bool("device")?;
+    let no_browser = get_bool("no_browser")?;
+    let host: Option<String> = match &opts {
+        Some(o) => o.get("host")?,
+        None => None,
+    };
+    let on_prompt: Option<Function> = match &opts {
+        Some(o) => o.get("on_prompt")?,
+        None => None,
+    };
+    // The flow reports prompts through a channel; they are shown by awaiting `on_prompt`
+    // beside it (so `on_prompt` may itself wait, e.g. on `api.ui.notify`).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    let store = Store::from_env();
+    let flow = async {
+        let notify = move |p: Prompt| {
+            let _ = tx.send(p);
+        };
+        let http = http(&lua)?;
+        match which(&provider, host, &store).await? {
+            Which::OpenAi(ep) if device => openai::login_device(&http, &store, &ep, &notify).await,
+            Which::OpenAi(ep) => {
+                openai::login_browser(&http, &store, &ep, !no_browser, &notify).await
+            }
+            Which::Copilot(ep) => copilot::login(&http, &store, &ep, &notify).await,
+        }
+    };
+    let show = async {
+        while let Some(p) = rx.recv().await {
+            let Some(f) = &on_prompt else { continue };
+            let t = lua.create_table()?;
+            match p {
+                Prompt::OpenUrl { url, opened } => {
+                    t.set("kind", "url")?;
+                    t.set("url", url)?;
+                    t.set("opened", opened)?;
+                }
+                Prompt::DeviceCode { url, code } => {
+                    t.set("kind", "code")?;
+                    t.set("url", url)?;
+                    t.set("code", code)?;
+                }
+            }
+            f.call_async::<()>(t).await?;
+        }
+        Ok::<(), mlua::Error>(())
+    };
+    let (result, shown) = tokio::join!(flow, show);
+    shown?;
+    match result {
+        Ok(status) => Ok((Value::Table(status_table(&lua, &status)?), Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}
+
+async fn credential_fn(
+    lua: Lua,
+    (provider, stale): (String, Option<String>),
+) -> mlua::Result<(Value, Value)> {
+    let store = Store::from_env();
+    let result = async {
+        let http = http(&lua)?;
+        match which(&provider, None, &store).await? {
+            Which::OpenAi(ep) => openai::credential(&http, &store, &ep, stale.as_deref()).await,
+            Which::Copilot(ep) => copilot::credential(&http, &store, &ep, stale.as_deref()).await,
+        }
+    }
+    .await;
+    let c = match result {
+        Ok(c) => c,
+        Err(e) => return fail(&lua, e),
+    };
+    let t = lua.create_table()?;
+    t.set("token", c.token)?;
+    t.set("expires_at", c.expires_at)?;
+    t.set("base_url", c.base_url)?;
+    let h = lua.create_table()?;
+    for (k, v) in c.headers {
+        h.set(k, v)?;
+    }
+    t.set("headers", h)?;
+    Ok((Value::Table(t), Value::Nil))
+}
+
+async fn models_fn(lua: Lua, provider: String) -> mlua::Result<(Value, Value)> {
+    let store = Store::from_env();
+    let result = async {
+        let http = http(&lua)?;
+        match which(&provider, None, &store).await? {
+            Which::OpenAi(ep) => openai::models(&http, &store, &ep).await,
+            Which::Copilot(ep) => copilot::models(&http, &store, &ep).await,
+        }
+    }
+    .await;
+    match result {
+        Ok(list) => Ok((lua.to_value(&list)?, Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}
+
+async fn status_fn(lua: Lua, (): ()) -> mlua::Result<(Value, Value)> {
+    let store = Store::from_env();
+    let loaded = super::blocking(move || store.load()).await?;
+    let map = match loaded {
+        Ok(m) => m,
+        Err(e) => return fail(&lua, e),
+    };
+    let mut rows = Vec::new();
+    for (key, entry) in &map {
+        match key.as_str() {
+            openai::PROVIDER => rows.push(openai::status_of(entry)),
+            copilot::PROVIDER => rows.push(copilot::status_of(entry)),
+            _ => {}
+        }
+    }
+    let out = lua.create_table()?;
+    for r in &rows {
+        out.push(status_table(&lua, r)?)?;
+    }
+    Ok((Value::Table(out), Value::Nil))
+}
+
+async fn logout_fn(lua: Lua, provider: String) -> mlua::Result<(Value, Value)> {
+    let store = Store::from_env();
+    let result = match provider.as_str() {
+        openai::PROVIDER => openai::logout(&store).await,
+        copilot::PROVIDER => copilot::logout(&store).await,
+        other => Err(AuthError::Other(format!("no built-in login for '{other}'"))),
+    };
+    match result {
+        Ok(b) => Ok((Value::Boolean(b), Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}
+
+/// The URL and client of MCP server `name` from the mcp.json files.
+fn mcp_server(
+    name: &str,
+    trusted: bool,
+) -> Result<(String, Option<auth::mcp::ClientConfig>), String> {
+    let paths = crate::kernel::settings::Paths::from_env();
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let root = crate::kernel::trust::project_root(&cwd);
+    crate::native::mcp::config::http_server(&paths.config_dir, &cwd, &root, trusted, name)
+}
+
+async fn mcp_login_fn(
+    lua: Lua,
+    (name, opts): (String, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
+    if let Some(o) = &opts {
+        super::check_keys(o, &["trusted", "no_browser", "on_prompt"], "auth.mcp_login")?;
+    }
+    let get = |k: &str| -> mlua::Result<bool> {
+        Ok(match &opts {
+            Some(o) => o.get::<Option<bool>>(k)?.unwrap_or(false),
+            None => false,
+        })
+    };
+    let (trusted, no_browser) = (get("trusted")?, get("no_browser")?);
+    let on_prompt: Option<Function> = match &opts {
+        Some(o) => o.get("on_prompt")?,
+        None => None,
+    };
+    let (url, client) = match mcp_server(&name, trusted) {
+        Ok(v) => v,
+        Err(e) => return super::failure(&lua, e),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    let store = Store::from_env();
+    let flow = async {
+        let notify = move |p: Prompt| {
+            let _ = tx.send(p);
+        };
+        let http = http(&lua)?;
+        auth::mcp::login(
+            &http,
+            &store,
+            &url,
+            &client.unwrap_or_default(),
+            !no_browser,
+            &notify,
+        )
+        .await
+    };
+    let show = async {
+        while let Some(p) = rx.recv().await {
+            let (Some(f), Prompt::OpenUrl { url, opened }) = (&on_prompt, p) else {
+                continue;
+            };
+            let t = lua.create_table()?;
+            t.set("kind", "url")?;
+            t.set("url", url)?;
+            t.set("opened", opened)?;
+            f.call_async::<()>(t).await?;
+        }
+        Ok::<(), mlua::Error>(())
+    };
+    let (result, shown) = tokio::join!(flow, show);
+    shown?;
+    match result {
+        Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}
+
+async fn mcp_logout_fn(
+    lua: Lua,
+    (name, opts): (String, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
+    let trusted = match &opts {
+        Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
+        None => false,
+    };
+    let (url, _) = match mcp_server(&name, trusted) {
+        Ok(v) => v,
+        Err(e) => return super::failure(&lua, e),
+    };
+    match auth::mcp::logout(&Store::from_env(), &url).await {
+        Ok(b) => Ok((Value::Boolean(b), Value::Nil)),
+        Err(e) => fail(&lua, e),
+    }
+}

@@ -1,0 +1,174 @@
+//! `native.checkpoint`: snapshots of the workspace in a shadow git repository and rewinds
+//! ([`crate::native::checkpoint`]). Every function runs its git children on the blocking pool;
+//! failures come back as `nil, message`.
+
+use crate::kernel::convert;
+use crate::native::checkpoint::{self as cp, rewind, session, Options, Shadow};
+use mlua::{Lua, LuaSerdeExt, Table, Value};
+use std::path::{Path, PathBuf};
+
+use super::{blocking, failure};
+
+fn state_dir() -> PathBuf {
+    crate::kernel::settings::Paths::from_env().state_dir
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotOptions {
+    workspace: String,
+    session: String,
+    session_path: Option<String>,
+    name: String,
+    #[serde(default)]
+    include: Vec<String>,
+    max_file_bytes: Option<u64>,
+    /// Diff against this commit and return the changed paths as `files`.
+    since: Option<String>,
+    /// Make this snapshot the session's baseline (the tree fen last recorded).
+    #[serde(default)]
+    baseline: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewindOptions {
+    session_path: String,
+    turn: u64,
+    #[serde(default)]
+    code: bool,
+    #[serde(default)]
+    conversation: bool,
+    #[serde(default)]
+    apply: bool,
+    #[serde(default)]
+    force: bool,
+    #[serde(default)]
+    include: Vec<String>,
+    max_file_bytes: Option<u64>,
+}
+
+/// The settings files that may hold `checkpoints`: the user's, then the project's.
+pub fn settings_files(workspace: &Path) -> Vec<PathBuf> {
+    let paths = crate::kernel::settings::Paths::from_env();
+    vec![
+        paths.config_dir.join("settings.json"),
+        workspace.join(".fen").join("settings.json"),
+        workspace.join(".fen").join("settings.local.json"),
+    ]
+}
+
+fn options(include: Vec<String>, max: Option<u64>) -> Options {
+    Options {
+        include,
+        max_file_bytes: max.unwrap_or(cp::DEFAULT_MAX_FILE_BYTES),
+    }
+}
+
+fn to_lua<T: serde::Serialize>(lua: &Lua, v: &T) -> mlua::Result<Value> {
+    let json = serde_json::to_value(v).map_err(mlua::Error::external)?;
+    convert::json_to_lua(lua, &json)
+}
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let m = lua.create_table()?;
+    m.set(
+        "workspace_of",
+        lua.create_function(|_, dir: String| {
+            Ok(cp::workspace_of(Path::new(&dir))
+                .to_string_lossy()
+                .into_owned())
+        })?,
+    )?;
+    // settings(workspace) -> {enabled, include, max_file_bytes, max_total_bytes, problems}
+    m.set(
+        "settings",
+        lua.create_async_function(|lua, workspace: String| async move {
+            let files = settings_files(Path::new(&workspace));
+            let (s, problems) = blocking(move || cp::read_settings(&files)).await?;
+            let t = to_lua(&lua, &s)?;
+            if let Value::Table(t) = &t {
+                t.set("problems", problems)?;
+            }
+            Ok(t)
+        })?,
+    )?;
+    // snapshot{workspace, session, session_path?, name, include?, max_file_bytes?, since?,
+    // baseline?} -> {commit, skipped, files?} | nil, message
+    m.set(
+        "snapshot",
+        lua.create_async_function(|lua, opts: Value| async move {
+            let o: SnapshotOptions = lua.from_value(opts)?;
+            let r = blocking(move || -> cp::Result<serde_json::Value> {
+                let shadow = Shadow::open(
+                    &state_dir(),
+                    Path::new(&o.workspace),
+                    &o.session,
+                    o.session_path.as_deref().map(Path::new),
+                )?;
+                let snap = shadow.snapshot(&options(o.include, o.max_file_bytes), &o.name)?;
+                if o.baseline {
+                    shadow.set_baseline(&snap.commit)?;
+                }
+                let files = match &o.since {
+                    Some(from) if shadow.git.has_commit(from) => {
+                        Some(shadow.changed(from, &snap.commit)?)
+                    }
+                    _ => None,
+                };
+                Ok(serde_json::json!({
+                    "commit": snap.commit, "skipped": snap.skipped, "files": files,
+                }))
+            })
+            .await?;
+            match r {
+                Ok(v) => Ok((convert::json_to_lua(&lua, &v)?, Value::Nil)),
+                Err(e) => failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    // turns(session_path) -> {session_id, cwd, turns = {...oldest first}} | nil, message
+    m.set(
+        "turns",
+        lua.create_async_function(|lua, path: String| async move {
+            match blocking(move || session::turns(Path::new(&path))).await? {
+                Ok(t) => Ok((to_lua(&lua, &t)?, Value::Nil)),
+                Err(e) => failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    // rewind{session_path, turn, code?, conversation?, apply?, force?, include?,
+    // max_file_bytes?} -> outcome | nil, message
+    m.set(
+        "rewind",
+        lua.create_async_function(|lua, opts: Value| async move {
+            let o: RewindOptions = lua.from_value(opts)?;
+            let req = rewind::Request {
+                state_dir: state_dir(),
+                session_path: PathBuf::from(o.session_path),
+                turn: o.turn,
+                code: o.code,
+                conversation: o.conversation,
+                apply: o.apply,
+                force: o.force,
+                options: options(o.include, o.max_file_bytes),
+            };
+            match blocking(move || rewind::run(&req)).await? {
+                Ok(out) => Ok((to_lua(&lua, &out)?, Value::Nil)),
+                Err(e) => failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    // prune(max_total_bytes?) -> {dropped sessions} | nil, message
+    m.set(
+        "prune",
+        lua.create_async_function(|lua, max: Option<u64>| async move {
+            let max = max.unwrap_or(cp::DEFAULT_MAX_TOTAL_BYTES);
+            match blocking(move || cp::prune(&state_dir(), max)).await? {
+                Ok(d) => Ok((to_lua(&lua, &d)?, Value::Nil)),
+                Err(e) => failure(&lua, e.to_string()),
+            }
+        })?,
+    )?;
+    Ok(m)
+}
