@@ -260,7 +260,8 @@ return function(api)
   local function cc_name(name) return CC_NAMES[name] or name end
 
   -- PreToolUse runs before the permission policy (order 0), so a rewritten input is judged.
-  api.register("hook", {
+  -- Registered only when some hook is configured: no cost per call otherwise.
+  if #config().hooks > 0 then api.register("hook", {
     name = "claude-hooks",
     order = -10,
     before_tool = function(name, args, ctx)
@@ -342,7 +343,7 @@ return function(api)
       if v.stop then return nil end
       if v.block then return { continue_with = "[" .. event .. " hook] " .. v.block } end
     end,
-  })
+  }) end
 
   api.on("reset-conversation", function() state.started = false end)
 

@@ -363,12 +363,18 @@ return function(api)
   end
 
   api.register("hook", { name = "permissions", order = 0, before_tool = before_tool,
-    -- Build the policy when a prompt arrives, so the OS sandbox is chosen before anything (a
-    -- settings hook, a Markdown command's !`cmd`) runs a command; it is built again at the
-    -- first call, once every tool (MCP's too) has registered.
+    -- Build the policy when a prompt arrives, so the OS sandbox is chosen before a settings
+    -- hook runs a command; it is built again at the first call, once every tool (MCP's too)
+    -- has registered.
     before_turn = function()
-      if state.policy then return nil end
-      if pcall(policy) then state.policy = nil end
+      if state.policy or state.sandbox_ready then return nil end
+      -- Only when settings hooks are configured (the hooks companion registers then): the
+      -- first turn of other sessions starts without the wait.
+      local wanted = false
+      for _, h in ipairs(api.list("hook")) do
+        if h.name == "claude-hooks" then wanted = true end
+      end
+      if wanted and pcall(policy) then state.policy, state.sandbox_ready = nil, true end
       return nil
     end })
 
