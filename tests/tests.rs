@@ -49,3 +49,4 @@ mod tui_code;
 mod tui_comforts;
 mod tui_inline;
 mod tui_rewind;
+mod workflow;

@@ -756,3 +756,99 @@ fn the_todo_panel_shows_the_model_s_list() {
     assert!(!screen.contains("panel-error"), "{screen}");
     assert!(!screen.contains("layout"), "{screen}");
 }
+
+#[test]
+fn plan_mode_refuses_a_write_until_the_plan_is_approved_in_auto_mode() {
+    let s = Sandbox::new();
+    let path = script(
+        &s,
+        r#"[{"tool_calls":[{"name":"write","arguments":{"path":"made.txt","content":"x"}}]},
+            {"tool_calls":[{"name":"exit_plan","arguments":{"plan":"1. write made.txt"}}]},
+            {"tool_calls":[{"name":"write","arguments":{"path":"made.txt","content":"x"}}]},
+            {"text":"finished"}]"#,
+    );
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path, "--permission-mode", "plan"],
+        100,
+        30,
+        &[],
+    );
+    let screen = t.wait_for("Ask anything");
+    assert!(screen.contains("plan mode"), "{screen}");
+    t.send("go\r");
+    let screen = t.wait_for("Approve this plan?");
+    assert!(screen.contains("approve and run in auto mode"), "{screen}");
+    assert!(!s.cwd().join("made.txt").exists());
+    t.send("\x1b[B");
+    t.send("\r");
+    t.wait_for("finished");
+    assert!(s.cwd().join("made.txt").exists());
+}
+
+#[test]
+fn shift_tab_cycles_the_permission_mode_into_plan() {
+    let s = Sandbox::new();
+    let mut t = start(&s, r#"[{"text":"hi"}]"#);
+    t.wait_for("Ask anything");
+    t.send("\x1b[Z");
+    t.send("\x1b[Z");
+    let screen = t.wait_for("plan mode");
+    assert!(screen.contains("plan mode"), "{screen}");
+}
+
+#[test]
+fn the_question_tool_is_answered_in_the_tui() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"question","arguments":{"questions":[{"question":"Which database?","options":[{"label":"sqlite"},{"label":"postgres"}]}]}}]},{"text":"finished"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    let screen = t.wait_for("Which database?");
+    assert!(
+        screen.contains("1  sqlite") && screen.contains("3  other"),
+        "{screen}"
+    );
+    t.send("\x1b[B");
+    t.send("\r");
+    t.wait_for("finished");
+    let mut found = false;
+    let mut stack = vec![s.state()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains("Which database?\\n→ postgres")
+            {
+                found = true;
+            }
+        }
+    }
+    assert!(found, "the answer did not reach the model");
+}
+
+#[test]
+fn esc_stops_the_turn_and_pauses_the_goal_shown_in_the_status_row() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"bash","arguments":{"command":"ls"}}]},{"text":"never shown","delay_ms":20000},{"text":"later"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("/goal tidy the repo\r");
+    let screen = t.wait_for("goal active");
+    assert!(!screen.contains("never shown"), "{screen}");
+    t.wait_for("ok bash $ ls");
+    std::thread::sleep(Duration::from_millis(300));
+    t.send("\x1b");
+    t.wait_for("goal paused");
+    t.wait("idle", |s| !s.contains("working"));
+    t.send("/goal\r");
+    let screen = t.wait_for("the turn was stopped");
+    assert!(screen.contains("goal paused: tidy the repo"), "{screen}");
+}

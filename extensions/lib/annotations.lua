@@ -300,6 +300,7 @@ function native.clock_ms() end
 
 ---@class fen.NativeProcess
 ---@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
+---@field run_all fun(list: table[]): table[] async; runs several `run` options at once, results in order (`{error}` for one that could not start)
 
 ---@class fen.NativeJson
 ---@field decode fun(text: string): any, string?
@@ -445,6 +446,7 @@ function native.clock_ms() end
 ---@field front_matter fun(text: string): {fields: table, body: string}?, string?
 ---@field scan fun(roots: string[], file_name: string): table[]
 ---@field scan_files fun(roots: string[], suffix: string): table[]
+---@field scan_tree fun(roots: string[], suffix: string): table[] `scan_files` through nested directories (4 levels)
 ---@field html_to_markdown fun(html: string): string?, string? async
 ---@field html_to_text fun(html: string): string async
 

@@ -119,8 +119,8 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", default_value = "jsonl")]
     pub session_backend: String,
 
-    /// Permission mode: safe, default, auto or yolo (also settings.json `permissions.mode`).
-    #[arg(long, value_name = "MODE", value_parser = ["safe", "default", "auto", "yolo"])]
+    /// Permission mode: safe, default, auto, yolo or plan (also settings.json `permissions.mode`).
+    #[arg(long, value_name = "MODE", value_parser = ["safe", "default", "auto", "yolo", "plan"])]
     pub permission_mode: Option<String>,
 
     /// Same as --permission-mode yolo: every call runs without asking (floors and deny rules
@@ -153,6 +153,20 @@ pub struct Cli {
     /// Where session files go (also FEN_SESSION_DIR).
     #[arg(long, value_name = "DIR", global = true)]
     pub session_dir: Option<PathBuf>,
+
+    /// Headless goal: work on OBJECTIVE turn after turn until the model reports it complete
+    /// or blocked, or the budget runs out (exit 0 only when complete). Used as the prompt when
+    /// no PROMPT is given.
+    #[arg(long, value_name = "OBJECTIVE")]
+    pub goal: Option<String>,
+
+    /// Token budget of --goal (input and output tokens of every model call).
+    #[arg(long, value_name = "TOKENS", requires = "goal")]
+    pub goal_budget: Option<u64>,
+
+    /// Time budget of --goal: `30m`, `2h`, `90s`.
+    #[arg(long, value_name = "DURATION", requires = "goal")]
+    pub goal_time: Option<String>,
 
     /// The task, for --print and --mode json.
     #[arg(value_name = "PROMPT")]

@@ -165,6 +165,9 @@ fn model_for(inner: &crate::kernel::state::Inner, provider: &str) -> Option<Stri
 }
 
 fn prompt_text(cli: &Cli) -> anyhow::Result<String> {
+    if let (None, Some(goal)) = (cli.prompt.as_deref(), cli.goal.as_deref()) {
+        return Ok(goal.to_string());
+    }
     match cli.prompt.as_deref() {
         Some(p) if p != "-" => Ok(p.to_string()),
         _ => {
@@ -319,6 +322,10 @@ pub fn run_as(cli: &Cli, forced: Option<&str>) -> anyhow::Result<ExitCode> {
         "extension_root": cli.extension_root.as_ref().map(|p| p.to_string_lossy().into_owned()),
         "session_backend": cli.session_backend,
         "inline": cli.inline,
+        // A goal set on the command line (the goal companion).
+        "goal": cli.goal,
+        "goal_budget": cli.goal_budget,
+        "goal_time": cli.goal_time,
     });
     if let Some(ms) = settings_defaults().handler_budget_ms.filter(|ms| *ms > 0) {
         inner
@@ -458,6 +465,8 @@ pub fn run_as(cli: &Cli, forced: Option<&str>) -> anyhow::Result<ExitCode> {
                 Err(e) => (1, Some(convert::error_parts(&e).0)),
             }
         };
+        let reason = if error.is_some() { "crashed" } else { "normal" };
+        crate::kernel::agent::shutdown_hooks(&lua, &inner, reason).await;
         let shutdown = lua.create_table()?;
         shutdown.set("type", "agent-shutdown")?;
         shutdown.set("agent", agent.handle.clone())?;

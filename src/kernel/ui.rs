@@ -29,8 +29,53 @@ pub async fn call_presenter(
         return (Value::Nil, "no user").into_lua_multi(lua);
     };
     let cancel = calls::current_cancel(lua);
+    let args = args.into_lua_multi(lua)?;
     let scope = Scope::new(cancel.clone(), None, &format!("the presenter's {name}"));
-    match calls::call_async_cancellable::<MultiValue>(lua, &f, args, scope).await {
+    // Someone now waits for the person: the `on_wait` hooks (the settings hooks' Notification
+    // event) run beside the question and are stopped once it is answered.
+    let hooks: Vec<(String, Function)> = if name == "notify" {
+        Vec::new()
+    } else {
+        inner
+            .registry
+            .borrow()
+            .active("hook")
+            .iter()
+            .filter_map(|c| {
+                c.spec
+                    .get::<Option<Function>>("on_wait")
+                    .ok()
+                    .flatten()
+                    .map(|f| (c.owner.clone(), f))
+            })
+            .collect()
+    };
+    let hook_cancel = cancel.child_token();
+    let waiting = async {
+        if hooks.is_empty() {
+            return;
+        }
+        let Ok(ctx) = lua.create_table() else { return };
+        let _ = ctx.set("kind", name);
+        let _ = ctx.set("request", args.front().cloned().unwrap_or(Value::Nil));
+        let runs = hooks.iter().map(|(owner, h)| {
+            let scope = Scope::new(
+                hook_cancel.clone(),
+                None,
+                &format!("the on_wait hook of {owner}"),
+            );
+            calls::call_async_cancellable::<()>(lua, h, ctx.clone(), scope)
+        });
+        // A failing or stopped notification changes nothing about the question.
+        let _ = futures_util::future::join_all(runs).await;
+    };
+    let asking = async {
+        let r = calls::call_async_cancellable::<MultiValue>(lua, &f, args.clone(), scope).await;
+        hook_cancel.cancel();
+        r
+    };
+    let (answer, ()) = futures_util::future::join(asking, waiting).await;
+    match answer {
         Ok(v) => Ok(v),
         Err(_) if cancel.is_cancelled() => (Value::Nil, "cancelled").into_lua_multi(lua),
         Err(e) => Err(e),

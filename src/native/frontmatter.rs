@@ -113,6 +113,39 @@ pub fn scan_files(roots: &[PathBuf], suffix: &str) -> Vec<FoundDoc> {
     })
 }
 
+/// Every file ending in `suffix` under each root, nested directories included (to `depth`
+/// levels; entries starting with `.` skipped), sorted per directory; `dir` is the file's own
+/// directory. Markdown commands (`/dir:name`) are found this way.
+pub fn scan_tree(roots: &[PathBuf], suffix: &str, depth: usize) -> Vec<FoundDoc> {
+    let mut out = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let mut dirs = vec![(root.clone(), 0usize)];
+        while let Some((dir, level)) = dirs.pop() {
+            let found = scan_files(std::slice::from_ref(&dir), suffix);
+            out.extend(found.into_iter().map(|mut d| {
+                d.root = i;
+                d
+            }));
+            if level >= depth {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut subs: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            subs.sort();
+            subs.reverse();
+            dirs.extend(subs.into_iter().map(|p| (p, level + 1)));
+        }
+    }
+    out
+}
+
 /// The documents `pick` names (its dir and file) among each root's entries not starting with
 /// `.`, sorted; a file that does not exist is skipped, one that cannot be read is kept with
 /// the reason.

@@ -7,7 +7,8 @@ use mlua::{Lua, Table, Value};
 /// `front_matter(text) -> {fields, body} | nil, message`; `scan(roots, file_name) ->
 /// [{root (1-based), dir, file, fields | error, body_bytes}]` (sync: a few directory reads, at
 /// load and reload); `scan_files(roots, suffix)`: the same for every `ROOT/*suffix` file, with
-/// `body`; `html_to_markdown(html)`,
+/// `body`; `scan_tree(roots, suffix)`: `scan_files` through nested directories;
+/// `html_to_markdown(html)`,
 /// `html_to_text(html)` (script and style dropped).
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
@@ -44,6 +45,13 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, (roots, suffix): (Vec<String>, String)| {
             let roots: Vec<std::path::PathBuf> = roots.into_iter().map(Into::into).collect();
             docs_table(lua, frontmatter::scan_files(&roots, &suffix), true)
+        })?,
+    )?;
+    m.set(
+        "scan_tree",
+        lua.create_function(|lua, (roots, suffix): (Vec<String>, String)| {
+            let roots: Vec<std::path::PathBuf> = roots.into_iter().map(Into::into).collect();
+            docs_table(lua, frontmatter::scan_tree(&roots, &suffix, 4), true)
         })?,
     )?;
     m.set(

@@ -8,7 +8,36 @@ use std::time::Duration;
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("run", lua.create_async_function(run_fn)?)?;
+    m.set("run_all", lua.create_async_function(run_all_fn)?)?;
     Ok(m)
+}
+
+/// `process.run_all({opts, ...})` -> `{{result} | {error = message}, ...}`: runs every command
+/// as `run` does (same sandbox, same scrubbed environment), all at once, and returns when the
+/// last one ended (each bounded by its own `timeout_ms`). Hooks of one event run this way.
+async fn run_all_fn(lua: Lua, list: Vec<Table>) -> mlua::Result<Table> {
+    let runs = list
+        .into_iter()
+        .map(|opts| run_fn(lua.clone(), (opts, None)));
+    let results = futures_util::future::join_all(runs).await;
+    let out = lua.create_table()?;
+    for (i, r) in results.into_iter().enumerate() {
+        let row = match r {
+            Ok((Value::Table(t), _)) => t,
+            Ok((_, err)) => {
+                let t = lua.create_table()?;
+                t.set("error", err)?;
+                t
+            }
+            Err(e) => {
+                let t = lua.create_table()?;
+                t.set("error", e.to_string())?;
+                t
+            }
+        };
+        out.raw_set(i + 1, row)?;
+    }
+    Ok(out)
 }
 
 /// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes, sandbox},

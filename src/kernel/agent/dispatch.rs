@@ -142,13 +142,14 @@ fn hook_ctx(
     inner: &Rc<Inner>,
     agent: &Agent,
     call: &Call,
+    args: &serde_json::Value,
     spec: &Table,
 ) -> mlua::Result<Table> {
     let ctx = lua.create_table()?;
     ctx.set("call_id", call.id.as_str())?;
     ctx.set("tool_call_id", call.id.as_str())?;
     ctx.set("tool", call.name.as_str())?;
-    ctx.set("args", convert::json_to_lua(lua, &call.args)?)?;
+    ctx.set("args", convert::json_to_lua(lua, args)?)?;
     ctx.set("cwd", agent.config.cwd.to_string_lossy().as_ref())?;
     ctx.set("risk", spec.get::<Value>("risk")?)?;
     ctx.set("concurrency", spec.get::<Value>("concurrency")?)?;
@@ -170,8 +171,9 @@ fn hook_ctx(
 }
 
 /// Runs the `before_tool` hooks in registration order with the call's cancellation; the first
-/// veto (or raise) wins. Cancelling the turn while a hook waits resolves it as a veto with
-/// reason "cancelled".
+/// veto (or raise) wins (`Err`). Cancelling the turn while a hook waits resolves it as a veto
+/// with reason "cancelled". A hook returning `{args = {...}}` replaces the arguments the later
+/// hooks judge and the tool runs with (`Ok(Some(args))`).
 async fn run_hooks(
     lua: &Lua,
     inner: &Rc<Inner>,
@@ -180,7 +182,8 @@ async fn run_hooks(
     spec: &Table,
     cancel: &CancellationToken,
     turn: &CancellationToken,
-) -> Option<String> {
+) -> Result<Option<serde_json::Value>, String> {
+    let mut replaced: Option<serde_json::Value> = None;
     // By `order` (default 100), then registration: the permission policy (order 0) decides
     // first; the hooks after it can only tighten.
     let mut hooks: Vec<(f64, String, Function)> = inner
@@ -199,9 +202,10 @@ async fn run_hooks(
         .collect();
     hooks.sort_by(|a, b| a.0.total_cmp(&b.0));
     for (_, owner, f) in hooks {
-        let ctx = match hook_ctx(lua, inner, agent, call, spec) {
+        let current = replaced.as_ref().unwrap_or(&call.args);
+        let ctx = match hook_ctx(lua, inner, agent, call, current, spec) {
             Ok(c) => c,
-            Err(e) => return Some(format!("error: {} was blocked: {e}", call.name)),
+            Err(e) => return Err(format!("error: {} was blocked: {e}", call.name)),
         };
         let args = ctx.get::<Value>("args").unwrap_or(Value::Nil);
         let scope = Scope::new(
@@ -215,7 +219,7 @@ async fn run_hooks(
                 .await;
         match verdict {
             _ if cancel.is_cancelled() => {
-                return Some(format!("error: {} was blocked: cancelled", call.name));
+                return Err(format!("error: {} was blocked: cancelled", call.name));
             }
             Ok(Value::Table(v)) if v.get::<Option<bool>>("block").ok().flatten() == Some(true) => {
                 let reason: String = v
@@ -225,16 +229,29 @@ async fn run_hooks(
                     .unwrap_or_else(|| "no reason given".into());
                 // A hook that words its own denial ("permission denied: ...") is passed on as is.
                 if v.get::<Option<bool>>("verbatim").ok().flatten() == Some(true) {
-                    return Some(reason);
+                    return Err(reason);
                 }
-                return Some(format!(
+                return Err(format!(
                     "error: {} was blocked by {owner}: {reason}",
                     call.name
                 ));
             }
+            Ok(Value::Table(v)) => {
+                if let Ok(Some(new_args)) = v.get::<Option<Table>>("args") {
+                    match convert::lua_to_json(lua, &Value::Table(new_args)) {
+                        Ok(j @ serde_json::Value::Object(_)) => replaced = Some(j),
+                        _ => {
+                            return Err(format!(
+                                "error: {} was blocked: the hook of {owner} returned arguments that are not an object",
+                                call.name
+                            ))
+                        }
+                    }
+                }
+            }
             Ok(_) => {}
             Err(e) => {
-                return Some(format!(
+                return Err(format!(
                     "error: {} was blocked because the hook of {owner} failed: {}",
                     call.name,
                     convert::error_parts(&e).0
@@ -242,7 +259,7 @@ async fn run_hooks(
             }
         }
     }
-    None
+    Ok(replaced)
 }
 
 /// One call through hooks and the tool pipeline, with its own token (a child of the turn's).
@@ -263,9 +280,12 @@ async fn run_one(
         return ToolOutcome::error(msg.clone());
     }
     let cancel = turn.child_token();
+    let mut args = call.args.clone();
     if let Some(spec) = spec_of(inner, &call.name) {
-        if let Some(veto) = run_hooks(lua, inner, agent, call, &spec, &cancel, turn).await {
-            return ToolOutcome::error(veto);
+        match run_hooks(lua, inner, agent, call, &spec, &cancel, turn).await {
+            Err(veto) => return ToolOutcome::error(veto),
+            Ok(Some(replaced)) => args = replaced,
+            Ok(None) => {}
         }
     }
     let ctx = ToolCallContext {
@@ -273,7 +293,7 @@ async fn run_one(
         cancel,
         turn: Some(turn.clone()),
     };
-    tools::run_tool(lua, inner, &call.name, call.args.clone(), ctx).await
+    tools::run_tool(lua, inner, &call.name, args, ctx).await
 }
 
 /// Runs every call of one assistant message and appends their results in call order.

@@ -325,11 +325,23 @@ async fn turn(
     text: &str,
     cancel: &CancellationToken,
 ) -> mlua::Result<TurnResult> {
+    let text = match before_turn(lua, inner, text, cancel).await {
+        Ok(t) => t,
+        Err(reason) => {
+            return Ok(TurnResult {
+                status: TurnStatus::Error,
+                text: None,
+                error: Some(reason),
+            })
+        }
+    };
+    let text = text.as_str();
     let user = event(lua, "user")?;
     user.set("line", text)?;
     emit(lua, inner, user);
     append(lua, inner, agent, text_message(lua, "user", text)?)?;
     let mut last_text = None;
+    let mut stops = 0u32;
     for _ in 0..agent.config.max_turns {
         while let Some(steer) = agent.pop_steering() {
             append(lua, inner, agent, text_message(lua, "user", &steer)?)?;
@@ -384,11 +396,16 @@ async fn turn(
                     continue;
                 }
                 None => {
+                    if let Some(more) = before_stop(lua, inner, stops, cancel).await {
+                        stops += 1;
+                        append(lua, inner, agent, text_message(lua, "user", &more)?)?;
+                        continue;
+                    }
                     return Ok(TurnResult {
                         status: TurnStatus::Ok,
                         text: last_text,
                         error: None,
-                    })
+                    });
                 }
             }
         }
@@ -405,6 +422,123 @@ async fn turn(
             agent.config.max_turns
         )),
     })
+}
+
+/// The active hooks that have a function field `field`, with their owners.
+fn hooks_with(inner: &Inner, field: &str) -> Vec<(String, Function)> {
+    inner
+        .registry
+        .borrow()
+        .active("hook")
+        .iter()
+        .filter_map(|c| {
+            c.spec
+                .get::<Option<Function>>(field)
+                .ok()
+                .flatten()
+                .map(|f| (c.owner.clone(), f))
+        })
+        .collect()
+}
+
+fn hook_failed(lua: &Lua, inner: &Inner, what: &str, owner: &str, e: &mlua::Error) {
+    if let Ok(ev) = event(lua, "error") {
+        let _ = ev.set(
+            "error",
+            format!(
+                "{what} hook of {owner} failed: {}",
+                convert::error_parts(e).0
+            ),
+        );
+        emit(lua, inner, ev);
+    }
+}
+
+/// Runs the `on_shutdown` hooks (each may wait, within its own limits) as the run ends, with
+/// `{reason = "normal" | "crashed"}`; the settings hooks' SessionEnd event runs here. A hook
+/// that fails is reported; none can stop the exit.
+pub async fn shutdown_hooks(lua: &Lua, inner: &Inner, reason: &str) {
+    for (owner, f) in hooks_with(inner, "on_shutdown") {
+        let Ok(ctx) = lua.create_table() else { return };
+        let _ = ctx.set("reason", reason);
+        let scope = Scope::new(
+            CancellationToken::new(),
+            None,
+            &format!("the on_shutdown hook of {owner}"),
+        );
+        if let Err(e) = calls::call_async_cancellable::<Value>(lua, &f, ctx, scope).await {
+            hook_failed(lua, inner, "on_shutdown", &owner, &e);
+        }
+    }
+}
+
+/// Runs the `before_turn` hooks on a submitted prompt (they may wait): `{block = true, reason}`
+/// refuses the turn (`Err(reason)`, nothing is appended), `{text = "..."}` replaces the prompt.
+/// A hook that fails is reported and the prompt goes on unchanged.
+async fn before_turn(
+    lua: &Lua,
+    inner: &Inner,
+    text: &str,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let mut text = text.to_string();
+    for (owner, f) in hooks_with(inner, "before_turn") {
+        let scope = Scope::new(
+            cancel.clone(),
+            None,
+            &format!("the before_turn hook of {owner}"),
+        );
+        match calls::call_async_cancellable::<Value>(lua, &f, text.as_str(), scope).await {
+            Ok(Value::Table(v)) => {
+                if v.get::<Option<bool>>("block").ok().flatten() == Some(true) {
+                    let reason: Option<String> = v.get("reason").ok().flatten();
+                    return Err(
+                        reason.unwrap_or_else(|| format!("the prompt was blocked by {owner}"))
+                    );
+                }
+                if let Ok(Some(t)) = v.get::<Option<String>>("text") {
+                    text = t;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => hook_failed(lua, inner, "before_turn", &owner, &e),
+        }
+    }
+    Ok(text)
+}
+
+/// Runs the `before_stop` hooks when the model ends its turn: the first that returns
+/// `{continue_with = "..."}` keeps the turn going with that text as the next user message.
+/// `ctx.stop_hook_active` tells a hook the turn already continued because of one.
+async fn before_stop(
+    lua: &Lua,
+    inner: &Inner,
+    stops: u32,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    for (owner, f) in hooks_with(inner, "before_stop") {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        let ctx = lua.create_table().ok()?;
+        let _ = ctx.set("stop_hook_active", stops > 0);
+        let _ = ctx.set("continuations", stops);
+        let scope = Scope::new(
+            cancel.clone(),
+            None,
+            &format!("the before_stop hook of {owner}"),
+        );
+        match calls::call_async_cancellable::<Value>(lua, &f, ctx, scope).await {
+            Ok(Value::Table(v)) => {
+                if let Ok(Some(t)) = v.get::<Option<String>>("continue_with") {
+                    return Some(t);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => hook_failed(lua, inner, "before_stop", &owner, &e),
+        }
+    }
+    None
 }
 
 /// Runs every `before_request` hook (compaction lives there) in the turn's scope: Ctrl-C

@@ -44,6 +44,8 @@ pub enum Mode {
     Default,
     Auto,
     Yolo,
+    /// Planning: read-only calls run, everything else is refused (see [`decide`]).
+    Plan,
 }
 
 impl std::str::FromStr for Mode {
@@ -54,8 +56,9 @@ impl std::str::FromStr for Mode {
             "default" => Ok(Mode::Default),
             "auto" => Ok(Mode::Auto),
             "yolo" => Ok(Mode::Yolo),
+            "plan" => Ok(Mode::Plan),
             other => Err(format!(
-                "unknown permission mode `{other}` (safe, default, auto, yolo)"
+                "unknown permission mode `{other}` (safe, default, auto, yolo, plan)"
             )),
         }
     }
@@ -185,7 +188,7 @@ fn rule_source(r: &Rule) -> Source {
 
 fn mode_outside(mode: Mode) -> Verdict {
     match mode {
-        Mode::Safe => Verdict::Deny,
+        Mode::Safe | Mode::Plan => Verdict::Deny,
         Mode::Default | Mode::Auto => Verdict::Ask,
         Mode::Yolo => Verdict::Allow,
     }
@@ -194,13 +197,14 @@ fn mode_outside(mode: Mode) -> Verdict {
 fn mode_write(mode: Mode) -> Verdict {
     match mode {
         Mode::Safe | Mode::Default => Verdict::Ask,
+        Mode::Plan => Verdict::Deny,
         Mode::Auto | Mode::Yolo => Verdict::Allow,
     }
 }
 
 fn mode_shell(mode: Mode, sandbox: bool) -> Verdict {
     match mode {
-        Mode::Safe => Verdict::Deny,
+        Mode::Safe | Mode::Plan => Verdict::Deny,
         Mode::Default => Verdict::Ask,
         Mode::Auto if sandbox => Verdict::Allow,
         Mode::Auto => Verdict::Ask,
@@ -209,15 +213,42 @@ fn mode_shell(mode: Mode, sandbox: bool) -> Verdict {
 }
 
 fn unless_safe(mode: Mode, v: Verdict) -> Verdict {
-    if mode == Mode::Safe {
+    if mode == Mode::Safe || mode == Mode::Plan {
         Verdict::Deny
     } else {
         v
     }
 }
 
-/// Judges one tool call.
+/// What a call refused in plan mode is told (the model reads it as the result).
+pub const PLAN_REFUSAL: &str = "fen is in plan mode: only read-only tools and commands run. Do not try to change anything yet; finish your plan and present it with exit_plan";
+
+/// Judges one tool call. In plan mode, only what is plainly read-only runs: a call that would
+/// be asked, a write-risk tool, and a shell command or write an allow rule (rather than the
+/// read-only analysis) lets through are refused with [`PLAN_REFUSAL`]; floors and deny rules
+/// keep their own reasons.
 pub fn decide(req: &Request) -> Decision {
+    let mut d = judge(req);
+    let own_deny = d.verdict == Verdict::Deny && !matches!(d.source, Source::Mode);
+    if req.mode == Mode::Plan && !own_deny {
+        let by_rule = d
+            .items
+            .iter()
+            .any(|i| i.verdict == Verdict::Allow && matches!(i.source, Source::Rule { .. }));
+        if d.verdict != Verdict::Allow
+            || req.risk == Risk::Write
+            || (by_rule && req.risk != Risk::Read)
+        {
+            d.verdict = Verdict::Deny;
+            d.source = Source::Mode;
+            d.reason = PLAN_REFUSAL.into();
+            d.scope.clear();
+        }
+    }
+    d
+}
+
+fn judge(req: &Request) -> Decision {
     let tool = req.tool.to_ascii_lowercase();
     let mut items = Vec::new();
     let mut scope = Vec::new();

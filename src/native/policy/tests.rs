@@ -168,6 +168,83 @@ fn a_shell_risk_tool_without_a_command_asks_in_auto_mode_even_with_a_sandbox() {
     assert_eq!(judge("bash", make, Mode::Auto), Verdict::Allow);
 }
 
+#[test]
+fn plan_mode_runs_reads_and_refuses_writes_asks_and_rule_allowed_commands() {
+    let ws = Workspace::new(
+        std::path::Path::new("/w"),
+        &[],
+        std::path::Path::new("/home/u"),
+        std::path::Path::new("/home/u/.config"),
+    );
+    let mut rules = RuleSet::default();
+    rules
+        .add(
+            &RuleInput {
+                text: "Bash(make *)".into(),
+                kind: RuleKind::Allow,
+                source: None,
+            },
+            &ws,
+        )
+        .unwrap();
+    let judge = |tool: &str, risk: Risk, args: serde_json::Value| {
+        decide(&Request {
+            tool,
+            risk,
+            args: &args,
+            mode: Mode::Plan,
+            rules: &rules,
+            workspace: &ws,
+            sandbox_available: true,
+        })
+    };
+    let read = judge("read", Risk::Read, serde_json::json!({"path": "/w/a.rs"}));
+    assert_eq!(read.verdict, Verdict::Allow, "{}", read.reason);
+    let ls = judge(
+        "bash",
+        Risk::Shell,
+        serde_json::json!({"command": "ls -la"}),
+    );
+    assert_eq!(ls.verdict, Verdict::Allow, "{}", ls.reason);
+    for (tool, risk, args) in [
+        (
+            "write",
+            Risk::Write,
+            serde_json::json!({"path": "/w/a.rs", "content": "x"}),
+        ),
+        ("edit", Risk::Write, serde_json::json!({"path": "/w/a.rs"})),
+        (
+            "bash",
+            Risk::Shell,
+            serde_json::json!({"command": "touch x"}),
+        ),
+        (
+            "bash",
+            Risk::Shell,
+            serde_json::json!({"command": "make build"}),
+        ),
+        ("mcp__s__t", Risk::Shell, serde_json::json!({})),
+    ] {
+        let d = judge(tool, risk, args);
+        assert_eq!(d.verdict, Verdict::Deny, "{tool}");
+        assert_eq!(
+            d.reason,
+            crate::native::policy::decide::PLAN_REFUSAL,
+            "{tool}"
+        );
+        assert!(d.scope.is_empty());
+    }
+    // Floors keep their own reason.
+    let floor = judge(
+        "bash",
+        Risk::Shell,
+        serde_json::json!({"command": "rm -rf ~"}),
+    );
+    assert_eq!(floor.verdict, Verdict::Deny);
+    assert_ne!(floor.reason, crate::native::policy::decide::PLAN_REFUSAL);
+    assert_eq!("plan".parse::<Mode>(), Ok(Mode::Plan));
+}
+
 /// Every row of the command table carries test rows (`examples`), checked here in a scratch
 /// workspace: adding a program is adding a row with its test rows beside it.
 #[test]

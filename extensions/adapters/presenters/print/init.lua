@@ -49,6 +49,10 @@ return function(api)
     progress(string.format("retry> attempt %d/%d failed (%s); retrying in %.1fs", ev.attempt, ev.max_attempts, ev.reason, ev.delay_ms / 1000))
   end)
 
+  api.on("plan-presented", function(ev) S.plan = ev.plan end)
+  -- A goal (`--goal`): its final status line goes to stderr; exit 0 only when complete.
+  api.on("goal", function(ev) S.goal = ev end)
+
   api.register("presenter", {
     name = "print",
     -- Active from init on: `agent-started` handlers (bad permission rules) report before run.
@@ -57,6 +61,17 @@ return function(api)
       S.active = true
       local r = api.turn.submit(ctx.prompt or "")
       report_tokens()
+      -- Plan mode: the plan `exit_plan` presented is the answer (the turn stops there).
+      if S.plan then
+        io.stdout:write(S.plan, "\n")
+        io.stdout:flush()
+        return 0
+      end
+      if S.goal then
+        if r.status == "ok" and r.text then io.stdout:write(r.text, "\n") io.stdout:flush() end
+        io.stderr:write(S.goal.line or ("goal " .. tostring(S.goal.status)), "\n")
+        return S.goal.status == "complete" and 0 or 1
+      end
       if r.status == "ok" then
         io.stdout:write(r.text or "", "\n")
         io.stdout:flush()

@@ -248,7 +248,7 @@ return function(api)
     local desc = {
       status = S.status or {},
       status_right = right,
-      busy = S.busy and { label = "working" } or nil,
+      busy = (S.busy or api.turn.busy()) and { label = "working" } or nil,
       panels = S.panels or {},
       notices = notices,
       input = {
@@ -804,7 +804,7 @@ return function(api)
   end
 
   local function ctrl_c()
-    if S.busy then
+    if S.busy or api.turn.busy() then
       pcall(api.turn.cancel)
       S.hint = "cancelling…"
     elseif S.ed.text ~= "" then
@@ -884,7 +884,8 @@ return function(api)
     elseif key == "ctrl-c" then
       ctrl_c()
     elseif key == "esc" then
-      if S.busy then
+      -- Also a turn a command started (/goal, /skill:NAME, a Markdown command).
+      if S.busy or api.turn.busy() then
         pcall(api.turn.cancel)
       elseif S.ed.text == "" then
         -- Esc Esc on an empty input: /rewind.

@@ -12,7 +12,8 @@
 -- of tools run in the OS sandbox the mode calls for (see docs/permissions.md).
 local native = require("fen.native")
 
-local MODES = { safe = 1, default = 2, auto = 3, yolo = 4 }
+-- By strictness (an untrusted project may only pick a stricter one); plan refuses all but reads.
+local MODES = { plan = 0, safe = 1, default = 2, auto = 3, yolo = 4 }
 
 --- The nearest ancestor of `dir` holding `.git`, else `dir`.
 local function project_root(dir)
@@ -128,7 +129,8 @@ return function(api)
     take(native.paths.config_dir .. "/settings.json", "user")
     take(root .. "/.fen/settings.json", "project")
     take(root .. "/.fen/settings.local.json", "local")
-    local mode = opts.permission_mode or state.mode_override or user_mode or "default"
+    -- A switch made in the session (/permissions, /plan, an approved plan) beats the flag.
+    local mode = state.mode_override or opts.permission_mode or user_mode or "default"
     if project_mode and MODES[project_mode] and not opts.permission_mode and not state.mode_override then
       -- An untrusted project may only make the mode stricter.
       if trusted or MODES[project_mode] < (MODES[mode] or 2) then mode = project_mode end
@@ -183,6 +185,10 @@ return function(api)
       error("permission rules: " .. table.concat(errs, "; "), 0)
     end
     for _, r in ipairs(state.session_rules) do p:add_rule(r, "allow") end
+    -- A Markdown command's `allowed-tools`, for the turn it started.
+    for _, r in ipairs(state.turn_rules or {}) do
+      if not pcall(p.add_rule, p, r, "allow") then s.problems[#s.problems + 1] = "allowed-tools rule " .. r .. " ignored: it does not parse" end
+    end
     s.sandbox_info = sb
     s.sandbox_on = sandbox_on
     state.policy, state.settings = p, s
@@ -356,7 +362,21 @@ return function(api)
     end
   end
 
-  api.register("hook", { name = "permissions", order = 0, before_tool = before_tool })
+  api.register("hook", { name = "permissions", order = 0, before_tool = before_tool,
+    -- Build the policy when a prompt arrives, so the OS sandbox is chosen before a settings
+    -- hook runs a command; it is built again at the first call, once every tool (MCP's too)
+    -- has registered.
+    before_turn = function()
+      if state.policy or state.sandbox_ready then return nil end
+      -- Only when settings hooks are configured (the hooks companion registers then): the
+      -- first turn of other sessions starts without the wait.
+      local wanted = false
+      for _, h in ipairs(api.list("hook")) do
+        if h.name == "claude-hooks" then wanted = true end
+      end
+      if wanted and pcall(policy) then state.policy, state.sandbox_ready = nil, true end
+      return nil
+    end })
 
   -- Bad rules are reported when the session starts, naming the file and the rule (and every
   -- call is refused until they are fixed: the policy fails closed).
@@ -373,17 +393,37 @@ return function(api)
   end)
 
   -- What was denied is remembered for one turn only.
-  api.on("agent-turn-complete", function() state.denied = {} end)
+  api.on("agent-turn-complete", function()
+    state.denied = {}
+    if state.turn_rules then state.turn_rules, state.policy = nil, nil end
+  end)
+
+  -- `permission-mode`: another extension switches the mode (plan mode's companion: /plan,
+  -- Shift+Tab, an approved plan), as `/permissions MODE` does.
+  api.on("permission-mode", function(ev)
+    if type(ev.mode) ~= "string" or not MODES[ev.mode] then return end
+    state.mode_override = ev.mode
+    state.policy = nil
+    -- What the old mode refused may run now (a write refused while planning).
+    state.denied = {}
+  end)
+
+  -- `turn-rules`: allow rules for the next turn only (a Markdown command's `allowed-tools`,
+  -- pre-approved as Claude Code does); floors and deny rules still win.
+  api.on("turn-rules", function(ev)
+    if type(ev.rules) ~= "table" then return end
+    state.turn_rules = ev.rules
+    state.policy = nil
+  end)
 
   api.register("command", {
     name = "permissions",
-    description = "Show the permission mode, the rules and where they come from, and the sandbox; `/permissions MODE` switches mode (safe, default, auto, yolo).",
+    description = "Show the permission mode, the rules and where they come from, and the sandbox; `/permissions MODE` switches mode (safe, default, auto, yolo, plan).",
     handler = function(args)
       local want = args:match("^%s*(%a+)%s*$")
       if want then
-        if not MODES[want] then return "unknown mode " .. want .. ": use safe, default, auto or yolo" end
-        state.mode_override = want
-        state.policy = nil
+        if not MODES[want] then return "unknown mode " .. want .. ": use safe, default, auto, yolo or plan" end
+        api.emit({ type = "permission-mode", mode = want })
       end
       local ok, p_or_err, s = pcall(policy)
       if not ok then return "error: " .. tostring(p_or_err) end
