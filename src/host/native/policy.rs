@@ -523,7 +523,7 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
         };
         let _ = readable.add(&input, &ws);
     }
-    for secret in crate::native::policy::secrets::in_tree(Path::new(&o.workspace)) {
+    for secret in crate::native::policy::secrets::in_tree_cached(Path::new(&o.workspace)) {
         if !readable.allows_read(&secret) {
             inputs.hidden.push(secret.display().to_string());
         }

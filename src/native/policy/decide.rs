@@ -697,12 +697,53 @@ fn recursive_reader(argv: &[String]) -> bool {
     })
 }
 
+fn implicit_may_be_secret(ws: &Workspace, p: &PathRef, cache: &mut ResolveCache) -> bool {
+    let Some(path) = p.path.as_deref() else {
+        return false;
+    };
+    if p.contents {
+        return true;
+    }
+    let by_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(super::paths::secret_name);
+    by_name
+        || ws.is_secret(path)
+        || cache.is_link(path)
+        || path.parent().is_some_and(|d| cache.is_link(d))
+}
+
 /// The first secret file a glob operand matches (`cat .e*v`, `cat certs/*.pem`), looked up
 /// on the file system a few levels deep.
 fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
-    if !p.contents || !p.raw.contains(['*', '?', '[']) {
+    if !p.contents || p.access != Access::Read || !p.raw.contains(['*', '?', '[']) {
         return None;
     }
+    // The same glob in the same place is listed once a while (a model repeats its commands).
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    type Cache = Mutex<HashMap<(PathBuf, String), (Instant, Option<PathBuf>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = (p.path.clone()?, p.raw.clone());
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((at, hit)) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        if at.elapsed() < Duration::from_secs(30) {
+            return hit;
+        }
+    }
+    let found = glob_secret_uncached(ws, p);
+    if let Ok(mut c) = cache.lock() {
+        if c.len() > 1024 {
+            c.clear();
+        }
+        c.insert(key, (Instant::now(), found.clone()));
+    }
+    found
+}
+
+fn glob_secret_uncached(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
     let base = p.path.as_ref()?;
     let pattern = if Path::new(&p.raw).is_absolute() {
         PathBuf::from(&p.raw)
@@ -715,6 +756,10 @@ fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
         };
         base.join(rest)
     };
+    let last = pattern.file_name().and_then(|n| n.to_str()).unwrap_or("*");
+    if !super::secrets::glob_may_match_secret(last) {
+        return None;
+    }
     let depth = p.raw.matches('/').count() + 1;
     let glob = globset::GlobBuilder::new(&pattern.to_string_lossy())
         .literal_separator(true)
@@ -752,6 +797,11 @@ fn judge_segment(
     let mut paths: Vec<PathRef> = Vec::with_capacity(seg.paths.len());
     let mut infos: Vec<PathInfo> = Vec::with_capacity(seg.paths.len());
     for p in &seg.paths {
+        // Any word of any program is checked for a secret: by name, where it lies, or a
+        // symlink (it or its directory) that may lead to one; the rest is not classified.
+        if p.implicit && !implicit_may_be_secret(req.workspace, p, cache) {
+            continue;
+        }
         let info = classify(req.workspace, p, cache);
         // A glob reads what it matches: `cat .e*v` reads `.env`.
         if let Some(secret) = glob_secret(req.workspace, p) {
@@ -774,7 +824,7 @@ fn judge_segment(
                 .path
                 .as_deref()
                 .filter(|d| d.is_dir())
-                .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+                .and_then(|d| super::secrets::in_tree_cached(d).into_iter().next())
             {
                 let sp = PathRef {
                     raw: secret.display().to_string(),
@@ -805,7 +855,7 @@ fn judge_segment(
         if let Some(secret) = seg
             .cwd
             .as_deref()
-            .and_then(|d| super::secrets::in_tree(d).into_iter().next())
+            .and_then(|d| super::secrets::in_tree_cached(d).into_iter().next())
         {
             let sp = PathRef {
                 raw: secret.display().to_string(),

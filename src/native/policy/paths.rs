@@ -437,9 +437,21 @@ pub struct ResolveCache {
     dirs: std::collections::HashMap<PathBuf, (PathBuf, bool)>,
     /// Classifications by (path as written, contents).
     infos: std::collections::HashMap<(PathBuf, bool), PathInfo>,
+    /// Whether a path is a symlink, by path (one lstat per path per decision).
+    links: std::collections::HashMap<PathBuf, bool>,
 }
 
 impl ResolveCache {
+    /// Whether `p` is a symbolic link (asked of the file system once per decision).
+    pub fn is_link(&mut self, p: &Path) -> bool {
+        if let Some(hit) = self.links.get(p) {
+            return *hit;
+        }
+        let link = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+        self.links.insert(p.to_path_buf(), link);
+        link
+    }
+
     /// Like [`resolve`], resolving the parent directory once per cache.
     pub fn resolve(&mut self, p: &Path) -> PathBuf {
         let simple = p.is_absolute()

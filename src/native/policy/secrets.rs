@@ -31,6 +31,82 @@ const SKIP: &[&str] = &[
     "vendor",
 ];
 
+/// How long a walk's answer is reused for the same directory. A secret the model creates in
+/// the meantime is no secret from the model; the ones that matter were there before.
+const REUSE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`in_tree`], reusing the answer for the same directory for a while: a session that greps
+/// recursively again and again walks its tree once.
+pub fn in_tree_cached(root: &Path) -> Vec<PathBuf> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::time::Instant;
+    type Cache = Mutex<HashMap<PathBuf, (Instant, Vec<PathBuf>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((at, found)) = cache.lock().ok().and_then(|c| c.get(root).cloned()) {
+        if at.elapsed() < REUSE {
+            return found;
+        }
+    }
+    let found = in_tree(root);
+    if let Ok(mut c) = cache.lock() {
+        if c.len() > 256 {
+            c.clear();
+        }
+        c.insert(root.to_path_buf(), (Instant::now(), found.clone()));
+    }
+    found
+}
+
+/// Could a glob's last component match a secret-like name? A cheap test before listing the
+/// file system: the pattern names a secret word, or matches one of the usual secret names.
+pub fn glob_may_match_secret(last: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "env",
+        "pem",
+        "id_",
+        "secret",
+        "token",
+        "credential",
+        "private",
+        "netrc",
+        "pgpass",
+        "key",
+    ];
+    const NAMES: &[&str] = &[
+        ".env",
+        ".env.local",
+        ".env.production",
+        "id_rsa",
+        "id_ed25519",
+        "id_ecdsa",
+        "id_dsa",
+        "server.pem",
+        "secrets.yaml",
+        "secret.txt",
+        "api_token.txt",
+        "credentials.json",
+        "credentials",
+        ".netrc",
+        ".pgpass",
+        "private_key",
+        "environ",
+    ];
+    let lower = last.to_ascii_lowercase();
+    let literal: String = lower.chars().filter(|c| !"*?[]{}!".contains(*c)).collect();
+    if WORDS.iter().any(|w| literal.contains(w)) {
+        return true;
+    }
+    match globset::Glob::new(&lower) {
+        Ok(g) => {
+            let m = g.compile_matcher();
+            NAMES.iter().any(|n| m.is_match(n))
+        }
+        Err(_) => true,
+    }
+}
+
 /// The secret-named files under `root` (depth and entries bounded), in walk order.
 pub fn in_tree(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
