@@ -280,6 +280,7 @@ function native.clock_ms() end
 ---@field cwd fun(): string
 ---@field is_dir fun(path: string): boolean
 ---@field stat fun(path: string): {size: integer, mtime_ms: integer, is_dir: boolean}?
+---@field read_text fun(path: string, max_bytes: integer?): string?, string? a small file read at once (default cap 1 MiB; larger is an error): nil and why
 ---@field set_strict fun(strict: boolean)
 ---@field mkdir fun(path: string): boolean?, string?
 

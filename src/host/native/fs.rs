@@ -32,6 +32,19 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 .unwrap_or_else(|_| ".".into()))
         })?,
     )?;
+    // `fs.read_text(path, max_bytes?)` -> text, or nil and why: a small file read at once
+    // (discovery's settings and Markdown files), refused past `max_bytes` (default 1 MiB) so
+    // it stays a bounded read; bigger or slower reads go through the async `fs.read`.
+    m.set(
+        "read_text",
+        lua.create_function(|lua, (path, max): (String, Option<usize>)| {
+            let max = max.unwrap_or(1 << 20);
+            match read_small(&expand_path(&path), max) {
+                Ok(bytes) => Ok((Value::String(lua.create_string(&bytes)?), Value::Nil)),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
+            }
+        })?,
+    )?;
     // `fs.stat(path)` -> `{size, mtime_ms, is_dir}` or nil: one metadata call, for caches
     // keyed by (path, mtime, size).
     m.set(
@@ -312,5 +325,45 @@ pub(super) fn refuse_special(path: &std::path::Path) -> Result<(), String> {
             path.display()
         )),
         _ => Ok(()),
+    }
+}
+
+/// A regular file of at most `max` bytes, read whole; why not otherwise.
+fn read_small(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let mut out = Vec::new();
+    f.take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if out.len() > max {
+        return Err(format!("{} is larger than {max} bytes", path.display()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod read_small_tests {
+    use super::read_small;
+
+    #[test]
+    fn reads_small_files_and_refuses_large_ones_and_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path().join("a.md");
+        std::fs::write(&f, "hello").expect("write");
+        assert_eq!(read_small(&f, 5).expect("fits"), b"hello");
+        assert!(read_small(&f, 4)
+            .expect_err("over")
+            .contains("larger than 4 bytes"));
+        assert!(read_small(dir.path(), 10)
+            .expect_err("dir")
+            .contains("not a regular file"));
+        assert!(read_small(&dir.path().join("none"), 10).is_err());
     }
 }

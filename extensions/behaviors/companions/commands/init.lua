@@ -18,11 +18,7 @@ local function exists(path) return native.fs.stat(path) ~= nil end
 
 --- A small file read at load time (discovery reads a few small files, as skills do).
 local function read_text_sync(path)
-  local fh = io.open(path, "rb")
-  if not fh then return nil end
-  local text = fh:read(MAX_FILE)
-  fh:close()
-  return text
+  return native.fs.read_text(path, MAX_FILE)
 end
 
 --- A text file's contents (async), or nil and why.

@@ -46,10 +46,9 @@ end
 
 -- Settings files are a few small files read once per load (as the permissions extension does).
 local function read_json(path)
-  local fh = io.open(path, "rb")
-  if not fh then return nil end
-  local text = fh:read("a")
-  fh:close()
+  if not native.fs.stat(path) then return nil end
+  local text, err = native.fs.read_text(path)
+  if not text then return nil, err end
   local ok, v = pcall(native.json.decode, text)
   if not ok then return nil, string.format("%s: not valid JSON: %s", path, tostring(v)) end
   return v

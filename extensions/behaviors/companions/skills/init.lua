@@ -18,9 +18,7 @@ local INTRO = [[Skills hold instructions for specific kinds of tasks. When a tas
 local function config_dir() return native.paths.config_dir end
 
 local function exists(path)
-  local fh = io.open(path, "rb")
-  if fh then fh:close() return true end
-  return native.fs.is_dir(path)
+  return native.fs.stat(path) ~= nil
 end
 
 --- The working directory and its parents up to the repository root (the first directory
@@ -165,10 +163,8 @@ local function budget_for(window)
 end
 
 local function read_body(s)
-  local fh, err = io.open(s.location, "rb")
-  if not fh then return nil, err end
-  local text = fh:read("a")
-  fh:close()
+  local text, err = native.fs.read_text(s.location)
+  if not text then return nil, err end
   local fm, ferr = native.markup.front_matter(text)
   if not fm then return nil, ferr end
   return fm.body

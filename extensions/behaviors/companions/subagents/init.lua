@@ -29,9 +29,7 @@ local function result(text, is_error, details)
 end
 
 local function exists(path)
-  local fh = io.open(path, "rb")
-  if fh then fh:close() return true end
-  return native.fs.is_dir and native.fs.is_dir(path) or false
+  return native.fs.stat(path) ~= nil
 end
 
 --- The working directory and its parents up to the repository root, nearest first.
