@@ -14,7 +14,6 @@ local native = require("fen.native")
 local MAX_FILE = 256 * 1024
 local CMD_TIMEOUT_MS = 30000
 
-local function exists(path) return native.fs.stat(path) ~= nil end
 
 --- A small file read at load time (discovery reads a few small files, as skills do).
 local function read_text_sync(path)
@@ -31,18 +30,7 @@ local function read_text(path)
   return text
 end
 
---- The working directory and its parents up to the repository root, nearest first.
-local function project_dirs()
-  local dirs, dir = {}, native.fs.cwd()
-  while dir and dir ~= "" do
-    dirs[#dirs + 1] = dir
-    if exists(dir .. "/.git") then return dirs end
-    local parent = dir:match("^(.*)/[^/]*$")
-    if not parent or parent == dir then break end
-    dir = parent
-  end
-  return { dirs[1] }
-end
+local project_dirs = require("fen.lib.project").dirs
 
 --- Splits arguments as a shell would for `$1`...: words, with "..." or '...' grouping.
 local function split_args(s)

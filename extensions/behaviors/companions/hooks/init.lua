@@ -33,16 +33,7 @@ local DEFAULT_TIMEOUT = 60
 local MAX_FIELD = 32 * 1024
 local ERR_MARK = "<<fen-hook-stderr>>"
 
-local function project_root(dir)
-  local d = dir
-  while d and d ~= "" do
-    if native.fs.stat(d .. "/.git") then return d end
-    local parent = d:match("^(.*)/[^/]*$")
-    if not parent or parent == d then break end
-    d = parent
-  end
-  return dir
-end
+local project_root = require("fen.lib.project").root
 
 -- Settings files are a few small files read once per load (as the permissions extension does).
 local function read_json(path)

@@ -17,23 +17,7 @@ local INTRO = [[Skills hold instructions for specific kinds of tasks. When a tas
 
 local function config_dir() return native.paths.config_dir end
 
-local function exists(path)
-  return native.fs.stat(path) ~= nil
-end
-
---- The working directory and its parents up to the repository root (the first directory
---- holding `.git`), nearest first; only the working directory outside a repository.
-local function project_dirs()
-  local dirs, dir = {}, native.fs.cwd()
-  while dir and dir ~= "" do
-    dirs[#dirs + 1] = dir
-    if exists(dir .. "/.git") then return dirs end
-    local parent = dir:match("^(.*)/[^/]*$")
-    if not parent or parent == dir then break end
-    dir = parent
-  end
-  return { dirs[1] }
-end
+local project_dirs = require("fen.lib.project").dirs
 
 --- Skill roots in precedence order: `{path, scope}`.
 local function roots()

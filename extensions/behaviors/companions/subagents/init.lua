@@ -28,22 +28,7 @@ local function result(text, is_error, details)
   return { content = { { type = "text", text = text } }, is_error = is_error, details = details }
 end
 
-local function exists(path)
-  return native.fs.stat(path) ~= nil
-end
-
---- The working directory and its parents up to the repository root, nearest first.
-local function project_dirs()
-  local dirs, dir = {}, native.fs.cwd()
-  while dir and dir ~= "" do
-    dirs[#dirs + 1] = dir
-    if native.fs.stat(dir .. "/.git") then return dirs end
-    local parent = dir:match("^(.*)/[^/]*$")
-    if not parent or parent == dir then break end
-    dir = parent
-  end
-  return { dirs[1] }
-end
+local project_dirs = require("fen.lib.project").dirs
 
 --- A definition's tools as a list of names (a YAML list or a comma-separated string); nil
 --- when it names none (all of the parent's).

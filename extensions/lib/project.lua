@@ -1,0 +1,39 @@
+-- project: where the project around fen's working directory is, for the companions that read
+-- project files (skills, agents, commands, hooks). One walk, one rule: the repository root is
+-- the nearest directory holding `.git` (a directory or a worktree's pointer file).
+local native = require("fen.native")
+
+local M = {}
+
+--- The nearest directory from `dir` up holding `.git`, or `dir` itself outside a repository.
+---@param dir string
+---@return string
+function M.root(dir)
+  local d = dir
+  while d and d ~= "" do
+    if native.fs.stat(d .. "/.git") then return d end
+    local parent = d:match("^(.*)/[^/]*$")
+    if not parent or parent == d then break end
+    d = parent
+  end
+  return dir
+end
+
+--- The working directory and its parents up to the repository root, nearest first; only the
+--- working directory outside a repository.
+---@return string[]
+function M.dirs()
+  local cwd = native.fs.cwd()
+  local root = M.root(cwd)
+  local dirs, d = {}, cwd
+  while d and d ~= "" do
+    dirs[#dirs + 1] = d
+    if d == root then return dirs end
+    local parent = d:match("^(.*)/[^/]*$")
+    if not parent or parent == d then break end
+    d = parent
+  end
+  return { cwd }
+end
+
+return M
