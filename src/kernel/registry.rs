@@ -114,6 +114,21 @@ impl Registry {
             .collect()
     }
 
+    /// The active hooks that have a function field `field`, with their owners, in
+    /// registration order.
+    pub fn hook_functions(&self, field: &str) -> Vec<(String, mlua::Function)> {
+        self.active("hook")
+            .iter()
+            .filter_map(|c| {
+                c.spec
+                    .get::<Option<mlua::Function>>(field)
+                    .ok()
+                    .flatten()
+                    .map(|f| (c.owner.clone(), f))
+            })
+            .collect()
+    }
+
     /// The active contribution of a kind with this name.
     pub fn get(&self, kind: &str, name: &str) -> Option<&Contribution> {
         let list = self.by_kind.get(kind)?;

@@ -347,19 +347,7 @@ async fn after_tool(
     if !outcome.ran {
         return outcome;
     }
-    let hooks: Vec<(String, Function)> = inner
-        .registry
-        .borrow()
-        .active("hook")
-        .iter()
-        .filter_map(|c| {
-            c.spec
-                .get::<Option<Function>>("after_tool")
-                .ok()
-                .flatten()
-                .map(|f| (c.owner.clone(), f))
-        })
-        .collect();
+    let hooks: Vec<(String, Function)> = inner.registry.borrow().hook_functions("after_tool");
     for (owner, f) in hooks {
         if ctx.cancel.is_cancelled() {
             break;

@@ -36,19 +36,7 @@ pub async fn call_presenter(
     let hooks: Vec<(String, Function)> = if name == "notify" {
         Vec::new()
     } else {
-        inner
-            .registry
-            .borrow()
-            .active("hook")
-            .iter()
-            .filter_map(|c| {
-                c.spec
-                    .get::<Option<Function>>("on_wait")
-                    .ok()
-                    .flatten()
-                    .map(|f| (c.owner.clone(), f))
-            })
-            .collect()
+        inner.registry.borrow().hook_functions("on_wait")
     };
     let hook_cancel = cancel.child_token();
     let waiting = async {

@@ -426,19 +426,7 @@ async fn turn(
 
 /// The active hooks that have a function field `field`, with their owners.
 fn hooks_with(inner: &Inner, field: &str) -> Vec<(String, Function)> {
-    inner
-        .registry
-        .borrow()
-        .active("hook")
-        .iter()
-        .filter_map(|c| {
-            c.spec
-                .get::<Option<Function>>(field)
-                .ok()
-                .flatten()
-                .map(|f| (c.owner.clone(), f))
-        })
-        .collect()
+    inner.registry.borrow().hook_functions(field)
 }
 
 fn hook_failed(lua: &Lua, inner: &Inner, what: &str, owner: &str, e: &mlua::Error) {
@@ -551,19 +539,7 @@ async fn before_request(
     trigger: &str,
     cancel: &CancellationToken,
 ) {
-    let hooks: Vec<(String, Function)> = inner
-        .registry
-        .borrow()
-        .active("hook")
-        .iter()
-        .filter_map(|c| {
-            c.spec
-                .get::<Option<Function>>("before_request")
-                .ok()
-                .flatten()
-                .map(|f| (c.owner.clone(), f))
-        })
-        .collect();
+    let hooks: Vec<(String, Function)> = inner.registry.borrow().hook_functions("before_request");
     for (owner, f) in hooks {
         if cancel.is_cancelled() {
             return;
@@ -600,19 +576,7 @@ async fn before_request(
 /// turn ended, before `agent-turn-complete`. Not cancellable by the turn (it has ended);
 /// each hook has a time budget; a hook that fails is reported.
 async fn after_turn(lua: &Lua, inner: &Inner, result: &TurnResult) {
-    let hooks: Vec<(String, Function)> = inner
-        .registry
-        .borrow()
-        .active("hook")
-        .iter()
-        .filter_map(|c| {
-            c.spec
-                .get::<Option<Function>>("after_turn")
-                .ok()
-                .flatten()
-                .map(|f| (c.owner.clone(), f))
-        })
-        .collect();
+    let hooks: Vec<(String, Function)> = inner.registry.borrow().hook_functions("after_turn");
     for (owner, f) in hooks {
         let Ok(ctx) = lua.create_table() else { return };
         let _ = ctx.set("status", result.status.as_str());
