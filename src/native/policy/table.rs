@@ -81,6 +81,9 @@ pub struct Program {
     /// `"write_into ."` (unzip extracts into the working directory).
     #[serde(default)]
     implied: Vec<String>,
+    /// Every option that takes a separate value (`valued_options`).
+    #[serde(skip)]
+    valued: Vec<String>,
     /// The parsed `implied`.
     #[serde(skip)]
     pub implied_paths: Vec<(Role, String)>,
@@ -210,8 +213,9 @@ struct File {
 
 /// The loaded table: rows by name (aliases included) and the code-running variables.
 pub struct Table {
-    rows: HashMap<String, String>,
-    programs: HashMap<String, Program>,
+    /// Row index by name and alias (looked up for every segment: a fast hash).
+    rows: rustc_hash::FxHashMap<String, usize>,
+    programs: Vec<(String, Program)>,
     env: Env,
 }
 
@@ -223,8 +227,8 @@ pub fn table() -> &'static Table {
         // The file is embedded and checked by a unit test; an empty table fails closed
         // (nothing is read-only).
         Err(_) => Table {
-            rows: HashMap::new(),
-            programs: HashMap::new(),
+            rows: Default::default(),
+            programs: Vec::new(),
             env: Env::default(),
         },
     })
@@ -303,23 +307,25 @@ pub fn parse(text: &str) -> Result<Table, String> {
             p.implied_paths
                 .push((Role::parse(role).map_err(err)?, path.to_string()));
         }
+        p.valued = p.gather_valued();
         if let Some(judge) = p.paths.as_deref() {
             if !PATH_JUDGES.contains(&judge) {
                 return Err(err(format!("no path judge `{judge}`")));
             }
         }
     }
-    let mut rows = HashMap::new();
-    for (name, p) in &file.program {
+    let programs: Vec<(String, Program)> = file.program.into_iter().collect();
+    let mut rows = rustc_hash::FxHashMap::default();
+    for (i, (name, p)) in programs.iter().enumerate() {
         for n in std::iter::once(name).chain(&p.aliases) {
-            if rows.insert(n.clone(), name.clone()).is_some() {
+            if rows.insert(n.clone(), i).is_some() {
                 return Err(format!("`{n}` is named by two rows"));
             }
         }
     }
     Ok(Table {
         rows,
-        programs: file.program,
+        programs,
         env: file.env,
     })
 }
@@ -339,7 +345,7 @@ impl Table {
         } else {
             name
         };
-        self.rows.get(key).and_then(|r| self.programs.get(r))
+        self.rows.get(key).map(|&i| &self.programs[i].1)
     }
 
     /// Every row by its name, for tests and docs.
@@ -390,8 +396,13 @@ impl Program {
         hits
     }
 
-    /// Options that take a separate value, so the word after them is not an operand.
+    /// Options that take a separate value, so the word after them is not an operand
+    /// (gathered once, when the table is parsed).
     pub fn valued_options(&self) -> Vec<&str> {
+        self.valued.iter().map(String::as_str).collect()
+    }
+
+    fn gather_valued(&self) -> Vec<String> {
         [
             &self.value_options,
             &self.writes,
@@ -403,7 +414,7 @@ impl Program {
         .into_iter()
         .flatten()
         .chain(self.value_roles.keys())
-        .map(String::as_str)
+        .cloned()
         .collect()
     }
 
