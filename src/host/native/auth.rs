@@ -9,7 +9,7 @@
 //!   | nil, message (refreshed under the store's lock when under 5 minutes remain, or when
 //!   `stale_token` is the stored one).
 //! - `models(provider)` *async* -> `{ {id, context_window?, ...} }` | nil, message.
-//! - `status()` *async* -> `{ {provider, email, plan, expires_at, host} }`, or nil, message.
+//! - `status()` *async* -> `{ {provider, email, user, plan, expires_at, host} }`, or nil, message.
 //! - `logout(provider)` *async* -> true when a login was forgotten | nil, message.
 //! - `mcp_login(server, {trusted, no_browser, on_prompt})` *async* -> true | nil, message: the
 //!   OAuth login of a configured HTTP MCP server (`native::auth::mcp`); `mcp_logout(server,
@@ -78,6 +78,7 @@ fn status_table(lua: &Lua, s: &auth::Status) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("provider", s.provider.as_str())?;
     t.set("email", s.email.as_deref())?;
+    t.set("user", s.user.as_deref())?;
     t.set("plan", s.plan.as_deref())?;
     t.set("expires_at", s.expires_at)?;
     t.set("host", s.host.as_deref())?;

@@ -48,6 +48,16 @@ return function(api)
   --- One answer line from the person (nil at end of input). Without a terminal the line
   --- editor shows no prompt, so the question is written out first.
   local function answer(prompt)
+    if S.reading then
+      -- The REPL already waits for a line (a question from the background, e.g. an MCP
+      -- server's login offer): the line it reads next is handed over as this answer.
+      while S.handover do native.sleep(50) end
+      out(prompt .. "\n")
+      local slot = {}
+      S.handover = slot
+      while not slot.done do native.sleep(50) end
+      return slot.line and slot.line:match("^%s*(.-)%s*$") or nil
+    end
     if not native.line.interactive() then
       out(prompt .. "\n")
       prompt = ""
@@ -109,7 +119,14 @@ return function(api)
           end
           after_turn = false
           local removed
+          S.reading = true
           line, removed = line_in.read(interactive and "you> " or "")
+          S.reading = false
+          if S.handover then
+            S.handover.line, S.handover.done = line, true
+            S.handover = nil
+            line = line and ""
+          end
           -- (On a terminal the line editor ends the prompt line itself at Ctrl-D.)
           if not line then break end
           if (removed or 0) > 0 then
