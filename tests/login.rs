@@ -1458,3 +1458,69 @@ fn login_in_the_tui_shows_the_device_code_until_the_server_approves() {
         "a token reached the screen"
     );
 }
+
+#[test]
+fn the_tui_offers_the_login_of_an_mcp_server_that_answers_401() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    settings(&s, &oauth, "http://127.0.0.1:9");
+    let mcp =
+        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
+    s.write("config/fen/mcp.json", &mcp.to_string());
+    let bin = s.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = s.root().join("opened.txt");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = crate::tui::script(&s, r#"[{"text":"hi"}]"#);
+    let data = data_dir(&s);
+    let mut t = crate::tui::Tui::spawn(
+        &s,
+        &["--mock-script", &script],
+        120,
+        30,
+        &[("XDG_DATA_HOME", data.to_str().unwrap()), ("PATH", &path)],
+    );
+    let screen = t.wait_for("Log in now?");
+    assert!(screen.contains("web needs login"), "{screen}");
+    t.send("\r");
+    t.wait("the browser", |_| {
+        std::fs::read_to_string(&opened).is_ok_and(|u| u.ends_with('\n'))
+    });
+    let url = std::fs::read_to_string(&opened).unwrap();
+    follow(url.trim());
+    let screen = t.wait_for("web connected");
+    assert!(!screen.contains("at-secret"), "{screen}");
+    assert_eq!(stored(&s)[oauth.url("/mcp").as_str()]["access_token"], "at-secret-1");
+}
+
+#[test]
+fn an_mcp_entry_s_own_client_id_is_used_instead_of_registration() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    settings(&s, &oauth, "http://127.0.0.1:9");
+    let mcp = json!({"mcpServers": {"web": {"url": oauth.url("/mcp"),
+        "oauth": {"client_id": "pre-registered", "scopes": ["mcp:read", "mcp:write"]}}}});
+    s.write("config/fen/mcp.json", &mcp.to_string());
+    let login = play_browser(&s, &["mcp", "login", "web", "--no-browser"]);
+    let err = text(&login.stderr);
+    assert!(login.status.success(), "{err}");
+    assert!(oauth.requests_to("/register").is_empty(), "registered anyway");
+    assert!(
+        err.contains("client_id=pre-registered") && err.contains("scope=mcp%3Aread+mcp%3Awrite"),
+        "{err}"
+    );
+    let token = oauth.requests_to("/oauth/token");
+    assert!(token[0].3.contains("client_id=pre-registered"), "{}", token[0].3);
+    assert!(!text(&login.stdout).contains("at-secret") && !err.contains("at-secret"));
+}

@@ -4,6 +4,8 @@
 -- (/help lists them). Ctrl-C cancels a running turn; Ctrl-D (end of input), /quit and /exit
 -- quit. On a terminal the line is edited with the cursor keys and Up/Down walk the history
 -- (fen.native.line); without one, escape sequences in the input are dropped, never sent.
+-- A question asked while the REPL waits for a line (an MCP server's login offer) takes the
+-- next line typed as its answer.
 local native = require("fen.native")
 local rows = require("fen.lib.rows")
 
