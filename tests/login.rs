@@ -912,7 +912,10 @@ fn copilot_device_login_exchange_headers_and_models() {
     let rows: Value = serde_json::from_slice(&js.stdout).unwrap();
     assert_eq!(rows[0]["user"], "ada-gh", "{rows}");
     for out in [&st_out, &text(&js.stdout)] {
-        assert!(!out.contains("ghu_secret") && !out.contains("cop-secret"), "{out}");
+        assert!(
+            !out.contains("ghu_secret") && !out.contains("cop-secret"),
+            "{out}"
+        );
     }
 
     let run = fen(
@@ -1192,6 +1195,14 @@ fn read_until(
     None
 }
 
+/// Reads lines until a URL and follows it like a browser would; returns it.
+fn follow_printed(lines: &mut Lines, seen: &mut String) -> String {
+    let url = read_until(lines, seen, |l| l.trim_start().starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL: {seen}"));
+    follow(url.trim());
+    url
+}
+
 /// Follows a printed authorize URL like a browser would.
 fn follow(url: &str) {
     let (code, location) = get(url);
@@ -1200,57 +1211,61 @@ fn follow(url: &str) {
     assert_eq!(code, 200);
 }
 
-#[test]
-fn login_commands_inside_a_session() {
-    let s = Sandbox::new();
-    let oauth = OAuth::start();
-    settings(&s, &oauth, "http://127.0.0.1:9");
-    let mcp =
-        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
-    s.write("config/fen/mcp.json", &mcp.to_string());
-    let script = s.write("script.json", r#"[{"text":"ok"}]"#);
-    let mut child = fen_cmd(
-        &s,
+type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// The line REPL (`--presenter stdio`, yolo) on `script`, with `path` as PATH when given; it
+/// is killed after 30 s so that a hang fails the test instead of wedging it.
+fn repl(
+    s: &Sandbox,
+    script: &std::path::Path,
+    path: Option<&str>,
+) -> (std::process::Child, std::process::ChildStdin, Lines) {
+    let mut cmd = fen_cmd(
+        s,
         &[
             "--presenter",
             "stdio",
             "--mock-script",
             script.to_str().unwrap(),
+            "--yolo",
         ],
-    )
-    .stdin(Stdio::piped())
-    .spawn()
-    .unwrap();
-    // A hang must fail the test, not wedge it: end fen after a minute.
+    );
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
     let pid = child.id() as i32;
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(20));
+        std::thread::sleep(Duration::from_secs(30));
         unsafe { libc::kill(pid, libc::SIGKILL) };
     });
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
+    let stdin = child.stdin.take().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, lines)
+}
+
+#[test]
+fn login_commands_inside_a_session() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    mcp_web(&s, &oauth);
+    let script = s.write("script.json", r#"[{"text":"ok"}]"#);
+    let (mut child, mut stdin, mut lines) = repl(&s, &script, None);
     let mut seen = String::new();
     // The server answered 401: the session offers a login; not now.
-    read_until(&mut lines, &mut seen, |l| l.contains("needs login") && l.contains("Log in now?"))
-        .unwrap_or_else(|| panic!("no login offer: {seen}"));
+    read_until(&mut lines, &mut seen, |l| {
+        l.contains("needs login") && l.contains("Log in now?")
+    })
+    .unwrap_or_else(|| panic!("no login offer: {seen}"));
     writeln!(stdin, "2").unwrap();
     read_until(&mut lines, &mut seen, |l| l.contains("type /mcp login web"))
         .unwrap_or_else(|| panic!("no notice: {seen}"));
     writeln!(stdin, "/mcp login web --no-browser").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| {
-        l.trim_start().starts_with("http://")
-    })
-    .unwrap_or_else(|| panic!("no URL: {seen}"));
-    follow(url.trim());
+    follow_printed(&mut lines, &mut seen);
     read_until(&mut lines, &mut seen, |l| l.contains("web connected"))
         .unwrap_or_else(|| panic!("no connection: {seen}"));
     writeln!(stdin, "/login openai-chatgpt --no-browser").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| {
-        l.trim_start().starts_with("http://")
-    })
-    .unwrap_or_else(|| panic!("no URL: {seen}"));
-    follow(url.trim());
+    follow_printed(&mut lines, &mut seen);
     read_until(&mut lines, &mut seen, |l| l.contains("Logged in"))
         .unwrap_or_else(|| panic!("no login: {seen}"));
     writeln!(stdin, "/logout openai-chatgpt").unwrap();
@@ -1266,12 +1281,38 @@ fn login_commands_inside_a_session() {
     assert!(stored(&s).get("openai-chatgpt").is_none());
 }
 
-/// settings, an mcp.json naming the OAuth-protected server `web`, and its login done.
-fn mcp_logged_in(s: &Sandbox, oauth: &OAuth) -> String {
+/// settings and an mcp.json naming the OAuth-protected server `web`.
+fn mcp_web(s: &Sandbox, oauth: &OAuth) {
     settings(s, oauth, "http://127.0.0.1:9");
     let mcp =
         json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
     s.write("config/fen/mcp.json", &mcp.to_string());
+}
+
+/// The "browser": an `xdg-open` that records the URL it was asked to open. Returns that
+/// record's path and a PATH that finds it first.
+fn fake_browser(s: &Sandbox) -> (PathBuf, String) {
+    let bin = s.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = s.root().join("opened.txt");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (opened, path)
+}
+
+/// `mcp_web`, and its login done.
+fn mcp_logged_in(s: &Sandbox, oauth: &OAuth) -> String {
+    mcp_web(s, oauth);
     let login = play_browser(s, &["mcp", "login", "web", "--no-browser"]);
     assert!(login.status.success(), "{}", text(&login.stderr));
     oauth.url("/mcp")
@@ -1315,9 +1356,16 @@ fn an_mcp_token_expiring_mid_session_is_refreshed_once_and_the_call_retried() {
     let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(all.contains("fen mcp login web"), "{all}");
-    assert_eq!(tool_call_tokens(&oauth).len(), calls + 1, "retried without a new token");
+    assert_eq!(
+        tool_call_tokens(&oauth).len(),
+        calls + 1,
+        "retried without a new token"
+    );
     assert_eq!(oauth.st().refreshes, 1);
-    assert!(!all.contains("at-secret") && !all.contains("rt-r1"), "{all}");
+    assert!(
+        !all.contains("at-secret") && !all.contains("rt-r1"),
+        "{all}"
+    );
     let leaks = files_containing(s.root(), "at-secret");
     assert!(leaks.is_empty(), "the token was written to {leaks:?}");
 }
@@ -1326,39 +1374,18 @@ fn an_mcp_token_expiring_mid_session_is_refreshed_once_and_the_call_retried() {
 fn an_mcp_server_answering_401_offers_a_login_in_a_session() {
     let s = Sandbox::new();
     let oauth = OAuth::start();
-    settings(&s, &oauth, "http://127.0.0.1:9");
-    let mcp =
-        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
-    s.write("config/fen/mcp.json", &mcp.to_string());
-    // The "browser": an xdg-open that records the URL it was asked to open.
-    let bin = s.root().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let opened = s.root().join("opened.txt");
-    let opener = bin.join("xdg-open");
-    std::fs::write(
-        &opener,
-        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    mcp_web(&s, &oauth);
+    let (opened, path) = fake_browser(&s);
 
     // Headless (-p): a notice naming the command, and the run goes on.
     let script = s.write(
         "slow.json",
         r#"[{"text":"answered anyway","delay_ms":1500}]"#,
     );
-    let out = fen_cmd(
-        &s,
-        &["-p", "hi", "--mock-script", script.to_str().unwrap()],
-    )
-    .env("PATH", &path)
-    .output()
-    .unwrap();
+    let out = fen_cmd(&s, &["-p", "hi", "--mock-script", script.to_str().unwrap()])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("answered anyway"));
     let err = text(&out.stderr);
@@ -1373,39 +1400,14 @@ fn an_mcp_server_answering_401_offers_a_login_in_a_session() {
         "script.json",
         r#"[{"tool_calls":[{"name":"mcp__web__whoami","arguments":{}}]},{"text":"all done"}]"#,
     );
-    let mut child = fen_cmd(
-        &s,
-        &[
-            "--presenter",
-            "stdio",
-            "--mock-script",
-            script.to_str().unwrap(),
-            "--yolo",
-        ],
-    )
-    .env("PATH", &path)
-    .stdin(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let pid = child.id() as i32;
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(30));
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
+    let (mut child, mut stdin, mut lines) = repl(&s, &script, Some(&path));
     let mut seen = String::new();
     read_until(&mut lines, &mut seen, |l| {
         l.contains("web needs login") && l.contains("Log in now?")
     })
     .unwrap_or_else(|| panic!("no login offer: {seen}"));
     writeln!(stdin, "1").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| {
-        l.trim_start().starts_with("http://")
-    })
-    .unwrap_or_else(|| panic!("no URL: {seen}"));
-    follow(url.trim());
+    let url = follow_printed(&mut lines, &mut seen);
     read_until(&mut lines, &mut seen, |l| l.contains("web connected"))
         .unwrap_or_else(|| panic!("no connection: {seen}"));
     assert_eq!(
@@ -1463,25 +1465,8 @@ fn login_in_the_tui_shows_the_device_code_until_the_server_approves() {
 fn the_tui_offers_the_login_of_an_mcp_server_that_answers_401() {
     let s = Sandbox::new();
     let oauth = OAuth::start();
-    settings(&s, &oauth, "http://127.0.0.1:9");
-    let mcp =
-        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
-    s.write("config/fen/mcp.json", &mcp.to_string());
-    let bin = s.root().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let opened = s.root().join("opened.txt");
-    let opener = bin.join("xdg-open");
-    std::fs::write(
-        &opener,
-        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    mcp_web(&s, &oauth);
+    let (opened, path) = fake_browser(&s);
     let script = crate::tui::script(&s, r#"[{"text":"hi"}]"#);
     let data = data_dir(&s);
     let mut t = crate::tui::Tui::spawn(
@@ -1501,7 +1486,10 @@ fn the_tui_offers_the_login_of_an_mcp_server_that_answers_401() {
     follow(url.trim());
     let screen = t.wait_for("web connected");
     assert!(!screen.contains("at-secret"), "{screen}");
-    assert_eq!(stored(&s)[oauth.url("/mcp").as_str()]["access_token"], "at-secret-1");
+    assert_eq!(
+        stored(&s)[oauth.url("/mcp").as_str()]["access_token"],
+        "at-secret-1"
+    );
 }
 
 #[test]
@@ -1515,12 +1503,19 @@ fn an_mcp_entry_s_own_client_id_is_used_instead_of_registration() {
     let login = play_browser(&s, &["mcp", "login", "web", "--no-browser"]);
     let err = text(&login.stderr);
     assert!(login.status.success(), "{err}");
-    assert!(oauth.requests_to("/register").is_empty(), "registered anyway");
+    assert!(
+        oauth.requests_to("/register").is_empty(),
+        "registered anyway"
+    );
     assert!(
         err.contains("client_id=pre-registered") && err.contains("scope=mcp%3Aread+mcp%3Awrite"),
         "{err}"
     );
     let token = oauth.requests_to("/oauth/token");
-    assert!(token[0].3.contains("client_id=pre-registered"), "{}", token[0].3);
+    assert!(
+        token[0].3.contains("client_id=pre-registered"),
+        "{}",
+        token[0].3
+    );
     assert!(!text(&login.stdout).contains("at-secret") && !err.contains("at-secret"));
 }

@@ -120,9 +120,8 @@ async fn login_fn(
         Some(o) => o.get("on_prompt")?,
         None => None,
     };
-    // The flow reports prompts through a channel; they are shown by awaiting `on_prompt`
-    // beside it (so `on_prompt` may itself wait, e.g. on `api.ui.notify`).
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    // The flow reports prompts through a channel; `show_prompts` shows them.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
     let store = Store::from_env();
     let flow = async {
         let notify = move |p: Prompt| {
@@ -137,32 +136,40 @@ async fn login_fn(
             Which::Copilot(ep) => copilot::login(&http, &store, &ep, &notify).await,
         }
     };
-    let show = async {
-        while let Some(p) = rx.recv().await {
-            let Some(f) = &on_prompt else { continue };
-            let t = lua.create_table()?;
-            match p {
-                Prompt::OpenUrl { url, opened } => {
-                    t.set("kind", "url")?;
-                    t.set("url", url)?;
-                    t.set("opened", opened)?;
-                }
-                Prompt::DeviceCode { url, code } => {
-                    t.set("kind", "code")?;
-                    t.set("url", url)?;
-                    t.set("code", code)?;
-                }
-            }
-            f.call_async::<()>(t).await?;
-        }
-        Ok::<(), mlua::Error>(())
-    };
-    let (result, shown) = tokio::join!(flow, show);
+    let (result, shown) = tokio::join!(flow, show_prompts(&lua, rx, on_prompt.as_ref()));
     shown?;
     match result {
         Ok(status) => Ok((Value::Table(status_table(&lua, &status)?), Value::Nil)),
         Err(e) => fail(&lua, e),
     }
+}
+
+/// Shows a flow's prompts through `on_prompt({kind = "url" | "code", url, code?, opened?})`,
+/// awaited beside the flow (so `on_prompt` may itself wait, e.g. on `api.ui.notify`), until
+/// the flow drops its sender.
+async fn show_prompts(
+    lua: &Lua,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Prompt>,
+    on_prompt: Option<&Function>,
+) -> mlua::Result<()> {
+    while let Some(p) = rx.recv().await {
+        let Some(f) = on_prompt else { continue };
+        let t = lua.create_table()?;
+        match p {
+            Prompt::OpenUrl { url, opened } => {
+                t.set("kind", "url")?;
+                t.set("url", url)?;
+                t.set("opened", opened)?;
+            }
+            Prompt::DeviceCode { url, code } => {
+                t.set("kind", "code")?;
+                t.set("url", url)?;
+                t.set("code", code)?;
+            }
+        }
+        f.call_async::<()>(t).await?;
+    }
+    Ok(())
 }
 
 async fn credential_fn(
@@ -278,7 +285,7 @@ async fn mcp_login_fn(
         Ok(v) => v,
         Err(e) => return super::failure(&lua, e),
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
     let store = Store::from_env();
     let flow = async {
         let notify = move |p: Prompt| {
@@ -295,20 +302,7 @@ async fn mcp_login_fn(
         )
         .await
     };
-    let show = async {
-        while let Some(p) = rx.recv().await {
-            let (Some(f), Prompt::OpenUrl { url, opened }) = (&on_prompt, p) else {
-                continue;
-            };
-            let t = lua.create_table()?;
-            t.set("kind", "url")?;
-            t.set("url", url)?;
-            t.set("opened", opened)?;
-            f.call_async::<()>(t).await?;
-        }
-        Ok::<(), mlua::Error>(())
-    };
-    let (result, shown) = tokio::join!(flow, show);
+    let (result, shown) = tokio::join!(flow, show_prompts(&lua, rx, on_prompt.as_ref()));
     shown?;
     match result {
         Ok(()) => Ok((Value::Boolean(true), Value::Nil)),

@@ -44,7 +44,9 @@ impl Endpoints {
         } else {
             format!("https://api.{host}")
         };
-        let api_url = setting(s, "api_url", &api).trim_end_matches('/').to_string();
+        let api_url = setting(s, "api_url", &api)
+            .trim_end_matches('/')
+            .to_string();
         Endpoints {
             device_code_url: setting(
                 s,
@@ -202,12 +204,7 @@ pub async fn credential(
     ep: &Endpoints,
     stale: Option<&str>,
 ) -> Result<Credential, AuthError> {
-    let usable = |e: &Value| match stale {
-        Some(st) => field(e, "copilot_token").as_deref() != Some(st),
-        None => e["expires_at"]
-            .as_i64()
-            .is_some_and(|t| t - now() > super::REFRESH_MARGIN_SECS),
-    };
+    let usable = |e: &Value| super::usable(e, "copilot_token", stale, false);
     let not_logged_in = || AuthError::NotLoggedIn {
         provider: PROVIDER.into(),
     };
@@ -251,8 +248,7 @@ pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Va
 }
 
 pub async fn logout(store: &Store) -> Result<bool, AuthError> {
-    let s = store.clone();
-    blocking(move || s.put(PROVIDER, None)).await
+    super::forget(store, PROVIDER).await
 }
 
 #[cfg(test)]

@@ -246,12 +246,8 @@ pub async fn token(
     server_url: &str,
     stale: Option<&str>,
 ) -> Result<Option<String>, AuthError> {
-    let usable = |e: &Value| match stale {
-        Some(st) => field(e, "access_token").as_deref() != Some(st),
-        None => e["expires_at"]
-            .as_i64()
-            .is_none_or(|t| t - now() > super::REFRESH_MARGIN_SECS),
-    };
+    // A token without an expiry is used until the server refuses it.
+    let usable = |e: &Value| super::usable(e, "access_token", stale, true);
     let expired = |detail: String| AuthError::Expired {
         provider: server_url.to_string(),
         detail,
@@ -276,7 +272,10 @@ pub async fn token(
         }
         let a = http.post_form(&token_url, &fields, &[]).await?;
         if !a.ok() {
-            return Err(expired(format!("the refresh was refused: {}", a.error_text())));
+            return Err(expired(format!(
+                "the refresh was refused: {}",
+                a.error_text()
+            )));
         }
         let t = Tokens::from_answer(&a, "the token refresh")?;
         let mut new = entry.clone();
@@ -293,9 +292,7 @@ pub async fn token(
 
 /// Forgets the login of `server_url`; true when there was one.
 pub async fn logout(store: &Store, server_url: &str) -> Result<bool, AuthError> {
-    let s = store.clone();
-    let k = server_url.to_string();
-    blocking(move || s.put(&k, None)).await
+    super::forget(store, server_url).await
 }
 
 #[cfg(test)]

@@ -172,6 +172,30 @@ where
     Ok(Some(new))
 }
 
+/// Whether a stored entry's token (its field `token_key`) serves as it is. With `stale` (a
+/// token a server just refused): when the stored one is another (someone renewed it already).
+/// Else while more than [`REFRESH_MARGIN_SECS`] remain; `no_expiry` is the answer for an entry
+/// without `expires_at`.
+pub(crate) fn usable(
+    entry: &serde_json::Value,
+    token_key: &str,
+    stale: Option<&str>,
+    no_expiry: bool,
+) -> bool {
+    match stale {
+        Some(st) => field(entry, token_key).as_deref() != Some(st),
+        None => entry["expires_at"]
+            .as_i64()
+            .map_or(no_expiry, |t| t - now() > REFRESH_MARGIN_SECS),
+    }
+}
+
+/// Forgets the entry of `key`; true when there was one.
+pub(crate) async fn forget(store: &store::Store, key: &str) -> Result<bool, AuthError> {
+    let (s, k) = (store.clone(), key.to_string());
+    blocking(move || s.put(&k, None)).await
+}
+
 /// GETs a model list (or another JSON document) with a provider's credential.
 pub(crate) async fn get_with(
     http: &oauth::Http,

@@ -277,12 +277,6 @@ fn credential_of(entry: &Value, ep: &Endpoints) -> Credential {
     }
 }
 
-fn fresh(entry: &Value) -> bool {
-    entry["expires_at"]
-        .as_i64()
-        .is_some_and(|t| t - now() > super::REFRESH_MARGIN_SECS)
-}
-
 /// The credential for a request: the stored token while it has more than 5 minutes left,
 /// else a refreshed one (one refresh across processes: see [`super::renew_entry`]). `stale`
 /// (the token a request was refused with) forces a refresh unless another process already
@@ -293,10 +287,7 @@ pub async fn credential(
     ep: &Endpoints,
     stale: Option<&str>,
 ) -> Result<Credential, AuthError> {
-    let usable = |e: &Value| match stale {
-        Some(st) => field(e, "access_token").as_deref() != Some(st),
-        None => fresh(e),
-    };
+    let usable = |e: &Value| super::usable(e, "access_token", stale, false);
     let entry = super::renew_entry(store, PROVIDER, usable, |entry| async move {
         let Some(refresh_token) = field(&entry, "refresh_token") else {
             return Err(AuthError::Expired {
@@ -361,6 +352,5 @@ pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Va
 
 /// Forgets the login; true when there was one.
 pub async fn logout(store: &Store) -> Result<bool, AuthError> {
-    let s = store.clone();
-    blocking(move || s.put(PROVIDER, None)).await
+    super::forget(store, PROVIDER).await
 }
