@@ -918,19 +918,33 @@ fn copilot_device_login_exchange_headers_and_models() {
         );
     }
 
-    let run = fen(
+    let run = fen_cmd(
         &s,
         &[
             "-p",
-            "hi",
+            "say hi to copilot",
             "--provider",
             "github-copilot",
             "--model",
             "gpt-4.1",
         ],
-    );
+    )
+    .env("FEN_LOG", "debug")
+    .output()
+    .unwrap();
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert!(text(&run.stdout).contains("copilot says hi"));
+    // Neither the GitHub token nor the Copilot token reaches the output, a log or a session.
+    for secret in ["ghu_secret", "cop-secret"] {
+        let all = format!("{}{}", text(&run.stdout), text(&run.stderr));
+        assert!(!all.contains(secret), "{all}");
+        let leaks = files_containing(s.root(), secret);
+        assert!(leaks.is_empty(), "{secret} was written to {leaks:?}");
+    }
+    assert!(
+        !files_containing(&s.state(), "say hi to copilot").is_empty(),
+        "no session was written"
+    );
     let chat = oauth.requests_to("/copilot/chat/completions");
     assert_eq!(chat.len(), 1);
     let h = |n: &str| {
