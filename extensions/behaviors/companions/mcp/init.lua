@@ -5,6 +5,8 @@
 -- a prompt or a request), and their tools register as they arrive, as `mcp__SERVER__TOOL`.
 --   /mcp                  lists the servers: status, tools, transport, log
 --   /mcp reconnect NAME   restarts one
+--   /mcp login NAME       the OAuth login of a server that answered 401 (offered at once in
+--                         a session; headless runs name `fen mcp login NAME`), then reconnects
 -- When all MCP schemas together would take more than 10% of the context window, the tools are
 -- registered with `exposure = "search"` (callable, not offered) and one `mcp_search{query}`
 -- tool returns matching schemas, offering those tools from then on.
