@@ -835,6 +835,59 @@ fn the_question_tool_is_answered_in_the_tui() {
 }
 
 #[test]
+fn a_multi_select_question_toggles_with_space_and_digits_and_enter_confirms() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"question","arguments":{"questions":[{"question":"Which targets?","multi_select":true,"options":[{"label":"linux"},{"label":"mac"},{"label":"windows"}]}]}}]},{"text":"finished"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    let screen = t.wait_for("Which targets?");
+    assert!(
+        screen.contains("[ ] 1  linux") && screen.contains("[ ] 4  other"),
+        "{screen}"
+    );
+    // Space toggles the highlighted option; a digit toggles its option (twice: off again).
+    t.send(" ");
+    t.wait_for("[x] 1  linux");
+    // One arrow at a time: a burst of them reads as the mouse wheel.
+    t.send("\x1b[B");
+    t.wait_for("› [ ] 2  mac");
+    t.send("\x1b[B");
+    t.wait_for("› [ ] 3  windows");
+    t.send(" ");
+    t.wait_for("[x] 3  windows");
+    t.send("2");
+    let screen = t.wait_for("[x] 2  mac");
+    assert!(screen.contains("[x] 3  windows"), "{screen}");
+    t.send("2");
+    let screen = t.wait("mac unchecked", |s| s.contains("[ ] 2  mac"));
+    assert!(
+        screen.contains("[x] 1  linux") && screen.contains("space"),
+        "{screen}"
+    );
+    t.send("\r");
+    t.wait_for("finished");
+    let mut found = false;
+    let mut stack = vec![s.state()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains("Which targets?\\n→ linux, windows")
+            {
+                found = true;
+            }
+        }
+    }
+    assert!(found, "the answers did not reach the model");
+}
+
+#[test]
 fn esc_stops_the_turn_and_pauses_the_goal_shown_in_the_status_row() {
     let s = Sandbox::new();
     let mut t = start(
