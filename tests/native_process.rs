@@ -432,7 +432,9 @@ async fn dropped_run_kills_group() {
 #[tokio::test(flavor = "current_thread")]
 async fn stdin_bytes_reach_the_command_whole_and_too_many_are_refused() {
     // 3 MiB: far more than a pipe buffer, so the writer and the output loop must interleave.
-    let input: Vec<u8> = (0..3 * 1024 * 1024).map(|i| b'a' + (i % 26) as u8).collect();
+    let input: Vec<u8> = (0..3 * 1024 * 1024)
+        .map(|i| b'a' + (i % 26) as u8)
+        .collect();
     let mut spec = ProcessSpec::new("wc -c; head -c 5");
     spec.stdin = Some(input.into());
     let r = run_spec(spec).await;

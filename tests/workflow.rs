@@ -829,16 +829,15 @@ fn a_permission_request_hook_answers_the_approval_in_the_persons_place() {
     let sc = script(
         &s,
         &[
-            ("bash", serde_json::json!({"command": "touch allowed-by-hook.txt"})),
+            (
+                "bash",
+                serde_json::json!({"command": "touch allowed-by-hook.txt"}),
+            ),
             ("bash", serde_json::json!({"command": "touch refused.txt"})),
         ],
     );
     // Nobody answers on stdin (it ends after the prompt): what runs was approved by the hook.
-    let out = s.fen_stdin(
-        &["--presenter", "stdio", "--mock-script", &sc],
-        "go\n",
-        &[],
-    );
+    let out = s.fen_stdin(&["--presenter", "stdio", "--mock-script", &sc], "go\n", &[]);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -848,7 +847,8 @@ fn a_permission_request_hook_answers_the_approval_in_the_persons_place() {
     assert!(!s.cwd().join("refused.txt").exists(), "{text}");
     let session = session_text(&s);
     assert!(
-        session.contains("permission denied: touch refused.txt — hook: the hook keeps this file out"),
+        session
+            .contains("permission denied: touch refused.txt — hook: the hook keeps this file out"),
         "{session}"
     );
     let seen = std::fs::read_to_string(&log).unwrap_or_default();
@@ -947,7 +947,10 @@ fn a_notification_hook_runs_once_the_prompt_waited_idle() {
             "hooks": [{"type": "command", "command": format!("cat > {}", marker.display())}]}]}});
     s.write("config/fen/settings.json", &settings.to_string());
     let sc = s
-        .write("idle.json", &serde_json::json!([{"text": "hello"}]).to_string())
+        .write(
+            "idle.json",
+            &serde_json::json!([{"text": "hello"}]).to_string(),
+        )
         .to_string_lossy()
         .into_owned();
     let mut child = s
@@ -1046,4 +1049,44 @@ fn shell_lines_of_a_markdown_command_go_through_the_permission_policy_and_sandbo
         // Both OS sandbox tiers set no_new_privs on what they start.
         assert!(text.contains("Sandbox: NoNewPrivs:\t1"), "{text}{err}");
     }
+}
+
+#[test]
+fn a_markdown_commands_model_runs_its_turn_only_and_help_lists_it() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/commands/deep.md",
+        "---\ndescription: Think harder\nmodel: mock/mock-two\n---\nthink about it\n",
+    );
+    s.write(
+        "config/fen/commands/same.md",
+        "---\nmodel: mock-three\n---\nand this\n",
+    );
+    let sc = echo_script(&s);
+    let out = s.fen_stdin(
+        &[
+            "--presenter",
+            "stdio",
+            "--provider",
+            "mock",
+            "--model",
+            "mock",
+        ],
+        "/help\n/deep\nplain turn\n/same\n",
+        &[("FEN_MOCK_SCRIPT", &sc)],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("/deep") && text.contains("Think harder"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each assistant message names the model that wrote it.
+    let models: Vec<String> = session_text(&s)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["message"]["role"] == "assistant")
+        .map(|r| r["message"]["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(models, ["mock-two", "mock", "mock-three"], "{text}");
 }
