@@ -477,9 +477,13 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             let i = i.clone();
             async move {
                 let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+                // An empty table reads as an array; an argument list is an object.
                 let args = match args {
                     Value::Nil => serde_json::json!({}),
-                    v => convert::lua_to_json(&lua, &v).map_err(mlua::Error::external)?,
+                    v => match convert::lua_to_json(&lua, &v).map_err(mlua::Error::external)? {
+                        serde_json::Value::Array(a) if a.is_empty() => serde_json::json!({}),
+                        j => j,
+                    },
                 };
                 let cancel = crate::kernel::calls::current_cancel(&lua);
                 let o = crate::kernel::agent::dispatch::run_for_person(

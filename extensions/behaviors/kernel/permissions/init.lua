@@ -333,8 +333,8 @@ return function(api)
           title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
           items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
         asking = false
-        if not ok2 then answer = nil end
-        answer = answer or "n"
+        -- Anything but a string (a failed or odd answer) is a no.
+        if not ok2 or type(answer) ~= "string" then answer = "n" end
         -- A `before_ask` hook (a settings PermissionRequest hook) may have answered instead.
         local who = (ok2 and by == "hook") and "hook" or "user"
         local key1 = answer:sub(1, 1)
