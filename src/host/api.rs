@@ -380,7 +380,21 @@ fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             name,
             lua.create_async_function(move |lua, args: mlua::MultiValue| {
                 let i = i.clone();
-                async move { crate::kernel::ui::call_presenter(&lua, &i, name, args).await }
+                async move {
+                    if name != "ask" {
+                        return crate::kernel::ui::call_presenter(&lua, &i, name, args).await;
+                    }
+                    // An approval forwarded here (a subagent child's) may be answered by a
+                    // `before_ask` hook, as a `ctx.ask` is: the request says what it is about.
+                    let request = args.into_iter().next().unwrap_or(Value::Nil);
+                    let about = lua.create_table()?;
+                    if let Value::Table(r) = &request {
+                        for k in ["tool", "args", "call_id"] {
+                            about.set(k, r.get::<Value>(k)?)?;
+                        }
+                    }
+                    crate::kernel::ui::ask(&lua, &i, request, about).await
+                }
             })?,
         )?;
     }

@@ -73,6 +73,22 @@ pub async fn call_presenter(
     }
 }
 
+/// An approval question (a hook's `ctx.ask`, `api.ui.ask`): a `before_ask` hook may answer it
+/// in the person's place (then `answer, "hook"`), else the active presenter asks. `about`
+/// tells the hooks what is asked about (`tool`, `args`, `call_id`); `request` is added to it.
+pub async fn ask(
+    lua: &Lua,
+    inner: &Inner,
+    request: Value,
+    about: Table,
+) -> mlua::Result<MultiValue> {
+    about.set("request", request.clone())?;
+    match before_ask(lua, inner, &about).await {
+        Some((answer, _)) => (answer, "hook").into_lua_multi(lua),
+        None => call_presenter(lua, inner, "ask", request).await,
+    }
+}
+
 /// Asks the `before_ask` hooks whether one answers a hook's `ctx.ask` in the person's place
 /// (the settings hooks' PermissionRequest event runs here), in the caller's scope and in
 /// registration order. `ctx`: `request`, `tool`, `args`, `call_id`. The first answer that is

@@ -11,7 +11,7 @@ use crate::kernel::convert;
 use crate::kernel::state::Inner;
 use crate::kernel::tools::{self, ToolCallContext, ToolOutcome};
 use crate::kernel::ui;
-use mlua::{Function, IntoLuaMulti, Lua, Table, Value};
+use mlua::{Function, Lua, Table, Value};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
@@ -165,14 +165,10 @@ fn hook_ctx(
                 // count against the hook's budget.
                 let t0 = Instant::now();
                 let about = lua.create_table()?;
-                about.set("request", question.clone())?;
                 about.set("tool", tool.as_str())?;
                 about.set("args", convert::json_to_lua(&lua, &args)?)?;
                 about.set("call_id", id.as_str())?;
-                let answer = match ui::before_ask(&lua, &i, &about).await {
-                    Some((answer, _)) => (answer, "hook").into_lua_multi(&lua),
-                    None => ui::call_presenter(&lua, &i, "ask", question).await,
-                };
+                let answer = ui::ask(&lua, &i, question, about).await;
                 calls::with_current_scope(&lua, |s| s.extend(t0.elapsed()));
                 answer
             }

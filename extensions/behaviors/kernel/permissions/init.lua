@@ -331,7 +331,7 @@ return function(api)
         local ask = (s.headless and s.on_ask == "parent") and require("fen.lib.parent_ask").ask or ctx.ask
         local ok2, answer, by = pcall(ask, { kind = "permission", tool = name, question = question,
           title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
-          items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
+          items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id, args = args })
         asking = false
         -- Anything but a string (a failed or odd answer) is a no.
         if not ok2 or type(answer) ~= "string" then answer = "n" end
