@@ -1090,3 +1090,29 @@ fn a_markdown_commands_model_runs_its_turn_only_and_help_lists_it() {
         .collect();
     assert_eq!(models, ["mock-two", "mock", "mock-three"], "{text}");
 }
+
+#[test]
+fn pre_tool_use_additional_context_reaches_the_model_with_the_result() {
+    let s = Sandbox::new();
+    let hook = exe(
+        &s,
+        "hooks/pre-context.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"additionalContext\": \"the linter runs on save\"}}'\n",
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}),
+    );
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "echo the-call-ran"}))],
+    );
+    let (results, _, out) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        results[0].contains("the-call-ran")
+            && results[0].contains("[PreToolUse hook] the linter runs on save"),
+        "{}",
+        results[0]
+    );
+}

@@ -9,7 +9,8 @@
 -- Read ...; at most 8 MiB).
 -- Exit 2 blocks (stderr goes to the model, or to the person for UserPromptSubmit); JSON on
 -- stdout is honoured (decision, reason, continue, stopReason, systemMessage, and
--- hookSpecificOutput.permissionDecision / updatedInput / additionalContext). Hooks only
+-- hookSpecificOutput.permissionDecision / updatedInput / additionalContext, which for
+-- PreToolUse is added to the call's result). Hooks only
 -- tighten: their "allow" never beats the permission policy, which judges after them (and
 -- judges the rewritten input). They run like bash does (the OS sandbox of tool commands,
 -- secrets scrubbed), all hooks of one event at once, each with its timeout (default 60 s); a
@@ -68,6 +69,8 @@ return function(api)
   local state = api.state()
   -- Read the settings files again on /reload.
   state.config = nil
+  -- PreToolUse `additionalContext` by call id, until the call's result is in.
+  state.pre_context = state.pre_context or {}
 
   --- Every configured hook: `{event, matcher, command, timeout, source}`; `problems` lists
   --- files skipped and why.
@@ -265,6 +268,8 @@ return function(api)
         { tool_name = cc_name(name), tool_input = tool_input(args), tool_use_id = ctx.call_id })
       if #rows == 0 then return nil end
       local v = verdict(rows)
+      -- `additionalContext` reaches the model with the call's result (after_tool below).
+      if #v.context > 0 then state.pre_context[ctx.call_id] = v.context end
       if v.stop then api.turn.cancel() return { block = true, reason = v.stop } end
       if v.block then return { block = true, verbatim = true, reason = "blocked by a PreToolUse hook: " .. v.block } end
       if v.ask then
@@ -291,9 +296,10 @@ return function(api)
       if result.is_error then input.error = result.text
       else input.tool_response = { content = result.text, details = result.details } end
       local rows = fire(event, { cc_name(name), name }, input)
-      if #rows == 0 then return nil end
-      local v = verdict(rows)
       local parts = {}
+      for _, c in ipairs(state.pre_context[ctx.tool_call_id] or {}) do parts[#parts + 1] = "[PreToolUse hook] " .. c end
+      state.pre_context[ctx.tool_call_id] = nil
+      local v = verdict(rows)
       if v.block then parts[#parts + 1] = "[" .. event .. " hook] " .. v.block end
       for _, c in ipairs(v.context) do parts[#parts + 1] = "[" .. event .. " hook] " .. c end
       if v.stop then api.turn.cancel() parts[#parts + 1] = "[" .. event .. " hook stopped the turn] " .. v.stop end
@@ -390,6 +396,8 @@ return function(api)
   }) end
 
   api.on("reset-conversation", function() state.started = false end)
+  -- Context of calls that never ran (refused after the hook) is not kept past the turn.
+  api.on("agent-turn-complete", function() state.pre_context = {} end)
 
   api.register("command", {
     name = "hooks",
