@@ -811,7 +811,13 @@ fn a_settings_permission_request_hook_answers_a_childs_ask_in_the_parent() {
     );
     // Nobody answers on stdin: the file is written only if the hook approved the child's call.
     let out = s.fen_stdin(
-        &["--presenter", "stdio", "--no-session", "--mock-script", &path],
+        &[
+            "--presenter",
+            "stdio",
+            "--no-session",
+            "--mock-script",
+            &path,
+        ],
         "go\n",
         &[],
     );

@@ -5,6 +5,8 @@
 //! `prompt(question, default)`, `ask(request)`); the calling coroutine waits for the answer.
 //! A presenter without one (print, json: headless runs never wait for a person) answers at
 //! once with `nil, "no user"`. Cancelling the caller's scope answers `nil, "cancelled"`.
+//! Hooks take part: `on_wait` runs beside every question (and once a session idles after a
+//! turn), and `before_ask` may answer an approval in the person's place.
 
 use super::calls::{self, Scope};
 use super::state::Inner;
