@@ -791,7 +791,15 @@ fn plan_mode_refuses_a_write_until_the_plan_is_approved_in_auto_mode() {
 #[test]
 fn shift_tab_cycles_the_permission_mode_into_plan() {
     let s = Sandbox::new();
-    let mut t = start(&s, r#"[{"text":"hi"}]"#);
+    // The test settings say yolo (Shift+Tab would go to default first): start in default.
+    let path = script(&s, r#"[{"text":"hi"}]"#);
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path, "--permission-mode", "default"],
+        100,
+        30,
+        &[],
+    );
     t.wait_for("Ask anything");
     t.send("\x1b[Z");
     t.send("\x1b[Z");

@@ -1116,3 +1116,26 @@ fn pre_tool_use_additional_context_reaches_the_model_with_the_result() {
         results[0]
     );
 }
+
+#[test]
+fn hooks_see_the_permission_mode_the_settings_chose() {
+    let s = Sandbox::new();
+    let marker = s.root().join("prompt.json");
+    // user_hooks sets the mode to yolo in settings.json (no flag).
+    user_hooks(
+        &s,
+        serde_json::json!({"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("cat > {}", marker.display())}]}]}),
+    );
+    let sc = s
+        .write("plain.json", &serde_json::json!([{"text": "hi"}]).to_string())
+        .to_string_lossy()
+        .into_owned();
+    let (_, _, out) = run_json(&s, &["--mock-script", &sc]);
+    let seen = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert!(
+        seen.contains("\"permission_mode\":\"bypassPermissions\""),
+        "{seen}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

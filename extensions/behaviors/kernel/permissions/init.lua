@@ -392,6 +392,8 @@ return function(api)
     if not p then
       api.emit({ type = "error", error = "permission rules: " .. table.concat(errs, "; ") })
     end
+    -- The mode settings chose is news to the rest (plan mode, the settings hooks' payloads).
+    api.emit({ type = "permission-mode", mode = s.mode, initial = true })
   end)
 
   -- What was denied is remembered for one turn only.
@@ -403,7 +405,7 @@ return function(api)
   -- `permission-mode`: another extension switches the mode (plan mode's companion: /plan,
   -- Shift+Tab, an approved plan), as `/permissions MODE` does.
   api.on("permission-mode", function(ev)
-    if type(ev.mode) ~= "string" or not MODES[ev.mode] then return end
+    if ev.initial or type(ev.mode) ~= "string" or not MODES[ev.mode] then return end
     state.mode_override = ev.mode
     state.policy = nil
     -- What the old mode refused may run now (a write refused while planning).
