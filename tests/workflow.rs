@@ -1128,7 +1128,10 @@ fn hooks_see_the_permission_mode_the_settings_chose() {
             "command": format!("cat > {}", marker.display())}]}]}),
     );
     let sc = s
-        .write("plain.json", &serde_json::json!([{"text": "hi"}]).to_string())
+        .write(
+            "plain.json",
+            &serde_json::json!([{"text": "hi"}]).to_string(),
+        )
         .to_string_lossy()
         .into_owned();
     let (_, _, out) = run_json(&s, &["--mock-script", &sc]);
