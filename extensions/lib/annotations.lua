@@ -99,6 +99,21 @@ function turn.complete(request) end
 ---@param messages table[]
 function turn.replace_messages(messages) end
 
+--- Runs the `before_compact` hooks (async; the compaction companion calls it before it
+--- summarises): nil, or why one refuses this compaction.
+---@param ctx {trigger: "manual"|"auto", custom_instructions: string?}
+---@return string? blocked
+function turn.before_compact(ctx) end
+
+--- Runs one tool call on the person's behalf as the model's call would go (async): `--tools`,
+--- the `before_tool` hooks and permission policy (which may ask or refuse), the tool. Nothing
+--- is appended to the conversation. The result has `text` (its text blocks joined) and `ran`
+--- (false when refused or the arguments were invalid).
+---@param name string
+---@param args table?
+---@return {content: table[], is_error: boolean, details: any, text: string, ran: boolean}
+function turn.run_tool(name, args) end
+
 --- The provider, model and thinking level in use now.
 ---@return {provider: string, model: string, thinking: string?}
 function turn.model() end
@@ -172,6 +187,13 @@ function ui.notify(text) end
 ---@param items string[]
 ---@return integer? index, string? why
 function ui.select(title, items) end
+
+--- Asks the person to pick any number of items (async): the chosen indices in order; nil when
+--- dismissed, nil, "no user" when headless or the presenter cannot (then ask another way).
+---@param title string
+---@param items string[]
+---@return integer[]? indices, string? why
+function ui.select_multi(title, items) end
 
 --- Asks for a line of text (async); nil when dismissed or headless.
 ---@param question string
@@ -300,7 +322,7 @@ function native.clock_ms() end
 ---@field len fun(self: fen.FileList): integer
 
 ---@class fen.NativeProcess
----@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
+---@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, stdin: string?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
 ---@field run_all fun(list: table[]): table[] async; runs several `run` options at once, results in order (`{error}` for one that could not start)
 
 ---@class fen.NativeJson
