@@ -1,7 +1,8 @@
 //! Everyday comforts of the TUI in a real pty: the `/` and `@` menu as you type (full screen
 //! and inline), the context gauge in the status row, notifications when the terminal is not
-//! focused (each sequence, tmux and screen wrapping, the user's command), and a long tool
-//! row's elapsed time.
+//! focused (each sequence, tmux and screen wrapping, an approval's notification through a real
+//! tmux and GNU screen, the user's command), `/context`'s breakdown, and a long tool row's
+//! elapsed time.
 
 use crate::common::Sandbox;
 use crate::tui::{script, Tui};
