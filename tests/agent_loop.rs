@@ -530,3 +530,62 @@ fn json_mode_starts_with_agent_started_and_ends_with_the_result() {
     assert!(at("assistant-stream-end") < at("llm-end"));
     assert_eq!(lines[at("assistant-text")]["text"], "done");
 }
+
+/// `--mode json`: every `llm-end` carries the call's `usage` and `cost` (priced from
+/// models.json, cache reads and writes at their own prices) and the `result` line adds them
+/// up; a subscription's call has tokens and no dollars.
+#[test]
+fn json_mode_prices_each_call_and_the_result() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/models.json",
+        r#"{"models": {"mock/mock": {"cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}}}}"#,
+    );
+    s.write("work/a.txt", "hello\n");
+    let (events, out) = json_run(
+        &s,
+        json!([
+            {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}],
+             "usage": {"input": 1000, "output": 100, "cache_read": 2000, "cache_write": 400}},
+            {"text": "done", "usage": {"input": 10000, "output": 1000}}
+        ]),
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let close = |v: &Value, want: f64| {
+        let got = v.as_f64().unwrap_or(f64::NAN);
+        assert!((got - want).abs() < 1e-9, "{got} != {want}");
+    };
+    let ends = of_type(&events, "llm-end");
+    assert_eq!(ends.len(), 2, "{events:?}");
+    // $3/M in, $15/M out, $0.30/M cache reads, $3.75/M cache writes.
+    close(&ends[0]["cost"]["total"], 0.003 + 0.0015 + 0.0006 + 0.0015);
+    close(&ends[0]["cost"]["cache_read"], 0.0006);
+    close(&ends[0]["cost"]["cache_write"], 0.0015);
+    assert_eq!(ends[0]["usage"]["cache_read"], 2000);
+    close(&ends[1]["cost"]["total"], 0.03 + 0.015);
+    let result = of_type(&events, "result");
+    assert_eq!(result.len(), 1);
+    close(&result[0]["cost"]["total"], 0.0066 + 0.045);
+    assert_eq!(result[0]["usage"]["input"], 11000);
+    assert_eq!(result[0]["usage"]["cache_write"], 400);
+
+    // A subscription login: tokens, no dollars.
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/models.json",
+        r#"{"models": {"mock/mock": {"cost": {"input": 3, "output": 15}}}}"#,
+    );
+    let (events, out) = json_run(
+        &s,
+        json!([{"text": "done", "usage": {"input": 500, "output": 50, "subscription": true}}]),
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let end = of_type(&events, "llm-end")[0];
+    assert!(end["cost"].is_null(), "{end}");
+    let result = of_type(&events, "result")[0];
+    assert!(result["cost"].is_null(), "{result}");
+    assert_eq!(result["usage"]["input"], 500);
+    assert_eq!(result["usage"]["subscription"], true);
+}

@@ -649,3 +649,56 @@ fn slash_lsp_lists_the_servers_and_their_state() {
     );
     assert!(line("gopls ").contains("disabled"), "{text}");
 }
+
+/// Workspace symbols and the call hierarchy on a small project (pyright). A one-shot `fen
+/// tool lsp` meets a server that is still indexing: its first empty answers are asked again.
+#[test]
+fn workspace_symbols_and_calls_on_a_small_project() {
+    if !have(
+        "pyright-langserver",
+        "workspace_symbols_and_calls_on_a_small_project",
+    ) {
+        return;
+    }
+    let s = Sandbox::new();
+    settings(&s, json!({}));
+    s.write(
+        "work/helpers.py",
+        "def helper(x: int) -> int:\n    return x + 1\n",
+    );
+    s.write(
+        "work/main.py",
+        "from helpers import helper\n\n\ndef run() -> int:\n    return helper(1)\n",
+    );
+    let tool = |args: Value| -> String {
+        let out = s.fen(&["tool", "lsp", &args.to_string()]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        assert_eq!(
+            v["is_error"],
+            false,
+            "{v} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text(&v)
+    };
+    let ws = tool(json!({"operation": "workspace_symbols", "path": "main.py", "query": "helper"}));
+    assert!(
+        ws.lines()
+            .any(|l| l.contains("helpers.py:1:5: def helper(x: int) -> int:")),
+        "{ws}"
+    );
+    let inc =
+        tool(json!({"operation": "incoming_calls", "path": "helpers.py", "line": 1, "column": 5}));
+    assert!(
+        inc.lines()
+            .any(|l| l.contains("run") && l.contains("main.py:4:5: def run() -> int:")),
+        "{inc}"
+    );
+    let out =
+        tool(json!({"operation": "outgoing_calls", "path": "main.py", "line": 4, "column": 5}));
+    assert!(
+        out.lines()
+            .any(|l| l.contains("helper") && l.contains("helpers.py:1:5:")),
+        "{out}"
+    );
+}

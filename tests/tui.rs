@@ -35,6 +35,25 @@ impl Tui {
         env: &[(&str, &str)],
         scrollback: usize,
     ) -> Tui {
+        Tui::spawn_program(
+            s,
+            env!("CARGO_BIN_EXE_fen"),
+            args,
+            (cols, rows, scrollback),
+            env,
+        )
+    }
+
+    /// Any `program` in the pty, with fen's environment (a multiplexer running fen, say);
+    /// `size` is (cols, rows, scrollback).
+    pub fn spawn_program(
+        s: &Sandbox,
+        program: &str,
+        args: &[&str],
+        size: (u16, u16, usize),
+        env: &[(&str, &str)],
+    ) -> Tui {
+        let (cols, rows, scrollback) = size;
         let pty = native_pty_system();
         let pair = pty
             .openpty(PtySize {
@@ -44,7 +63,7 @@ impl Tui {
                 pixel_height: 0,
             })
             .expect("open a pty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_fen"));
+        let mut cmd = CommandBuilder::new(program);
         cmd.args(args);
         cmd.cwd(s.cwd());
         cmd.env_clear();
@@ -57,7 +76,10 @@ impl Tui {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let child = pair.slave.spawn_command(cmd).expect("spawn fen in the pty");
+        let child = pair
+            .slave
+            .spawn_command(cmd)
+            .expect("spawn the program in the pty");
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
         let writer = pair.master.take_writer().expect("pty writer");

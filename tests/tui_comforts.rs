@@ -1,7 +1,8 @@
 //! Everyday comforts of the TUI in a real pty: the `/` and `@` menu as you type (full screen
 //! and inline), the context gauge in the status row, notifications when the terminal is not
-//! focused (each sequence, tmux and screen wrapping, the user's command), and a long tool
-//! row's elapsed time.
+//! focused (each sequence, tmux and screen wrapping, an approval's notification through a real
+//! tmux and GNU screen, the user's command), `/context`'s breakdown, and a long tool row's
+//! elapsed time.
 
 use crate::common::Sandbox;
 use crate::tui::{script, Tui};
@@ -317,4 +318,171 @@ fn an_approval_waiting_notifies_an_unfocused_terminal() {
     }
     t.send("n");
     t.wait_for("over");
+}
+
+/// `name` on PATH.
+fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Ends a multiplexer's server (it outlives the client in the pty) when the test ends.
+struct Stop(std::process::Command);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// fen runs inside a real multiplexer (`program args…`, then fen's own arguments) in the
+/// pty; a turn waits 5.5 s before asking an approval, so the terminal (which reports no
+/// focus through the multiplexer) counts as unfocused. Returns when the plain OSC 9
+/// notification reached the outer terminal, with the bytes it got.
+fn approval_through(s: &Sandbox, program: &str, args: &[String], env: &[(&str, &str)]) -> Vec<u8> {
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "default"}}"#,
+    );
+    let turns = r#"[
+        {"delay_ms": 5500, "tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]},
+        {"text": "over"}
+    ]"#;
+    let path = script(s, turns);
+    let fen = env!("CARGO_BIN_EXE_fen");
+    let mut argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    argv.extend([fen, "--mock-script", path.as_str()]);
+    // WEZTERM_PANE survives into the multiplexer (TERM_PROGRAM does not): `auto` picks OSC 9.
+    let mut env = env.to_vec();
+    env.extend([("WEZTERM_PANE", "0"), ("COLORFGBG", "15;0")]);
+    let mut t = Tui::spawn_program(s, program, &argv, (100, 30, 0), &env);
+    t.wait_for("/ for commands");
+    t.send("make it\r");
+    let want: &[u8] = b"\x1b]9;fen needs your approval: ";
+    let start = Instant::now();
+    while !contains(&t.raw.lock().expect("raw"), want) {
+        // A hang bound, not a speed claim.
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no approval notification reached the outer terminal; screen:\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    t.wait("the approval overlay", |s| s.contains("touch made.txt"));
+    let raw = t.raw.lock().expect("raw").clone();
+    t.send("n");
+    raw
+}
+
+#[test]
+fn an_approval_notification_passes_through_a_real_tmux() {
+    let Some(tmux) = on_path("tmux") else {
+        eprintln!("notice: tmux is not installed; the tmux passthrough test is skipped");
+        return;
+    };
+    let s = Sandbox::new();
+    // Passthrough is off by default (tmux 3.3+): the person turns it on, as fen's docs say.
+    let conf = s.write(
+        "tmux.conf",
+        "set -g allow-passthrough on\nset -g status off\n",
+    );
+    let sock = s.root().join("tmux.sock");
+    let tmux = tmux.to_string_lossy().into_owned();
+    let mut stop = std::process::Command::new(&tmux);
+    stop.arg("-S").arg(&sock).arg("kill-server");
+    let _stop = Stop(stop);
+    let args: Vec<String> = [
+        "-S",
+        &sock.to_string_lossy(),
+        "-f",
+        &conf.to_string_lossy(),
+        "new-session",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let raw = approval_through(&s, &tmux, &args, &[]);
+    // tmux unwrapped fen's DCS passthrough: the outer terminal got the plain sequence (an
+    // unwrapped OSC 9 from a pane is dropped by tmux, so this also proves fen wrapped it).
+    assert!(
+        !contains(&raw, b"\x1bPtmux;"),
+        "the wrapper leaked: {:?}",
+        String::from_utf8_lossy(&raw)
+    );
+}
+
+#[test]
+fn an_approval_notification_passes_through_a_real_screen() {
+    let Some(screen) = on_path("screen") else {
+        eprintln!("notice: GNU screen is not installed; the screen passthrough test is skipped");
+        return;
+    };
+    let s = Sandbox::new();
+    let conf = s.write("screenrc", "startup_message off\n");
+    let dir = s.root().join("screens");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    let name = format!("fen-test-{}", std::process::id());
+    let screen = screen.to_string_lossy().into_owned();
+    let mut stop = std::process::Command::new(&screen);
+    stop.env("SCREENDIR", &dir)
+        .args(["-S", &name, "-X", "quit"]);
+    let _stop = Stop(stop);
+    let args: Vec<String> = ["-S", &name, "-c", &conf.to_string_lossy()]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let dir = dir.to_string_lossy().into_owned();
+    let raw = approval_through(&s, &screen, &args, &[("SCREENDIR", &dir)]);
+    assert!(
+        !contains(&raw, b"\x1bP\x1b]9;"),
+        "the wrapper leaked: {:?}",
+        String::from_utf8_lossy(&raw)
+    );
+}
+
+#[test]
+fn slash_context_breaks_the_context_down_by_part() {
+    let s = Sandbox::new();
+    s.write("work/AGENTS.md", "Answer in haiku.\n");
+    s.write("work/big.txt", &"lorem ipsum dolor\n".repeat(1500));
+    let path = script(
+        &s,
+        r#"[{"tool_calls": [{"name": "read", "arguments": {"path": "big.txt"}}]}, {"text": "read it"}]"#,
+    );
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path],
+        120,
+        70,
+        &[("COLORFGBG", "15;0")],
+    );
+    t.wait_for("/ for commands");
+    t.send("read the big file\r");
+    t.wait_for("read it");
+    t.send("/context\r");
+    let screen = t.wait("the breakdown", |s| {
+        s.contains("Largest items") && s.contains("read result big.txt")
+    });
+    for part in [
+        "Context by part",
+        "system prompt",
+        "tools' schemas",
+        "MCP tools",
+        "AGENTS.md and context files",
+        "skills",
+        "messages",
+    ] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+    assert!(screen.contains("AGENTS.md ("), "the context file: {screen}");
 }

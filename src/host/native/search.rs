@@ -9,7 +9,7 @@ use super::{blocking, expand_path, failure, success};
 use crate::native::search::{self, FindOptions, GrepOptions, OutputMode};
 use mlua::{Lua, Table, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
@@ -172,8 +172,9 @@ async fn find_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
 }
 
 /// The files of a tree, kept on the Rust side: ranking 20,000 paths is a native loop, and
-/// only the few shown cross into Lua.
-struct FileList(Arc<Vec<String>>);
+/// only the few shown cross into Lua. The last query's matches are kept, so a letter typed
+/// scores only those.
+struct FileList(Arc<Vec<String>>, Mutex<crate::native::fuzzy::Narrowing>);
 
 impl mlua::UserData for FileList {
     fn add_methods<M: mlua::UserDataMethods<Self>>(m: &mut M) {
@@ -181,9 +182,9 @@ impl mlua::UserData for FileList {
         m.add_method(
             "rank",
             |_, this, (query, limit): (String, Option<usize>)| {
-                let ranked = crate::native::fuzzy::rank(
+                let ranked = this.1.lock().unwrap_or_else(|p| p.into_inner()).rank(
+                    &this.0,
                     &query,
-                    this.0.iter().map(String::as_str),
                     limit.unwrap_or(50),
                 );
                 Ok(ranked
@@ -202,7 +203,7 @@ async fn file_list_fn(lua: Lua, path: Option<String>) -> mlua::Result<(Value, Va
     let cancel = AtomicBool::new(false);
     match blocking(move || search::find(&o, &cancel)).await? {
         Ok(r) => Ok((
-            Value::UserData(lua.create_userdata(FileList(Arc::new(r.entries)))?),
+            Value::UserData(lua.create_userdata(FileList(Arc::new(r.entries), Mutex::default()))?),
             Value::Nil,
         )),
         Err(e) => failure(&lua, e.to_string()),

@@ -58,6 +58,8 @@ struct Server {
     caps: Value,
     epoch: u64,
     ever_ready: bool,
+    /// When it last answered `initialize` (a young server may still be indexing).
+    ready_at: Option<Instant>,
 }
 
 struct Doc {
@@ -362,6 +364,7 @@ impl Manager {
                         caps: Value::Null,
                         epoch: 1,
                         ever_ready: false,
+                        ready_at: None,
                     },
                 );
                 epoch = 1;
@@ -452,6 +455,7 @@ impl Manager {
                 s.caps = v["capabilities"].clone();
                 s.status = Status::Running;
                 s.ever_ready = true;
+                s.ready_at = Some(Instant::now());
                 conn.notify("initialized", json!({}));
                 for d in st.docs.values_mut().filter(|d| d.key == *key) {
                     if let Some(text) = &d.text {
@@ -995,6 +999,16 @@ impl Manager {
 }
 
 impl Manager {
+    /// Whether `path`'s server started running less than `within` ago.
+    pub(super) fn young(&self, path: &Path, within: Duration) -> bool {
+        let st = lock(&self.shared.st);
+        st.docs
+            .get(path)
+            .and_then(|d| st.servers.get(&d.key))
+            .and_then(|s| s.ready_at)
+            .is_some_and(|at| at.elapsed() < within)
+    }
+
     /// The running connection of `path`'s server (opened before), waiting until `deadline`.
     pub(super) async fn connection(
         &self,

@@ -23,6 +23,9 @@ pub const OPERATIONS: [&str; 8] = [
 
 /// Most locations returned.
 pub const MAX_ITEMS: usize = 200;
+/// How long after it starts a server may still be indexing: an empty `workspace/symbol`
+/// answer is asked again in that time.
+const INDEXING: Duration = Duration::from_secs(20);
 
 const KINDS: [&str; 26] = [
     "file",
@@ -274,15 +277,27 @@ impl Manager {
             }
             "workspace_symbols" => {
                 needs("workspaceSymbolProvider")?;
-                let v = ask(
-                    &conn,
-                    &server,
-                    deadline,
-                    "workspace/symbol",
-                    json!({"query": q.query}),
-                )
-                .await?;
-                push_all(&mut out, &mut lines, &v);
+                let mut pause = Duration::from_millis(250);
+                loop {
+                    let v = ask(
+                        &conn,
+                        &server,
+                        deadline,
+                        "workspace/symbol",
+                        json!({"query": q.query}),
+                    )
+                    .await?;
+                    // A server still indexing the workspace answers nothing (pyright does
+                    // for its first seconds): ask again while it is young, within the deadline.
+                    let empty = v.as_array().is_none_or(|a| a.is_empty());
+                    if empty && self.young(path, INDEXING) && Instant::now() + pause < deadline {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(1));
+                        continue;
+                    }
+                    push_all(&mut out, &mut lines, &v);
+                    break;
+                }
             }
             _ => {
                 needs("callHierarchyProvider")?;
