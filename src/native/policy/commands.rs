@@ -4,6 +4,7 @@
 //! -c`, `eval`, `xargs`, `find -exec`) and the two path judges rows name by `paths` (tar's
 //! mode letters, git's subcommands).
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use super::shell::{glob_base, join_path, Access, PathRef};
@@ -69,7 +70,7 @@ pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
                 (false, None) => Peel::Skip(argv.len()),
             };
         }
-        i += if with.contains(&a) { 2 } else { 1 };
+        i += if with.iter().any(|w| w == a) { 2 } else { 1 };
     }
     let i = i.min(argv.len());
     let own = &argv[1..i];
@@ -379,15 +380,17 @@ fn pr(raw: &str, access: Access, cwd: Option<&Path>) -> PathRef {
 /// Splits `args` (after argv[0]) into operands, given the options that take a separate value.
 /// Returns (operands, option values keyed by option).
 fn operands<'a>(args: &[&'a str], with_arg: &[&str]) -> (Vec<&'a str>, Vec<(&'a str, &'a str)>) {
-    operands2(args, with_arg, &[])
+    operands2::<&str, &str>(args, with_arg, &[])
 }
 
 /// [`operands`], with options that take two values (`jq --arg NAME VALUE`).
-fn operands2<'a>(
+fn operands2<'a, S: AsRef<str>, T: AsRef<str>>(
     args: &[&'a str],
-    with_arg: &[&str],
-    with_two: &[&str],
+    with_arg: &[S],
+    with_two: &[T],
 ) -> (Vec<&'a str>, Vec<(&'a str, &'a str)>) {
+    let with_arg = |a: &str| with_arg.iter().any(|w| w.as_ref() == a);
+    let with_two = |a: &str| with_two.iter().any(|w| w.as_ref() == a);
     let mut ops = Vec::new();
     let mut vals = Vec::new();
     let mut i = 0;
@@ -409,11 +412,11 @@ fn operands2<'a>(
             i += 1;
             continue;
         }
-        if with_two.contains(&a) {
+        if with_two(a) {
             i += 3;
             continue;
         }
-        if with_arg.contains(&a) {
+        if with_arg(a) {
             if let Some(v) = args.get(i + 1) {
                 vals.push((a, v));
             }
@@ -422,7 +425,7 @@ fn operands2<'a>(
         }
         // `-n5`-style attached values for short options that take one.
         if let (Some(opt), Some(val)) = (a.get(..2), a.get(2..)) {
-            if !val.is_empty() && !a.starts_with("--") && with_arg.contains(&opt) {
+            if !val.is_empty() && !a.starts_with("--") && with_arg(opt) {
                 vals.push((opt, val));
             }
         }
@@ -475,6 +478,9 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
         Some("git") => git_paths(args, cwd, &mut out),
         _ => {}
     }
+    if !row.touches_paths() {
+        return (out, None);
+    }
     let mut roles = operand_roles(row, args);
     if row.remote_operands {
         // `host:path` is on another machine.
@@ -502,8 +508,8 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
             Role::Skip | Role::Pattern => continue,
         };
         let raw = match role {
-            Role::WritePrefix => format!("{raw}*"),
-            Role::WriteName => raw.rsplit('/').next().unwrap_or(&raw).to_string(),
+            Role::WritePrefix => Cow::Owned(format!("{raw}*")),
+            Role::WriteName => Cow::Owned(raw.rsplit('/').next().unwrap_or(&raw).to_string()),
             _ => raw,
         };
         let mut p = pr(&raw, access, cwd);
@@ -514,8 +520,8 @@ pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>,
 }
 
 /// Each operand (and option value) the row's layout gives a role, with its text.
-fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
-    let mut out: Vec<(Role, String)> = Vec::new();
+fn operand_roles<'a>(row: &'a Program, args: &[&'a str]) -> Vec<(Role, Cow<'a, str>)> {
+    let mut out: Vec<(Role, Cow<'a, str>)> = Vec::new();
     let with = row.valued_options();
     let mut ops: Vec<&str> = if row.roots_only {
         args.iter()
@@ -523,8 +529,7 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
             .copied()
             .collect()
     } else {
-        let two: Vec<&str> = row.two_value_options.iter().map(String::as_str).collect();
-        operands2(args, &with, &two).0
+        operands2(args, with, &row.two_value_options).0
     };
     if let Some(letters) = row.mode_operand.as_deref() {
         // `chmod -x FILE`: a mode that looks like an option is the first operand.
@@ -544,7 +549,7 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
         ops.retain(|o| match o.split_once('=') {
             Some((k, v)) => match row.assignments.get(k) {
                 Some(role) => {
-                    out.push((*role, v.to_string()));
+                    out.push((*role, Cow::Borrowed(v)));
                     false
                 }
                 None => true,
@@ -555,7 +560,7 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
     for hit in Program::find_all(&row.at_file_options, args) {
         if let Some(f) = hit.value.as_deref().and_then(|v| v.split_once('@')) {
             if !f.1.is_empty() && f.1 != "-" {
-                out.push((Role::Read, f.1.to_string()));
+                out.push((Role::Read, Cow::Owned(f.1.to_string())));
             }
         }
     }
@@ -563,7 +568,7 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
     for (opt, role) in &row.value_roles {
         for hit in Program::find_all(std::slice::from_ref(opt), args) {
             if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
-                out.push((*role, v));
+                out.push((*role, Cow::Owned(v)));
                 named.push(*role);
             }
         }
@@ -572,7 +577,7 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
         row.implied_paths
             .iter()
             .filter(|(role, _)| !named.contains(role))
-            .cloned(),
+            .map(|(role, p)| (*role, Cow::Borrowed(p.as_str()))),
     );
     if row.layout.is_empty() {
         return out;
@@ -586,16 +591,16 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
     if let (Some(t), Some(m)) = (target, many) {
         // `cp -t DIR a b`: every operand is a source, the value the destination.
         for o in &ops {
-            out.push((layout[m].role, o.to_string()));
+            out.push((layout[m].role, Cow::Borrowed(*o)));
         }
         if let Some(dest) = layout.iter().enumerate().find(|(i, _)| *i != m) {
-            out.push((dest.1.role, t));
+            out.push((dest.1.role, Cow::Owned(t)));
         }
         return out;
     }
     if ops.len() == 1 {
         if let Some(role) = row.lone_operand {
-            out.push((role, ops[0].to_string()));
+            out.push((role, Cow::Borrowed(ops[0])));
             return out;
         }
     }
@@ -610,20 +615,28 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
     for slot in front {
         match rest.split_first() {
             Some((o, r)) => {
-                out.push((slot.role, o.to_string()));
+                out.push((slot.role, Cow::Borrowed(*o)));
                 rest = r;
             }
-            None => out.extend(slot.default.iter().map(|d| (slot.role, d.clone()))),
+            None => out.extend(
+                slot.default
+                    .iter()
+                    .map(|d| (slot.role, Cow::Borrowed(d.as_str()))),
+            ),
         }
     }
     let mut tail = Vec::new();
     for slot in back.iter().rev() {
         match rest.split_last() {
             Some((o, r)) => {
-                tail.push((slot.role, o.to_string()));
+                tail.push((slot.role, Cow::Borrowed(*o)));
                 rest = r;
             }
-            None => tail.extend(slot.default.iter().map(|d| (slot.role, d.clone()))),
+            None => tail.extend(
+                slot.default
+                    .iter()
+                    .map(|d| (slot.role, Cow::Borrowed(d.as_str()))),
+            ),
         }
     }
     let rest_role = match many {
@@ -635,9 +648,13 @@ fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
         && many.is_some()
         && (row.default_operands_with.is_empty() || Program::has(&row.default_operands_with, args))
     {
-        out.extend(row.default_operands.iter().map(|d| (rest_role, d.clone())));
+        out.extend(
+            row.default_operands
+                .iter()
+                .map(|d| (rest_role, Cow::Borrowed(d.as_str()))),
+        );
     }
-    out.extend(rest.iter().map(|o| (rest_role, o.to_string())));
+    out.extend(rest.iter().map(|o| (rest_role, Cow::Borrowed(*o))));
     out.extend(tail.into_iter().rev());
     out
 }

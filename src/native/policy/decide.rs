@@ -705,9 +705,7 @@ fn implicit_may_be_secret(ws: &Workspace, p: &PathRef, cache: &mut ResolveCache)
         return true;
     }
     // By name or place (`is_secret` checks the name too).
-    ws.is_secret(path)
-        || cache.is_link(path)
-        || path.parent().is_some_and(|d| cache.is_link(d))
+    ws.is_secret(path) || cache.is_link(path) || path.parent().is_some_and(|d| cache.is_link(d))
 }
 
 /// The first secret file a glob operand matches (`cat .e*v`, `cat certs/*.pem`), looked up

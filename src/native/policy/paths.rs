@@ -130,6 +130,14 @@ impl Workspace {
     /// fen's own permission and code files: writing them would let a model change what it
     /// may do, or plant code fen runs outside the sandbox.
     fn is_fen_settings(&self, path: &Path, contents: bool, exists: bool) -> bool {
+        // Checked for every path of every command: most are nowhere near fen's files.
+        let bytes = path.as_os_str().as_encoded_bytes();
+        let near = memchr::memmem::find(bytes, b"/.fen").is_some()
+            || path.starts_with(&self.config_dir)
+            || path.starts_with(&self.fen_state_dir);
+        if !near {
+            return false;
+        }
         let user_fen = |d: &Path| {
             d.strip_prefix(&self.config_dir)
                 .is_ok_and(|r| r == Path::new("fen"))
@@ -228,14 +236,20 @@ impl Workspace {
         let device = block_device
             || ((path.starts_with("/dev") || lex.starts_with("/dev")) && !is_stream(&path));
         let in_workspace = self.roots.iter().any(|r| path.starts_with(r));
-        let secret = self.is_secret(&path) || self.is_secret(&lex);
+        // The path as resolved and as written are both judged (they differ through links).
+        let same = lex == path;
+        let secret = self.is_secret(&path) || (!same && self.is_secret(&lex));
         let (protected, git_dir) = {
             let (p1, g1) = protected_git(&path, contents, is_dir, exists);
-            let (p2, g2) = protected_git(&lex, contents, is_dir, exists);
+            let (p2, g2) = if same {
+                (false, false)
+            } else {
+                protected_git(&lex, contents, is_dir, exists)
+            };
             (p1 || p2, g1 || g2)
         };
         let fen_settings = self.is_fen_settings(&path, contents, exists && is_dir)
-            || self.is_fen_settings(&lex, contents, exists && is_dir);
+            || (!same && self.is_fen_settings(&lex, contents, exists && is_dir));
         let protected = protected || fen_settings;
         let class = if protected {
             PathClass::Protected

@@ -396,10 +396,20 @@ impl Program {
         hits
     }
 
+    /// Does the row name any path through its operands or option values (beyond
+    /// `writes`/`reads`)? Most read-only printers (`echo`, `true`) do not.
+    pub fn touches_paths(&self) -> bool {
+        !(self.layout.is_empty()
+            && self.assignments.is_empty()
+            && self.at_file_options.is_empty()
+            && self.value_roles.is_empty()
+            && self.implied_paths.is_empty())
+    }
+
     /// Options that take a separate value, so the word after them is not an operand
     /// (gathered once, when the table is parsed).
-    pub fn valued_options(&self) -> Vec<&str> {
-        self.valued.iter().map(String::as_str).collect()
+    pub fn valued_options(&self) -> &[String] {
+        &self.valued
     }
 
     fn gather_valued(&self) -> Vec<String> {
