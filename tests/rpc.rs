@@ -3,6 +3,7 @@
 //! bad lines, end of input mid-turn, and 1,000 prompts in one process.
 
 use crate::common::Sandbox;
+use crate::support::fake_llm::{Api, FakeLlm, Reply, Scenario, Turn};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin};
@@ -29,7 +30,16 @@ impl Rpc {
         );
         let mut args = vec!["--mode", "rpc", "--mock-script", script.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let mut child = s.command(&args).spawn().expect("start fen --mode rpc");
+        Rpc::spawn(s, &args, &[])
+    }
+
+    /// `fen ARGS` (which name the mode) with `env` added.
+    fn spawn(s: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Rpc {
+        let mut cmd = s.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start fen --mode rpc");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -364,11 +374,19 @@ fn bad_lines_get_error_responses_and_the_session_goes_on() {
         errors[1].starts_with("line 2: a request must be a JSON object"),
         "{errors:#?}"
     );
-    assert!(errors[2].contains("`text`"), "{}", errors[2]);
+    assert!(
+        errors[2].starts_with("line 3: prompt: field 'text' is required (string)"),
+        "{}",
+        errors[2]
+    );
     assert!(errors[3].starts_with("line 4: unknown type \"launch_rockets\""));
     assert!(errors[4].starts_with("line 5: `id`"));
     assert!(errors[5].starts_with("line 6: `type` is missing"));
-    assert!(errors[6].contains("`level`"));
+    assert!(
+        errors[6].starts_with("line 7: set_thinking: field 'level' expected one of \"off\""),
+        "{}",
+        errors[6]
+    );
     assert!(rpc
         .seen
         .iter()
@@ -460,6 +478,113 @@ fn a_thousand_prompts_in_one_process_with_flat_memory() {
         after_1000 < after_100 + 16 * 1024,
         "RSS grew from {after_100} kB to {after_1000} kB over 900 prompts"
     );
+    let (code, _) = rpc.finish();
+    assert_eq!(code, 0);
+}
+
+/// A 4x3 PNG, base64.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAADCAIAAAA7ljmRAAAAEElEQVR4nGMQUDCAIwacHABWZwSBI7lGPQAAAABJRU5ErkJggg==";
+
+/// Where the image of the last user message sits in each API's request body.
+fn sent_image(api: Api, body: &Value) -> (String, String) {
+    match api {
+        Api::Anthropic => {
+            let user = body["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
+            let src = &user["content"][1]["source"];
+            (src["media_type"].as_str().unwrap().into(), src["data"].as_str().unwrap().into())
+        }
+        Api::OpenAiChat => {
+            let user = body["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
+            let url = user["content"][1]["image_url"]["url"].as_str().unwrap();
+            let (head, data) = url.split_once(";base64,").unwrap();
+            (head.trim_start_matches("data:").into(), data.into())
+        }
+        Api::OpenAiResponses => {
+            let user = body["input"].as_array().unwrap().last().unwrap();
+            assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
+            let url = user["content"][1]["image_url"].as_str().unwrap();
+            let (head, data) = url.split_once(";base64,").unwrap();
+            (head.trim_start_matches("data:").into(), data.into())
+        }
+    }
+}
+
+#[test]
+fn images_in_a_prompt_reach_the_provider_and_bad_ones_are_refused() {
+    for (provider, api) in [
+        ("anthropic", Api::Anthropic),
+        ("openai", Api::OpenAiChat),
+        ("openai-responses", Api::OpenAiResponses),
+    ] {
+        let s = Sandbox::new();
+        let llm = FakeLlm::start(Scenario::new().then(Reply::stream(api, Turn::text("a tiny image"))));
+        let url = llm.base_url();
+        let mut rpc = Rpc::spawn(
+            &s,
+            &["--mode", "rpc", "--no-session", "--provider", provider, "--model", "m", "--base-url", &url],
+            &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")],
+        );
+        let cut = {
+            use base64::Engine as _;
+            let b = base64::engine::general_purpose::STANDARD.decode(PNG).unwrap();
+            base64::engine::general_purpose::STANDARD.encode(&b[..40])
+        };
+        // Bad images: each refused with the image's index and what is wrong; nothing is sent.
+        for (id, image, why) in [
+            (1, json!({"data": "not base64!", "mime_type": "image/png"}), "images[1]: `data` is not base64"),
+            (2, json!({"data": cut, "mime_type": "image/png"}), "images[1]: the PNG image is corrupt"),
+            (3, json!({"data": "aGVsbG8=", "mime_type": "image/png"}), "images[1]: not a PNG, JPEG, GIF or WebP image"),
+            (4, json!({"data": PNG, "mime_type": "image/bmp"}), "images[1]: field 'mime_type' expected one of"),
+            (5, json!({"mime_type": "image/png"}), "images[1]: field 'data' is required"),
+        ] {
+            rpc.send(json!({"id": id, "type": "prompt", "text": "what is in it?", "images": [image]}));
+            let r = rpc.response(id);
+            assert_eq!(r["ok"], false, "{r}");
+            assert!(r["error"].as_str().unwrap().contains(why), "{provider}: {r}");
+        }
+        assert!(llm.requests().is_empty(), "a bad image reached the provider");
+        rpc.send(json!({"id": 6, "type": "prompt", "text": "what is in it?", "images": [{"data": PNG, "mime_type": "image/png"}]}));
+        assert_eq!(rpc.response(6)["ok"], true);
+        let user = rpc.wait_for("the user event", |v| v["type"] == "user");
+        assert_eq!(user["images"], 1);
+        let done = rpc.turn_complete();
+        assert_eq!(done["status"], "ok", "{provider}: {done}");
+        let reqs = llm.requests();
+        assert_eq!(reqs.len(), 1);
+        let (mime, data) = sent_image(api, &reqs[0].body);
+        assert_eq!((mime.as_str(), data.as_str()), ("image/png", PNG), "{provider}");
+        let (code, _) = rpc.finish();
+        assert_eq!(code, 0);
+    }
+}
+
+#[test]
+fn requests_are_checked_against_their_contracts() {
+    let s = Sandbox::new();
+    let mut rpc = Rpc::start(&s, r#"[{"text":"fine"}]"#, &["--no-session"]);
+    for (id, req, why) in [
+        (1, json!({"type": "prompt", "text": "x", "behaviour": "steer"}), "prompt: unknown field 'behaviour'; RpcPrompt takes"),
+        (2, json!({"type": "prompt", "text": 5}), "prompt: field 'text' expected string, got a number"),
+        (3, json!({"type": "prompt", "text": "x", "behavior": "later"}), "prompt: field 'behavior' expected one of \"steer\", \"follow_up\""),
+        (4, json!({"type": "answer"}), "answer: field 'ask_id' is required"),
+        (5, json!({"type": "set_permission_mode", "mode": "god"}), "set_permission_mode: field 'mode' expected one of"),
+        (6, json!({"type": "resume", "session": ["a"]}), "resume: field 'session' expected string, got a table"),
+        (7, json!({"type": "prompt", "text": "x", "images": [{"data": "aGVsbG8=", "mime_type": "image/png", "width": 3}]}), "prompt: images[1]: unknown field 'width'"),
+    ] {
+        let mut req = req;
+        req["id"] = json!(id);
+        rpc.send(req);
+        let r = rpc.response(id);
+        assert_eq!(r["ok"], false, "{r}");
+        let err = r["error"].as_str().unwrap();
+        assert!(err.starts_with(&format!("line {id}: {why}")), "{err}");
+    }
+    // JSON null is an absent optional field; the session went on.
+    rpc.send(json!({"id": 8, "type": "prompt", "text": "still there?", "behavior": null}));
+    assert_eq!(rpc.response(8)["ok"], true);
+    assert_eq!(rpc.turn_complete()["status"], "ok");
     let (code, _) = rpc.finish();
     assert_eq!(code, 0);
 }
