@@ -588,3 +588,76 @@ fn requests_are_checked_against_their_contracts() {
     let (code, _) = rpc.finish();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn state_model_mode_command_and_session_requests_work_end_to_end() {
+    let s = Sandbox::new();
+    // The summary /compact asks for, else an answer naming the prompt.
+    let mut rpc = Rpc::start(
+        &s,
+        r###"return function(n, ctx)
+  if (ctx.system_prompt or ""):find("You compact", 1, true) then return { text = "## Task\nsummary of it" } end
+  local last = ctx.messages[#ctx.messages]
+  return { text = "answer to " .. tostring(type(last.content) == "string" and last.content or "?") }
+end"###,
+        &[],
+    );
+    rpc.send(json!({"id": 1, "type": "list_models"}));
+    let r = rpc.response(1);
+    assert_eq!(r["current"], "mock/mock", "{r}");
+    assert!(r["models"].as_array().unwrap().iter().any(|m| m["id"] == "mock/mock"));
+    rpc.send(json!({"id": 2, "type": "list_commands"}));
+    let r = rpc.response(2);
+    let names: Vec<&str> = r["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"compact") && names.contains(&"permissions"), "{names:?}");
+    rpc.send(json!({"id": 3, "type": "set_thinking", "level": "high"}));
+    assert_eq!(rpc.response(3)["level"], "high");
+    rpc.send(json!({"id": 4, "type": "set_permission_mode", "mode": "plan"}));
+    assert_eq!(rpc.response(4)["mode"], "plan");
+    // (The event comes while the command runs, before its response.)
+    assert!(
+        rpc.seen.iter().any(|v| v["type"] == "permission-mode" && v["mode"] == "plan"),
+        "{}",
+        rpc.dump()
+    );
+    rpc.send(json!({"id": 5, "type": "set_permission_mode", "mode": "safe"}));
+    assert_eq!(rpc.response(5)["mode"], "safe");
+    rpc.send(json!({"id": 6, "type": "set_model", "model": "mock/other-model"}));
+    assert_eq!(rpc.response(6)["model"], "mock/other-model");
+    rpc.send(json!({"id": 7, "type": "prompt", "text": "hello"}));
+    rpc.response(7);
+    rpc.turn_complete();
+    rpc.send(json!({"id": 8, "type": "get_state"}));
+    let st = rpc.response(8)["state"].clone();
+    assert_eq!(st["provider"], "mock", "{st}");
+    assert_eq!(st["model"], "other-model");
+    assert_eq!(st["thinking"], "high");
+    assert_eq!(st["permission_mode"], "safe");
+    assert_eq!(st["busy"], false);
+    assert_eq!(st["message_count"], 2);
+    assert_eq!(st["context_window"], 128000);
+    let first = st["session_id"].as_str().expect("a session id").to_string();
+    rpc.send(json!({"id": 9, "type": "compact", "guidance": "keep the task"}));
+    let r = rpc.response(9);
+    assert_eq!(r["ok"], true, "{r}");
+    rpc.send(json!({"id": 10, "type": "command", "text": "/permissions"}));
+    assert!(rpc.response(10)["text"].as_str().unwrap().starts_with("mode: safe"));
+    rpc.send(json!({"id": 11, "type": "new_session"}));
+    let r = rpc.response(11);
+    assert_eq!(r["ok"], true, "{r}");
+    rpc.send(json!({"id": 12, "type": "get_messages"}));
+    assert_eq!(rpc.response(12)["messages"], json!([]));
+    rpc.send(json!({"id": 13, "type": "prompt", "text": "again"}));
+    rpc.response(13);
+    assert_eq!(rpc.turn_complete()["result"], "answer to again");
+    rpc.send(json!({"id": 14, "type": "resume", "session": first}));
+    let r = rpc.response(14);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["session"]["id"], json!(first));
+    assert!(r["message_count"].as_u64().unwrap() >= 1, "{r}");
+    rpc.send(json!({"id": 15, "type": "get_messages"}));
+    let msgs = rpc.response(15)["messages"].clone();
+    assert!(msgs.to_string().contains("summary of it"), "the compacted session: {msgs}");
+    let (code, _) = rpc.finish();
+    assert_eq!(code, 0);
+}

@@ -342,9 +342,15 @@ test("a prompt starting with /name runs the slash command", async () => {
     assert.equal(r.stopReason, "end_turn");
     await settle();
     assert.ok(updates.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text.includes("mode: yolo")));
+    assert.ok(s.modes.availableModes.some((m) => m.id === "plan"), JSON.stringify(s.modes));
+    await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "plan" });
     await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "safe" });
     await settle();
-    assert.ok(updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "safe"));
+    assert.deepEqual(updates.filter((u) => u.sessionUpdate === "current_mode_update").map((u) => u.currentModeId), ["plan", "safe"]);
+    // A switch made by a slash command shows too.
+    await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("/permissions default") });
+    await settle();
+    assert.equal(updates.filter((u) => u.sessionUpdate === "current_mode_update").at(-1).currentModeId, "default");
     const c = await ctx.request("session/set_config_option", { sessionId: s.sessionId, configId: "thinking", value: "high" });
     assert.equal(c.configOptions.find((o) => o.id === "thinking").currentValue, "high");
   });
@@ -400,12 +406,19 @@ test("an image in session/prompt reaches the provider's request; a corrupt one i
       );
       assert.equal(llm.bodies.length, 0, "nothing reached the provider");
       const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [
-        { type: "text", text: "what is this?" }, { type: "image", data: PNG, mimeType: "image/png" }] });
+        { type: "text", text: "what is this?" }, { type: "image", data: PNG, mimeType: "image/png" },
+        { type: "resource_link", uri: `file://${root}/work/notes.md`, name: "notes.md" },
+        { type: "resource", resource: { uri: `file://${root}/work/spec.md`, text: "the spec text", mimeType: "text/markdown" } }] });
       assert.equal(r.stopReason, "end_turn");
       assert.equal(llm.bodies.length, 1);
       const user = llm.bodies[0].messages.at(-1);
       assert.equal(user.role, "user");
-      assert.deepEqual(user.content[0], { type: "text", text: "what is this?" });
+      // Text, the link as a mention and the embedded file inline; then the image.
+      assert.equal(user.content[0].type, "text");
+      const said = user.content[0].text;
+      assert.ok(said.startsWith("what is this?"), said);
+      assert.ok(said.includes(`@${root}/work/notes.md`), said);
+      assert.ok(said.includes(`<file path="${root}/work/spec.md">`) && said.includes("the spec text"), said);
       assert.equal(user.content[1].type, "image");
       assert.deepEqual({ ...user.content[1].source }, { type: "base64", media_type: "image/png", data: PNG });
       await settle();

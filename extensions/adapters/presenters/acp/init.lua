@@ -17,6 +17,7 @@ local MODES = {
   { id = "default", name = "Default", description = "Reads and workspace edits run; other commands ask." },
   { id = "auto", name = "Auto", description = "Runs what the sandbox contains; asks for the rest." },
   { id = "yolo", name = "Yolo", description = "Runs everything without asking (deny rules and floors still hold)." },
+  { id = "plan", name = "Plan", description = "Reads only; the model ends with a plan for you to approve (exit_plan)." },
 }
 local THINKING = { "off", "minimal", "low", "medium", "high" }
 
@@ -24,6 +25,7 @@ local KIND = {
   read = "read", ls = "read", grep = "search", find = "search", glob = "search", mcp_search = "search",
   edit = "edit", write = "edit", bash = "execute", job_start = "execute", job_output = "execute",
   job_kill = "execute", webfetch = "fetch", web_fetch = "fetch", todo_write = "think",
+  lsp = "search", exit_plan = "switch_mode",
 }
 
 return function(api)
@@ -219,6 +221,13 @@ return function(api)
     end
     update({ sessionUpdate = "plan", entries = array(entries) })
   end
+
+  -- Every switch of the mode (session/set_mode, /permissions, /plan, an approved plan).
+  api.on("permission-mode", function(ev)
+    if S.session_id and type(ev.mode) == "string" then
+      update({ sessionUpdate = "current_mode_update", currentModeId = ev.mode })
+    end
+  end)
 
   S.calls_args = S.calls_args or {}
   api.on("assistant-text-delta", function(ev)
@@ -541,10 +550,11 @@ return function(api)
   H["session/set_mode"] = function(p)
     local known = false
     for _, m in ipairs(MODES) do known = known or m.id == p.modeId end
-    if not known then error({ code = -32602, message = "unknown mode " .. tostring(p.modeId) .. ": use safe, default, auto or yolo" }) end
+    if not known then error({ code = -32602, message = "unknown mode " .. tostring(p.modeId) .. ": use safe, default, auto, yolo or plan" }) end
     local text, err = api.kernel.run_command("/permissions " .. p.modeId)
     if err or not (text or ""):match("^mode: " .. p.modeId) then error({ code = -32000, message = err or text or "the mode did not change" }) end
-    return {}, function() update({ sessionUpdate = "current_mode_update", currentModeId = p.modeId }) end
+    -- (current_mode_update follows from the permission-mode event.)
+    return {}
   end
 
   H["session/set_config_option"] = function(p)
