@@ -61,7 +61,10 @@ fn bad_acp_params_get_invalid_params_naming_the_field() {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "fen acp closed its output");
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "fen acp closed its output"
+            );
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == msg["id"] {
                 return v;
@@ -74,22 +77,58 @@ fn bad_acp_params_get_invalid_params_naming_the_field() {
         v["error"]["message"].as_str().unwrap().to_string()
     };
     let e = err(&ask(req(1, "initialize", json!({}))));
-    assert!(e.contains("initialize: field 'protocolVersion' is required"), "{e}");
-    let r = ask(req(2, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})));
+    assert!(
+        e.contains("initialize: field 'protocolVersion' is required"),
+        "{e}"
+    );
+    let r = ask(req(
+        2,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    ));
     assert_eq!(r["result"]["protocolVersion"], 1, "{r}");
-    let e = err(&ask(req(3, "session/new", json!({"cwd": 7, "mcpServers": []}))));
-    assert!(e.contains("session/new: field 'cwd' expected string, got a number"), "{e}");
-    let e = err(&ask(req(4, "session/new", json!({"cwd": cwd, "mcpServers": [{"command": "x"}]}))));
+    let e = err(&ask(req(
+        3,
+        "session/new",
+        json!({"cwd": 7, "mcpServers": []}),
+    )));
+    assert!(
+        e.contains("session/new: field 'cwd' expected string, got a number"),
+        "{e}"
+    );
+    let e = err(&ask(req(
+        4,
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [{"command": "x"}]}),
+    )));
     assert!(e.contains("mcpServers[1]: field 'name' is required"), "{e}");
     let r = ask(req(5, "session/new", json!({"cwd": cwd, "mcpServers": []})));
-    let sid = r["result"]["sessionId"].as_str().expect("a session").to_string();
-    let e = err(&ask(req(6, "session/prompt", json!({"sessionId": sid, "prompt": [{"type": "video", "data": "x"}]}))));
-    assert!(e.contains("prompt[1]: field 'type' expected one of \"text\", \"image\""), "{e}");
+    let sid = r["result"]["sessionId"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+    let e = err(&ask(req(
+        6,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "video", "data": "x"}]}),
+    )));
+    assert!(
+        e.contains("prompt[1]: field 'type' expected one of \"text\", \"image\""),
+        "{e}"
+    );
     let e = err(&ask(req(7, "session/prompt", json!({"sessionId": sid}))));
     assert!(e.contains("field 'prompt' is required"), "{e}");
-    let e = err(&ask(req(8, "session/set_mode", json!({"sessionId": sid, "modeId": "god"}))));
+    let e = err(&ask(req(
+        8,
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "god"}),
+    )));
     assert!(e.contains("field 'modeId' expected one of \"safe\""), "{e}");
-    let r = ask(req(9, "session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})));
+    let r = ask(req(
+        9,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}),
+    ));
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     drop(stdin);
     let status = child.wait().unwrap();

@@ -492,7 +492,10 @@ fn sent_image(api: Api, body: &Value) -> (String, String) {
             let user = body["messages"].as_array().unwrap().last().unwrap();
             assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
             let src = &user["content"][1]["source"];
-            (src["media_type"].as_str().unwrap().into(), src["data"].as_str().unwrap().into())
+            (
+                src["media_type"].as_str().unwrap().into(),
+                src["data"].as_str().unwrap().into(),
+            )
         }
         Api::OpenAiChat => {
             let user = body["messages"].as_array().unwrap().last().unwrap();
@@ -519,32 +522,73 @@ fn images_in_a_prompt_reach_the_provider_and_bad_ones_are_refused() {
         ("openai-responses", Api::OpenAiResponses),
     ] {
         let s = Sandbox::new();
-        let llm = FakeLlm::start(Scenario::new().then(Reply::stream(api, Turn::text("a tiny image"))));
+        let llm =
+            FakeLlm::start(Scenario::new().then(Reply::stream(api, Turn::text("a tiny image"))));
         let url = llm.base_url();
         let mut rpc = Rpc::spawn(
             &s,
-            &["--mode", "rpc", "--no-session", "--provider", provider, "--model", "m", "--base-url", &url],
+            &[
+                "--mode",
+                "rpc",
+                "--no-session",
+                "--provider",
+                provider,
+                "--model",
+                "m",
+                "--base-url",
+                &url,
+            ],
             &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")],
         );
         let cut = {
             use base64::Engine as _;
-            let b = base64::engine::general_purpose::STANDARD.decode(PNG).unwrap();
+            let b = base64::engine::general_purpose::STANDARD
+                .decode(PNG)
+                .unwrap();
             base64::engine::general_purpose::STANDARD.encode(&b[..40])
         };
         // Bad images: each refused with the image's index and what is wrong; nothing is sent.
         for (id, image, why) in [
-            (1, json!({"data": "not base64!", "mime_type": "image/png"}), "images[1]: `data` is not base64"),
-            (2, json!({"data": cut, "mime_type": "image/png"}), "images[1]: the PNG image is corrupt"),
-            (3, json!({"data": "aGVsbG8=", "mime_type": "image/png"}), "images[1]: not a PNG, JPEG, GIF or WebP image"),
-            (4, json!({"data": PNG, "mime_type": "image/bmp"}), "images[1]: field 'mime_type' expected one of"),
-            (5, json!({"mime_type": "image/png"}), "images[1]: field 'data' is required"),
+            (
+                1,
+                json!({"data": "not base64!", "mime_type": "image/png"}),
+                "images[1]: `data` is not base64",
+            ),
+            (
+                2,
+                json!({"data": cut, "mime_type": "image/png"}),
+                "images[1]: the PNG image is corrupt",
+            ),
+            (
+                3,
+                json!({"data": "aGVsbG8=", "mime_type": "image/png"}),
+                "images[1]: not a PNG, JPEG, GIF or WebP image",
+            ),
+            (
+                4,
+                json!({"data": PNG, "mime_type": "image/bmp"}),
+                "images[1]: field 'mime_type' expected one of",
+            ),
+            (
+                5,
+                json!({"mime_type": "image/png"}),
+                "images[1]: field 'data' is required",
+            ),
         ] {
-            rpc.send(json!({"id": id, "type": "prompt", "text": "what is in it?", "images": [image]}));
+            rpc.send(
+                json!({"id": id, "type": "prompt", "text": "what is in it?", "images": [image]}),
+            );
             let r = rpc.response(id);
             assert_eq!(r["ok"], false, "{r}");
-            assert!(r["error"].as_str().unwrap().contains(why), "{provider}: {r}");
+            assert!(
+                r["error"].as_str().unwrap().contains(why),
+                "{provider}: {r}"
+            );
         }
-        assert!(llm.requests().is_empty(), "a bad image reached the provider");
+        assert!(
+            llm.requests().is_empty(),
+            "a bad image reached the provider"
+        );
         rpc.send(json!({"id": 6, "type": "prompt", "text": "what is in it?", "images": [{"data": PNG, "mime_type": "image/png"}]}));
         assert_eq!(rpc.response(6)["ok"], true);
         let user = rpc.wait_for("the user event", |v| v["type"] == "user");
@@ -554,7 +598,11 @@ fn images_in_a_prompt_reach_the_provider_and_bad_ones_are_refused() {
         let reqs = llm.requests();
         assert_eq!(reqs.len(), 1);
         let (mime, data) = sent_image(api, &reqs[0].body);
-        assert_eq!((mime.as_str(), data.as_str()), ("image/png", PNG), "{provider}");
+        assert_eq!(
+            (mime.as_str(), data.as_str()),
+            ("image/png", PNG),
+            "{provider}"
+        );
         let (code, _) = rpc.finish();
         assert_eq!(code, 0);
     }
@@ -565,13 +613,41 @@ fn requests_are_checked_against_their_contracts() {
     let s = Sandbox::new();
     let mut rpc = Rpc::start(&s, r#"[{"text":"fine"}]"#, &["--no-session"]);
     for (id, req, why) in [
-        (1, json!({"type": "prompt", "text": "x", "behaviour": "steer"}), "prompt: unknown field 'behaviour'; RpcPrompt takes"),
-        (2, json!({"type": "prompt", "text": 5}), "prompt: field 'text' expected string, got a number"),
-        (3, json!({"type": "prompt", "text": "x", "behavior": "later"}), "prompt: field 'behavior' expected one of \"steer\", \"follow_up\""),
-        (4, json!({"type": "answer"}), "answer: field 'ask_id' is required"),
-        (5, json!({"type": "set_permission_mode", "mode": "god"}), "set_permission_mode: field 'mode' expected one of"),
-        (6, json!({"type": "resume", "session": ["a"]}), "resume: field 'session' expected string, got a table"),
-        (7, json!({"type": "prompt", "text": "x", "images": [{"data": "aGVsbG8=", "mime_type": "image/png", "width": 3}]}), "prompt: images[1]: unknown field 'width'"),
+        (
+            1,
+            json!({"type": "prompt", "text": "x", "behaviour": "steer"}),
+            "prompt: unknown field 'behaviour'; RpcPrompt takes",
+        ),
+        (
+            2,
+            json!({"type": "prompt", "text": 5}),
+            "prompt: field 'text' expected string, got a number",
+        ),
+        (
+            3,
+            json!({"type": "prompt", "text": "x", "behavior": "later"}),
+            "prompt: field 'behavior' expected one of \"steer\", \"follow_up\"",
+        ),
+        (
+            4,
+            json!({"type": "answer"}),
+            "answer: field 'ask_id' is required",
+        ),
+        (
+            5,
+            json!({"type": "set_permission_mode", "mode": "god"}),
+            "set_permission_mode: field 'mode' expected one of",
+        ),
+        (
+            6,
+            json!({"type": "resume", "session": ["a"]}),
+            "resume: field 'session' expected string, got a table",
+        ),
+        (
+            7,
+            json!({"type": "prompt", "text": "x", "images": [{"data": "aGVsbG8=", "mime_type": "image/png", "width": 3}]}),
+            "prompt: images[1]: unknown field 'width'",
+        ),
     ] {
         let mut req = req;
         req["id"] = json!(id);
@@ -605,18 +681,32 @@ end"###,
     rpc.send(json!({"id": 1, "type": "list_models"}));
     let r = rpc.response(1);
     assert_eq!(r["current"], "mock/mock", "{r}");
-    assert!(r["models"].as_array().unwrap().iter().any(|m| m["id"] == "mock/mock"));
+    assert!(r["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["id"] == "mock/mock"));
     rpc.send(json!({"id": 2, "type": "list_commands"}));
     let r = rpc.response(2);
-    let names: Vec<&str> = r["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert!(names.contains(&"compact") && names.contains(&"permissions"), "{names:?}");
+    let names: Vec<&str> = r["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"compact") && names.contains(&"permissions"),
+        "{names:?}"
+    );
     rpc.send(json!({"id": 3, "type": "set_thinking", "level": "high"}));
     assert_eq!(rpc.response(3)["level"], "high");
     rpc.send(json!({"id": 4, "type": "set_permission_mode", "mode": "plan"}));
     assert_eq!(rpc.response(4)["mode"], "plan");
     // (The event comes while the command runs, before its response.)
     assert!(
-        rpc.seen.iter().any(|v| v["type"] == "permission-mode" && v["mode"] == "plan"),
+        rpc.seen
+            .iter()
+            .any(|v| v["type"] == "permission-mode" && v["mode"] == "plan"),
         "{}",
         rpc.dump()
     );
@@ -641,7 +731,10 @@ end"###,
     let r = rpc.response(9);
     assert_eq!(r["ok"], true, "{r}");
     rpc.send(json!({"id": 10, "type": "command", "text": "/permissions"}));
-    assert!(rpc.response(10)["text"].as_str().unwrap().starts_with("mode: safe"));
+    assert!(rpc.response(10)["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("mode: safe"));
     rpc.send(json!({"id": 11, "type": "new_session"}));
     let r = rpc.response(11);
     assert_eq!(r["ok"], true, "{r}");
@@ -657,7 +750,10 @@ end"###,
     assert!(r["message_count"].as_u64().unwrap() >= 1, "{r}");
     rpc.send(json!({"id": 15, "type": "get_messages"}));
     let msgs = rpc.response(15)["messages"].clone();
-    assert!(msgs.to_string().contains("summary of it"), "the compacted session: {msgs}");
+    assert!(
+        msgs.to_string().contains("summary of it"),
+        "the compacted session: {msgs}"
+    );
     let (code, _) = rpc.finish();
     assert_eq!(code, 0);
 }

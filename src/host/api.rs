@@ -486,8 +486,9 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                     }
                     return Ok(out);
                 }
-                let r = crate::kernel::agent::run_turn_with_images(&lua, &i, &agent, &text, &images)
-                    .await;
+                let r =
+                    crate::kernel::agent::run_turn_with_images(&lua, &i, &agent, &text, &images)
+                        .await;
                 out.set("status", r.status.as_str())?;
                 out.set("text", r.text)?;
                 out.set("error", r.error)?;

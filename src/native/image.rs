@@ -58,7 +58,9 @@ pub enum ImageError {
     Base64(String),
     #[error("the image is {bytes} bytes; the limit is {max} bytes")]
     TooLarge { bytes: usize, max: usize },
-    #[error("`mime_type` {0:?} is not supported: send image/png, image/jpeg, image/gif or image/webp")]
+    #[error(
+        "`mime_type` {0:?} is not supported: send image/png, image/jpeg, image/gif or image/webp"
+    )]
     Mime(String),
 }
 
@@ -295,16 +297,31 @@ mod tests {
         let p = from_base64(&b64(&good), "image/png").unwrap();
         assert_eq!((p.width, p.height, p.mime_type), (3, 2, "image/png"));
         // The content decides the type sent.
-        assert_eq!(from_base64(&b64(&good), "image/jpeg").unwrap().mime_type, "image/png");
-        assert!(matches!(from_base64(&b64(&good), "image/bmp"), Err(ImageError::Mime(_))));
-        assert!(matches!(from_base64("not base64!", "image/png"), Err(ImageError::Base64(_))));
-        assert!(matches!(from_base64(&b64(b"hello"), "image/png"), Err(ImageError::NotAnImage)));
+        assert_eq!(
+            from_base64(&b64(&good), "image/jpeg").unwrap().mime_type,
+            "image/png"
+        );
+        assert!(matches!(
+            from_base64(&b64(&good), "image/bmp"),
+            Err(ImageError::Mime(_))
+        ));
+        assert!(matches!(
+            from_base64("not base64!", "image/png"),
+            Err(ImageError::Base64(_))
+        ));
+        assert!(matches!(
+            from_base64(&b64(b"hello"), "image/png"),
+            Err(ImageError::NotAnImage)
+        ));
         // A valid header with its pixel data cut off: the header alone would pass.
         let cut = &good[..good.len() - 20];
         assert!(prepare(cut).is_ok());
         let err = from_base64(&b64(cut), "image/png").unwrap_err().to_string();
         assert!(err.contains("the PNG image is corrupt"), "{err}");
         let huge = "A".repeat(MAX_PROMPT_BYTES / 3 * 4 + 400);
-        assert!(matches!(from_base64(&huge, "image/png"), Err(ImageError::TooLarge { .. })));
+        assert!(matches!(
+            from_base64(&huge, "image/png"),
+            Err(ImageError::TooLarge { .. })
+        ));
     }
 }

@@ -377,7 +377,12 @@ async fn turn(
     let mut stops = 0u32;
     for _ in 0..agent.config.max_turns {
         while let Some(steer) = agent.pop_steering() {
-            append(lua, inner, agent, user_message(lua, &steer.text, &steer.images)?)?;
+            append(
+                lua,
+                inner,
+                agent,
+                user_message(lua, &steer.text, &steer.images)?,
+            )?;
         }
         if cancel.is_cancelled() {
             return cancelled(lua, inner, agent, last_text);
