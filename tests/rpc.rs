@@ -757,3 +757,35 @@ end"###,
     let (code, _) = rpc.finish();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn a_steering_prompt_keeps_its_images() {
+    let s = Sandbox::new();
+    let script = json!([
+        {"tool_calls": [{"name": "bash", "id": "b1", "arguments": {"command": "sleep 1"}}]},
+        {"text": "saw the picture"}
+    ]);
+    let mut rpc = Rpc::start(&s, &script.to_string(), &["--no-session"]);
+    rpc.send(json!({"id": 1, "type": "prompt", "text": "start"}));
+    rpc.wait_for("the tool call", |v| v["type"] == "tool-call");
+    rpc.send(
+        json!({"id": 2, "type": "prompt", "text": "look at this", "behavior": "steer",
+        "images": [{"data": PNG, "mime_type": "image/png"}]}),
+    );
+    assert_eq!(rpc.response(2)["queued"], "steering");
+    rpc.turn_complete();
+    rpc.send(json!({"id": 3, "type": "get_messages"}));
+    let msgs = rpc.response(3)["messages"].clone();
+    let steer = &msgs[3];
+    assert_eq!(steer["role"], "user", "{msgs}");
+    assert_eq!(
+        steer["content"][0],
+        json!({"type": "text", "text": "look at this"})
+    );
+    assert_eq!(
+        steer["content"][1],
+        json!({"type": "image", "mime_type": "image/png", "data": PNG})
+    );
+    let (code, _) = rpc.finish();
+    assert_eq!(code, 0);
+}
