@@ -146,10 +146,10 @@ impl Contracts {
             self.protocols(),
         ]
     }
-    /// A record or union a value can be checked against: a canonical type or a protocol
-    /// message.
+    /// A record or union a value can be checked against: a protocol message or a canonical
+    /// type (protocols first: checking an RPC request need not parse the types).
     pub fn shape(&self, name: &str) -> Option<&Contract> {
-        [self.types(), self.protocols()]
+        [self.protocols(), self.types()]
             .into_iter()
             .flat_map(|s| s.entries.iter())
             .find(|c| c.name == name)
