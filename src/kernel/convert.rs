@@ -137,18 +137,23 @@ fn check_nested(ty: &str, v: &Value, strict: bool, path: &str) -> Result<(), Str
     let Value::Table(t) = v else { return Ok(()) };
     let mut first_err = None;
     let mut any_shape = false;
+    // Only capitalised names can be contracts (no look-up for `string`, `table`, ...).
+    let named = |n: &&str| n.starts_with(|c: char| c.is_ascii_uppercase());
     for alt in split_alternatives(ty) {
         let result = if let Some(inner) = alt.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
             let elements: Vec<&str> = split_alternatives(inner)
                 .into_iter()
-                .filter(|e| contracts::contracts().shape(e).is_some())
+                .filter(|e| named(e) && contracts::contracts().shape(e).is_some())
                 .collect();
             if elements.is_empty() {
                 continue;
             }
             any_shape = true;
             check_list(&elements, t, strict, path)
-        } else if let Some(c) = contracts::contracts().shape(alt) {
+        } else if let Some(c) = Some(alt)
+            .filter(named)
+            .and_then(|a| contracts::contracts().shape(a))
+        {
             any_shape = true;
             check_contract(c, v, strict, &format!("{path}."))
         } else {
