@@ -340,7 +340,12 @@ return function(api)
   local function generic_ask(request)
     if type(request) ~= "table" then request = { question = tostring(request), options = { "yes", "no" } } end
     if request.kind == "permission" then return approval(request) end
-    if request.input then return nil, "no user" end
+    if request.input then
+      if not S.elicit then return nil, "no user" end
+      local title = tostring(request.title or request.question or "")
+      local content = elicit(title, { answer = { type = "string", title = title } }, "answer")
+      return content and content.answer or nil
+    end
     local opts = {}
     local values = {}
     for i, o in ipairs(request.options or request.items or { "yes", "no" }) do
