@@ -323,7 +323,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+            "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,image:table,jobs:table,json:table,line:table,\
              lsp:table,markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );
