@@ -29,7 +29,13 @@ fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) {
 /// Converts `contracts/*.toml` to JSON once, at build time: the binary parses JSON at start-up,
 /// which is several times faster than TOML (the contracts are needed on every boot).
 fn contracts_to_json(manifest_dir: &Path, out_dir: &Path) {
-    for name in ["events", "types", "register-kinds", "interfaces"] {
+    for name in [
+        "events",
+        "types",
+        "register-kinds",
+        "interfaces",
+        "protocols",
+    ] {
         let src = manifest_dir.join("contracts").join(format!("{name}.toml"));
         println!("cargo:rerun-if-changed={}", src.display());
         let text = std::fs::read_to_string(&src)

@@ -3,6 +3,7 @@
 //! bad lines, end of input mid-turn, and 1,000 prompts in one process.
 
 use crate::common::Sandbox;
+use crate::support::fake_llm::{Api, FakeLlm, Reply, Scenario, Turn};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin};
@@ -29,7 +30,16 @@ impl Rpc {
         );
         let mut args = vec!["--mode", "rpc", "--mock-script", script.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let mut child = s.command(&args).spawn().expect("start fen --mode rpc");
+        Rpc::spawn(s, &args, &[])
+    }
+
+    /// `fen ARGS` (which name the mode) with `env` added.
+    fn spawn(s: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Rpc {
+        let mut cmd = s.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start fen --mode rpc");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -364,11 +374,19 @@ fn bad_lines_get_error_responses_and_the_session_goes_on() {
         errors[1].starts_with("line 2: a request must be a JSON object"),
         "{errors:#?}"
     );
-    assert!(errors[2].contains("`text`"), "{}", errors[2]);
+    assert!(
+        errors[2].starts_with("line 3: prompt: field 'text' is required (string)"),
+        "{}",
+        errors[2]
+    );
     assert!(errors[3].starts_with("line 4: unknown type \"launch_rockets\""));
     assert!(errors[4].starts_with("line 5: `id`"));
     assert!(errors[5].starts_with("line 6: `type` is missing"));
-    assert!(errors[6].contains("`level`"));
+    assert!(
+        errors[6].starts_with("line 7: set_thinking: field 'level' expected one of \"off\""),
+        "{}",
+        errors[6]
+    );
     assert!(rpc
         .seen
         .iter()
@@ -459,6 +477,314 @@ fn a_thousand_prompts_in_one_process_with_flat_memory() {
     assert!(
         after_1000 < after_100 + 16 * 1024,
         "RSS grew from {after_100} kB to {after_1000} kB over 900 prompts"
+    );
+    let (code, _) = rpc.finish();
+    assert_eq!(code, 0);
+}
+
+/// A 4x3 PNG, base64.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAADCAIAAAA7ljmRAAAAEElEQVR4nGMQUDCAIwacHABWZwSBI7lGPQAAAABJRU5ErkJggg==";
+
+/// Where the image of the last user message sits in each API's request body.
+fn sent_image(api: Api, body: &Value) -> (String, String) {
+    match api {
+        Api::Anthropic => {
+            let user = body["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
+            let src = &user["content"][1]["source"];
+            (
+                src["media_type"].as_str().unwrap().into(),
+                src["data"].as_str().unwrap().into(),
+            )
+        }
+        Api::OpenAiChat => {
+            let user = body["messages"].as_array().unwrap().last().unwrap();
+            assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
+            let url = user["content"][1]["image_url"]["url"].as_str().unwrap();
+            let (head, data) = url.split_once(";base64,").unwrap();
+            (head.trim_start_matches("data:").into(), data.into())
+        }
+        Api::OpenAiResponses => {
+            let user = body["input"].as_array().unwrap().last().unwrap();
+            assert_eq!(user["content"][0]["text"], "what is in it?", "{user}");
+            let url = user["content"][1]["image_url"].as_str().unwrap();
+            let (head, data) = url.split_once(";base64,").unwrap();
+            (head.trim_start_matches("data:").into(), data.into())
+        }
+    }
+}
+
+#[test]
+fn images_in_a_prompt_reach_the_provider_and_bad_ones_are_refused() {
+    for (provider, api) in [
+        ("anthropic", Api::Anthropic),
+        ("openai", Api::OpenAiChat),
+        ("openai-responses", Api::OpenAiResponses),
+    ] {
+        let s = Sandbox::new();
+        let llm =
+            FakeLlm::start(Scenario::new().then(Reply::stream(api, Turn::text("a tiny image"))));
+        let url = llm.base_url();
+        let mut rpc = Rpc::spawn(
+            &s,
+            &[
+                "--mode",
+                "rpc",
+                "--no-session",
+                "--provider",
+                provider,
+                "--model",
+                "m",
+                "--base-url",
+                &url,
+            ],
+            &[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")],
+        );
+        let cut = {
+            use base64::Engine as _;
+            let b = base64::engine::general_purpose::STANDARD
+                .decode(PNG)
+                .unwrap();
+            base64::engine::general_purpose::STANDARD.encode(&b[..40])
+        };
+        // Bad images: each refused with the image's index and what is wrong; nothing is sent.
+        for (id, image, why) in [
+            (
+                1,
+                json!({"data": "not base64!", "mime_type": "image/png"}),
+                "images[1]: `data` is not base64",
+            ),
+            (
+                2,
+                json!({"data": cut, "mime_type": "image/png"}),
+                "images[1]: the PNG image is corrupt",
+            ),
+            (
+                3,
+                json!({"data": "aGVsbG8=", "mime_type": "image/png"}),
+                "images[1]: not a PNG, JPEG, GIF or WebP image",
+            ),
+            (
+                4,
+                json!({"data": PNG, "mime_type": "image/bmp"}),
+                "images[1]: field 'mime_type' expected one of",
+            ),
+            (
+                5,
+                json!({"mime_type": "image/png"}),
+                "images[1]: field 'data' is required",
+            ),
+        ] {
+            rpc.send(
+                json!({"id": id, "type": "prompt", "text": "what is in it?", "images": [image]}),
+            );
+            let r = rpc.response(id);
+            assert_eq!(r["ok"], false, "{r}");
+            assert!(
+                r["error"].as_str().unwrap().contains(why),
+                "{provider}: {r}"
+            );
+        }
+        assert!(
+            llm.requests().is_empty(),
+            "a bad image reached the provider"
+        );
+        rpc.send(json!({"id": 6, "type": "prompt", "text": "what is in it?", "images": [{"data": PNG, "mime_type": "image/png"}]}));
+        assert_eq!(rpc.response(6)["ok"], true);
+        let user = rpc.wait_for("the user event", |v| v["type"] == "user");
+        assert_eq!(user["images"], 1);
+        let done = rpc.turn_complete();
+        assert_eq!(done["status"], "ok", "{provider}: {done}");
+        let reqs = llm.requests();
+        assert_eq!(reqs.len(), 1);
+        let (mime, data) = sent_image(api, &reqs[0].body);
+        assert_eq!(
+            (mime.as_str(), data.as_str()),
+            ("image/png", PNG),
+            "{provider}"
+        );
+        let (code, _) = rpc.finish();
+        assert_eq!(code, 0);
+    }
+}
+
+#[test]
+fn requests_are_checked_against_their_contracts() {
+    let s = Sandbox::new();
+    let mut rpc = Rpc::start(&s, r#"[{"text":"fine"}]"#, &["--no-session"]);
+    for (id, req, why) in [
+        (
+            1,
+            json!({"type": "prompt", "text": "x", "behaviour": "steer"}),
+            "prompt: unknown field 'behaviour'; RpcPrompt takes",
+        ),
+        (
+            2,
+            json!({"type": "prompt", "text": 5}),
+            "prompt: field 'text' expected string, got a number",
+        ),
+        (
+            3,
+            json!({"type": "prompt", "text": "x", "behavior": "later"}),
+            "prompt: field 'behavior' expected one of \"steer\", \"follow_up\"",
+        ),
+        (
+            4,
+            json!({"type": "answer"}),
+            "answer: field 'ask_id' is required",
+        ),
+        (
+            5,
+            json!({"type": "set_permission_mode", "mode": "god"}),
+            "set_permission_mode: field 'mode' expected one of",
+        ),
+        (
+            6,
+            json!({"type": "resume", "session": ["a"]}),
+            "resume: field 'session' expected string, got a table",
+        ),
+        (
+            7,
+            json!({"type": "prompt", "text": "x", "images": [{"data": "aGVsbG8=", "mime_type": "image/png", "width": 3}]}),
+            "prompt: images[1]: unknown field 'width'",
+        ),
+    ] {
+        let mut req = req;
+        req["id"] = json!(id);
+        rpc.send(req);
+        let r = rpc.response(id);
+        assert_eq!(r["ok"], false, "{r}");
+        let err = r["error"].as_str().unwrap();
+        assert!(err.starts_with(&format!("line {id}: {why}")), "{err}");
+    }
+    // JSON null is an absent optional field; the session went on.
+    rpc.send(json!({"id": 8, "type": "prompt", "text": "still there?", "behavior": null}));
+    assert_eq!(rpc.response(8)["ok"], true);
+    assert_eq!(rpc.turn_complete()["status"], "ok");
+    let (code, _) = rpc.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn state_model_mode_command_and_session_requests_work_end_to_end() {
+    let s = Sandbox::new();
+    // The summary /compact asks for, else an answer naming the prompt.
+    let mut rpc = Rpc::start(
+        &s,
+        r###"return function(n, ctx)
+  if (ctx.system_prompt or ""):find("You compact", 1, true) then return { text = "## Task\nsummary of it" } end
+  local last = ctx.messages[#ctx.messages]
+  return { text = "answer to " .. tostring(type(last.content) == "string" and last.content or "?") }
+end"###,
+        &[],
+    );
+    rpc.send(json!({"id": 1, "type": "list_models"}));
+    let r = rpc.response(1);
+    assert_eq!(r["current"], "mock/mock", "{r}");
+    assert!(r["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["id"] == "mock/mock"));
+    rpc.send(json!({"id": 2, "type": "list_commands"}));
+    let r = rpc.response(2);
+    let names: Vec<&str> = r["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"compact") && names.contains(&"permissions"),
+        "{names:?}"
+    );
+    rpc.send(json!({"id": 3, "type": "set_thinking", "level": "high"}));
+    assert_eq!(rpc.response(3)["level"], "high");
+    rpc.send(json!({"id": 4, "type": "set_permission_mode", "mode": "plan"}));
+    assert_eq!(rpc.response(4)["mode"], "plan");
+    // (The event comes while the command runs, before its response.)
+    assert!(
+        rpc.seen
+            .iter()
+            .any(|v| v["type"] == "permission-mode" && v["mode"] == "plan"),
+        "{}",
+        rpc.dump()
+    );
+    rpc.send(json!({"id": 5, "type": "set_permission_mode", "mode": "safe"}));
+    assert_eq!(rpc.response(5)["mode"], "safe");
+    rpc.send(json!({"id": 6, "type": "set_model", "model": "mock/other-model"}));
+    assert_eq!(rpc.response(6)["model"], "mock/other-model");
+    rpc.send(json!({"id": 7, "type": "prompt", "text": "hello"}));
+    rpc.response(7);
+    rpc.turn_complete();
+    rpc.send(json!({"id": 8, "type": "get_state"}));
+    let st = rpc.response(8)["state"].clone();
+    assert_eq!(st["provider"], "mock", "{st}");
+    assert_eq!(st["model"], "other-model");
+    assert_eq!(st["thinking"], "high");
+    assert_eq!(st["permission_mode"], "safe");
+    assert_eq!(st["busy"], false);
+    assert_eq!(st["message_count"], 2);
+    assert_eq!(st["context_window"], 128000);
+    let first = st["session_id"].as_str().expect("a session id").to_string();
+    rpc.send(json!({"id": 9, "type": "compact", "guidance": "keep the task"}));
+    let r = rpc.response(9);
+    assert_eq!(r["ok"], true, "{r}");
+    rpc.send(json!({"id": 10, "type": "command", "text": "/permissions"}));
+    assert!(rpc.response(10)["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("mode: safe"));
+    rpc.send(json!({"id": 11, "type": "new_session"}));
+    let r = rpc.response(11);
+    assert_eq!(r["ok"], true, "{r}");
+    rpc.send(json!({"id": 12, "type": "get_messages"}));
+    assert_eq!(rpc.response(12)["messages"], json!([]));
+    rpc.send(json!({"id": 13, "type": "prompt", "text": "again"}));
+    rpc.response(13);
+    assert_eq!(rpc.turn_complete()["result"], "answer to again");
+    rpc.send(json!({"id": 14, "type": "resume", "session": first}));
+    let r = rpc.response(14);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["session"]["id"], json!(first));
+    assert!(r["message_count"].as_u64().unwrap() >= 1, "{r}");
+    rpc.send(json!({"id": 15, "type": "get_messages"}));
+    let msgs = rpc.response(15)["messages"].clone();
+    assert!(
+        msgs.to_string().contains("summary of it"),
+        "the compacted session: {msgs}"
+    );
+    let (code, _) = rpc.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_steering_prompt_keeps_its_images() {
+    let s = Sandbox::new();
+    let script = json!([
+        {"tool_calls": [{"name": "bash", "id": "b1", "arguments": {"command": "sleep 1"}}]},
+        {"text": "saw the picture"}
+    ]);
+    let mut rpc = Rpc::start(&s, &script.to_string(), &["--no-session"]);
+    rpc.send(json!({"id": 1, "type": "prompt", "text": "start"}));
+    rpc.wait_for("the tool call", |v| v["type"] == "tool-call");
+    rpc.send(
+        json!({"id": 2, "type": "prompt", "text": "look at this", "behavior": "steer",
+        "images": [{"data": PNG, "mime_type": "image/png"}]}),
+    );
+    assert_eq!(rpc.response(2)["queued"], "steering");
+    rpc.turn_complete();
+    rpc.send(json!({"id": 3, "type": "get_messages"}));
+    let msgs = rpc.response(3)["messages"].clone();
+    let steer = &msgs[3];
+    assert_eq!(steer["role"], "user", "{msgs}");
+    assert_eq!(
+        steer["content"][0],
+        json!({"type": "text", "text": "look at this"})
+    );
+    assert_eq!(
+        steer["content"][1],
+        json!({"type": "image", "mime_type": "image/png", "data": PNG})
     );
     let (code, _) = rpc.finish();
     assert_eq!(code, 0);

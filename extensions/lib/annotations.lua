@@ -64,6 +64,16 @@ function api.state() end
 ---@return any
 function api.load(name) end
 
+--- Checks a value against a canonical type or protocol message of contracts/ (types.toml,
+--- protocols.toml): a union by its discriminator, nested records and lists of them too. With
+--- `strict`, fields the record does not name are refused. The RPC and ACP presenters check
+--- every incoming message with it.
+---@param name string e.g. "RpcRequest", "AcpPromptParams", "ImageContent"
+---@param value any
+---@param opts {strict: boolean?}?
+---@return true|nil ok, string? why names the path of the bad field and what was expected
+function api.validate(name, value, opts) end
+
 --- Queues a line for the running agent: "steering" (before the next model call) or
 --- "follow-up" (after the model's natural stop).
 ---@param kind "steering"|"follow-up"
@@ -75,7 +85,7 @@ local turn = {}
 
 --- Runs a user turn and waits for its end (async).
 ---@param text string
----@param opts {when_busy: "reject"|"steering"|"follow-up"}?
+---@param opts {when_busy: "reject"|"steering"|"follow-up", images: {type: "image", data: string, mime_type: string}[]?}? `images` go with the text in the user message (make them with native.image.prepare)
 ---@return fen.TurnResult
 function turn.submit(text, opts) end
 
@@ -249,6 +259,7 @@ function kernel.run_options() end
 ---@field search fen.NativeSearch
 ---@field process fen.NativeProcess
 ---@field json fen.NativeJson
+---@field image fen.NativeImage
 ---@field http fen.NativeHttp
 ---@field term fen.NativeTerm
 ---@field session fen.NativeSession
@@ -330,6 +341,9 @@ function native.clock_ms() end
 ---@field encode fun(value: any): string raises naming the path of a value JSON cannot hold
 ---@field encode_async fun(value: any): string async; large values are written out off the Lua thread
 ---@field null lightuserdata encodes as `null`
+
+---@class fen.NativeImage
+---@field prepare fun(data: string, mime_type: string): {type: "image", data: string, mime_type: string, width: integer, height: integer, bytes: integer}?, string? async; a prompt's base64 image (up to 20 MB, png/jpeg/gif/webp), decoded in full and scaled to fit 2000x2000 and 3.75 MB; nil, why when it is not one
 
 ---@class fen.NativeHttp
 ---@field request fun(spec: table): table?, table? async

@@ -23,7 +23,14 @@ local function convert_messages(messages)
   end
   for _, m in ipairs(messages) do
     if m.role == "user" then
-      push("user", { { type = "text", text = kit.text_of(m.content) } })
+      -- A prompt's images (`fen --mode rpc`, `fen acp`) follow its text as image blocks.
+      local images = kit.images_of(m.content)
+      local text = kit.text_of(m.content)
+      local blocks = (text ~= "" or #images == 0) and { { type = "text", text = text } } or {}
+      for _, img in ipairs(images) do
+        blocks[#blocks + 1] = { type = "image", source = { type = "base64", media_type = img.mime_type, data = img.data } }
+      end
+      push("user", blocks)
     elseif m.role == "assistant" then
       local blocks = {}
       for _, b in ipairs(m.content or {}) do

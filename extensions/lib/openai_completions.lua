@@ -26,7 +26,18 @@ local function convert_messages(messages, system)
   for _, m in ipairs(messages) do
     if m.role ~= "tool-result" then flush() end
     if m.role == "user" then
-      out[#out + 1] = { role = "user", content = kit.text_of(m.content) }
+      local images = kit.images_of(m.content)
+      if #images == 0 then
+        out[#out + 1] = { role = "user", content = kit.text_of(m.content) }
+      else
+        -- A prompt's images follow its text as image parts.
+        local text = kit.text_of(m.content)
+        local parts = text ~= "" and { { type = "text", text = text } } or {}
+        for _, img in ipairs(images) do
+          parts[#parts + 1] = { type = "image_url", image_url = { url = kit.data_url(img) } }
+        end
+        out[#out + 1] = { role = "user", content = parts }
+      end
     elseif m.role == "assistant" then
       local text, calls = {}, {}
       for _, b in ipairs(m.content or {}) do

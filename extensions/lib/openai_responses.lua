@@ -21,7 +21,13 @@ local function convert_messages(messages)
   for _, m in ipairs(messages) do
     if m.role ~= "tool-result" then flush() end
     if m.role == "user" then
-      out[#out + 1] = { role = "user", content = { { type = "input_text", text = kit.text_of(m.content) } } }
+      local images = kit.images_of(m.content)
+      local text = kit.text_of(m.content)
+      local parts = (text ~= "" or #images == 0) and { { type = "input_text", text = text } } or {}
+      for _, img in ipairs(images) do
+        parts[#parts + 1] = { type = "input_image", image_url = kit.data_url(img) }
+      end
+      out[#out + 1] = { role = "user", content = parts }
     elseif m.role == "assistant" then
       for _, b in ipairs(m.content or {}) do
         if b.type == "text" and b.text ~= "" then

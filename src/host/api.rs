@@ -12,9 +12,10 @@
 //! | `api.list(kind)` | read-only snapshots of the active and shadowed contributions of a kind |
 //! | `api.state()` | a table private to this extension that survives `/reload` |
 //! | `api.load(name)` | load the sibling file `name.lua` (like `require`, cached per load) |
-//! | `api.turn` | `submit(text, {when_busy})` (async), `cancel()`, `busy()`, `messages()`, `complete{system_prompt, messages, max_tokens}` (async, one model call), `replace_messages(list)`, `context_window()` |
+//! | `api.turn` | `submit(text, {when_busy, images})` (async), `cancel()`, `busy()`, `messages()`, `complete{system_prompt, messages, max_tokens}` (async, one model call), `replace_messages(list)`, `context_window()` |
 //! | `api.session` | `info()`, `list()`, `new()`, `resume(query)`, `append_state(name?, state)`, `latest_state(name?)`, `append_compaction(record, first_kept_message)` |
 //! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
+//! | `api.validate(name, value, {strict})` | check a value against a type or protocol message of contracts/: `true` or `nil, why` |
 //! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()`, `contributions(kind)` (the active specs with their functions, for presenters) |
 
 use crate::kernel::contracts::contracts;
@@ -163,7 +164,7 @@ return function(shared, name, first_party, register, on, emit, log, prompt, stat
   session.latest_state = latest_state
   return {
     name = name, first_party = first_party, register = register, on = on, emit = emit,
-    log = log, prompt = prompt, list = shared.list, state = state, load = load,
+    log = log, prompt = prompt, list = shared.list, validate = shared.validate, state = state, load = load,
     turn = copy(shared.turn), session = session, enqueue = shared.enqueue, ui = copy(shared.ui),
     kernel = first_party and copy(shared.kernel) or nil,
   }
@@ -196,6 +197,20 @@ fn shared(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             ev.set("type", "queued")?;
             ev.set("line", text)?;
             state::emit(lua, &i, ev, "kernel")
+        })?,
+    )?;
+    // `validate(name, value, {strict})`: `true`, or `nil, why` naming the bad field (a
+    // protocol message on arrival, checked against contracts/; see `convert::validate_value`).
+    t.set(
+        "validate",
+        lua.create_function(|lua, (name, value, opts): (String, Value, Option<Table>)| {
+            let strict = opts
+                .and_then(|o| o.get::<Option<bool>>("strict").ok().flatten())
+                .unwrap_or(false);
+            match convert::validate_value(&name, &value, strict) {
+                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+                Err(why) => Ok((Value::Nil, Value::String(lua.create_string(why)?))),
+            }
         })?,
     )?;
     t.set("turn", turn_table(lua, inner)?)?;
@@ -362,6 +377,49 @@ fn owned_session_fns(
     Ok((append_state, latest_state))
 }
 
+/// `opts.images` of `api.turn.submit`: image blocks (`native.image.prepare` makes them), each
+/// checked against the `ImageContent` contract and copied without extra fields (what is stored
+/// in the session is what the provider is sent). Raises naming the bad one.
+fn image_blocks(lua: &Lua, images: Value) -> mlua::Result<Vec<Table>> {
+    let list = match images {
+        Value::Nil => return Ok(Vec::new()),
+        Value::Table(t) => t,
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "api.turn.submit: opts.images must be a list of image blocks, got a {}",
+                other.type_name()
+            )))
+        }
+    };
+    let contract = contracts()
+        .types()
+        .entries
+        .iter()
+        .find(|c| c.name == "ImageContent")
+        .ok_or_else(|| mlua::Error::runtime("contracts: ImageContent is missing"))?;
+    let mut out = Vec::new();
+    for (n, block) in list.sequence_values::<Value>().enumerate() {
+        let Value::Table(block) = block? else {
+            return Err(mlua::Error::runtime(format!(
+                "api.turn.submit: opts.images[{}] must be an image block {{type = \"image\", data, mime_type}}",
+                n + 1
+            )));
+        };
+        if let Err(msg) = convert::validate_table(contract, &block) {
+            return Err(mlua::Error::runtime(format!(
+                "api.turn.submit: opts.images[{}]: {msg}",
+                n + 1
+            )));
+        }
+        let copy = lua.create_table()?;
+        for key in ["type", "data", "mime_type"] {
+            copy.set(key, block.get::<Value>(key)?)?;
+        }
+        out.push(copy);
+    }
+    Ok(out)
+}
+
 fn no_agent() -> mlua::Error {
     mlua::Error::runtime(
         "no agent is running: api.turn and api.enqueue work while a presenter runs a session",
@@ -401,7 +459,7 @@ fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// `api.turn`: `submit(text, {when_busy = "reject" | "steering" | "follow-up"})` runs a user
+/// `api.turn`: `submit(text, {when_busy = "reject" | "steering" | "follow-up", images})` runs a user
 /// turn and returns `{status = "ok" | "cancelled" | "error" | "queued" | "rejected", text,
 /// error}`; `cancel()` cancels the running turn; `busy()` tells whether one runs;
 /// `before_compact(ctx)` runs the `before_compact` hooks (nil, or why one blocks);
@@ -418,6 +476,10 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             async move {
                 let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
                 let out = lua.create_table()?;
+                let images = match &opts {
+                    Some(o) => image_blocks(&lua, o.get::<Value>("images")?)?,
+                    None => Vec::new(),
+                };
                 if agent.is_busy() {
                     let when =
                         opts.and_then(|o| o.get::<Option<String>>("when_busy").ok().flatten());
@@ -431,7 +493,7 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                         }
                         kind => {
                             agent
-                                .enqueue(kind, text.clone())
+                                .enqueue_with_images(kind, text.clone(), images)
                                 .map_err(mlua::Error::external)?;
                             let ev = lua.create_table()?;
                             ev.set("type", "queued")?;
@@ -442,7 +504,9 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
                     }
                     return Ok(out);
                 }
-                let r = crate::kernel::agent::run_turn(&lua, &i, &agent, &text).await;
+                let r =
+                    crate::kernel::agent::run_turn_with_images(&lua, &i, &agent, &text, &images)
+                        .await;
                 out.set("status", r.status.as_str())?;
                 out.set("text", r.text)?;
                 out.set("error", r.error)?;

@@ -1,4 +1,5 @@
-//! Contracts as data: every event, canonical type, register kind and interface, read from the
+//! Contracts as data: every event, canonical type, register kind, interface and protocol
+//! message (`fen --mode rpc`, `fen acp`), read from the
 //! TOML files in `contracts/` (embedded at build time). The kernel validates `api.register`
 //! specs and emitted events against them, and `fen docs` renders them to `docs/contracts.md`.
 //!
@@ -59,20 +60,26 @@ pub struct Contract {
 pub struct Section {
     pub section: String,
     pub summary: String,
-    #[serde(alias = "event", alias = "type", alias = "kind", alias = "interface")]
+    #[serde(
+        alias = "event",
+        alias = "type",
+        alias = "kind",
+        alias = "interface",
+        alias = "message"
+    )]
     pub entries: Vec<Contract>,
 }
 
-/// All four sections, each parsed on first use (boot needs only the register kinds).
+/// All five sections, each parsed on first use (boot needs only the register kinds).
 #[derive(Debug, Default)]
 pub struct Contracts {
-    parsed: [OnceLock<Section>; 4],
+    parsed: [OnceLock<Section>; 5],
 }
 
 /// The contract sources, embedded so the binary needs no data files at run time. build.rs
 /// converts `contracts/*.toml` (the source of truth) to JSON, which parses several times faster
 /// at start-up.
-pub const SOURCES: [(&str, &str); 4] = [
+pub const SOURCES: [(&str, &str); 5] = [
     (
         "events.toml",
         include_str!(concat!(env!("OUT_DIR"), "/contracts-events.json")),
@@ -89,6 +96,10 @@ pub const SOURCES: [(&str, &str); 4] = [
         "interfaces.toml",
         include_str!(concat!(env!("OUT_DIR"), "/contracts-interfaces.json")),
     ),
+    (
+        "protocols.toml",
+        include_str!(concat!(env!("OUT_DIR"), "/contracts-protocols.json")),
+    ),
 ];
 
 fn parse_section(file: &str, text: &str) -> Section {
@@ -102,7 +113,7 @@ fn parse_section(file: &str, text: &str) -> Section {
 /// The contracts (each section parsed once, on first use).
 pub fn contracts() -> &'static Contracts {
     static CONTRACTS: Contracts = Contracts {
-        parsed: [const { OnceLock::new() }; 4],
+        parsed: [const { OnceLock::new() }; 5],
     };
     &CONTRACTS
 }
@@ -123,13 +134,25 @@ impl Contracts {
     pub fn interfaces(&self) -> &Section {
         self.section(3)
     }
-    pub fn sections(&self) -> [&Section; 4] {
+    pub fn protocols(&self) -> &Section {
+        self.section(4)
+    }
+    pub fn sections(&self) -> [&Section; 5] {
         [
             self.events(),
             self.types(),
             self.register_kinds(),
             self.interfaces(),
+            self.protocols(),
         ]
+    }
+    /// A record or union a value can be checked against: a protocol message or a canonical
+    /// type (protocols first: checking an RPC request need not parse the types).
+    pub fn shape(&self, name: &str) -> Option<&Contract> {
+        [self.protocols(), self.types()]
+            .into_iter()
+            .flat_map(|s| s.entries.iter())
+            .find(|c| c.name == name)
     }
     pub fn event(&self, name: &str) -> Option<&Contract> {
         self.events().entries.iter().find(|c| c.name == name)
@@ -378,7 +401,8 @@ mod tests {
     #[test]
     fn field_names_are_snake_case() {
         for s in contracts().sections() {
-            for c in &s.entries {
+            // ACP messages keep the protocol's own camelCase names.
+            for c in s.entries.iter().filter(|c| !c.name.starts_with("Acp")) {
                 for f in &c.fields {
                     assert!(
                         f.name

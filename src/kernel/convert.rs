@@ -1,7 +1,7 @@
 //! Value conversion across the boundary: Lua values to JSON and back, value shapes for contract
 //! validation, and readable messages out of Lua errors.
 
-use crate::kernel::contracts::{Contract, Shape};
+use crate::kernel::contracts::{self, Contract, Shape};
 use crate::kernel::registry::Listed;
 use mlua::{Lua, LuaSerdeExt, Table, Value};
 
@@ -48,9 +48,203 @@ pub fn validate_table(contract: &Contract, table: &Table) -> Result<(), String> 
     }
 }
 
+/// Checks a value against a record or union contract of the types or protocols section (a
+/// protocol message on arrival: `api.validate`). Like [`validate_table`], and deeper: a union
+/// is told apart by its variants' discriminator (the field with a `value`), and a field whose
+/// type names a record or union, or a list of them (`[RpcImage]`), is checked in turn. With
+/// `strict`, a field the record does not name is refused. `Err` starts with the path of the
+/// bad value (`images[1]: field 'mime_type' expected ...`).
+pub fn validate_value(name: &str, value: &Value, strict: bool) -> Result<(), String> {
+    let contract = contracts::contracts()
+        .shape(name)
+        .ok_or_else(|| format!("no contract named {name:?}"))?;
+    check_contract(contract, value, strict, "")
+}
+
+fn check_contract(c: &Contract, value: &Value, strict: bool, path: &str) -> Result<(), String> {
+    let Value::Table(t) = value else {
+        return Err(format!(
+            "{path}expected {} (an object), got {}",
+            c.name,
+            describe(value)
+        ));
+    };
+    if !c.members.is_empty() {
+        return check_union(c, t, strict, path);
+    }
+    if t.raw_len() > 0 {
+        return Err(format!("{path}expected {} (an object), got a list", c.name));
+    }
+    validate_table(c, t).map_err(|e| format!("{path}{e}"))?;
+    if strict {
+        for pair in t.pairs::<Value, Value>() {
+            let (key, _) = pair.map_err(|e| e.to_string())?;
+            let known = match &key {
+                Value::String(k) => c.fields.iter().any(|f| k.as_bytes() == f.name.as_bytes()),
+                _ => false,
+            };
+            if !known {
+                let names: Vec<&str> = c.fields.iter().map(|f| f.name.as_str()).collect();
+                return Err(format!(
+                    "{path}unknown field {}; {} takes {}",
+                    key_text(&key),
+                    c.name,
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    for field in &c.fields {
+        let v: Value = t.get(field.name.as_str()).unwrap_or(Value::Nil);
+        if is_nil(&v) {
+            continue;
+        }
+        check_nested(&field.ty, &v, strict, &format!("{path}{}", field.name))?;
+    }
+    Ok(())
+}
+
+/// The variant of a union whose discriminator the table carries.
+fn check_union(c: &Contract, t: &Table, strict: bool, path: &str) -> Result<(), String> {
+    let mut wanted = Vec::new();
+    let mut disc_name = "type";
+    for m in c.members.iter().filter(|m| m.kind == "variant") {
+        let Some(variant) = contracts::contracts().shape(&m.name) else {
+            continue;
+        };
+        let Some(disc) = variant.fields.iter().find(|f| f.value.is_some()) else {
+            continue;
+        };
+        disc_name = disc.name.as_str();
+        let expected = disc.value.as_deref().unwrap_or_default();
+        let got: Option<String> = t.get(disc.name.as_str()).ok().flatten();
+        if got.as_deref() == Some(expected) {
+            return check_contract(variant, &Value::Table(t.clone()), strict, path);
+        }
+        wanted.push(format!("{expected:?}"));
+    }
+    let got: Value = t.get(disc_name).unwrap_or(Value::Nil);
+    Err(format!(
+        "{path}field '{disc_name}' expected one of {}, got {}",
+        wanted.join(", "),
+        describe(&got)
+    ))
+}
+
+/// A field's value against the record or union types its type names (others were checked by
+/// [`validate_table`]): `Name`, `[Name]`, `[A|B]`, alternatives joined by `|`.
+fn check_nested(ty: &str, v: &Value, strict: bool, path: &str) -> Result<(), String> {
+    let Value::Table(t) = v else { return Ok(()) };
+    let mut first_err = None;
+    let mut any_shape = false;
+    // Only capitalised names can be contracts (no look-up for `string`, `table`, ...).
+    let named = |n: &&str| n.starts_with(|c: char| c.is_ascii_uppercase());
+    for alt in split_alternatives(ty) {
+        let result = if let Some(inner) = alt.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+            let elements: Vec<&str> = split_alternatives(inner)
+                .into_iter()
+                .filter(|e| named(e) && contracts::contracts().shape(e).is_some())
+                .collect();
+            if elements.is_empty() {
+                continue;
+            }
+            any_shape = true;
+            check_list(&elements, t, strict, path)
+        } else if let Some(c) = Some(alt)
+            .filter(named)
+            .and_then(|a| contracts::contracts().shape(a))
+        {
+            any_shape = true;
+            check_contract(c, v, strict, &format!("{path}."))
+        } else {
+            continue;
+        };
+        match result {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match (any_shape, first_err) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn check_list(elements: &[&str], t: &Table, strict: bool, path: &str) -> Result<(), String> {
+    let len = t.raw_len();
+    if len == 0 && t.clone().pairs::<Value, Value>().next().is_some() {
+        return Err(format!("{path}: expected a list, got an object"));
+    }
+    for i in 1..=len {
+        let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
+        let at = format!("{path}[{i}]: ");
+        let mut first_err = None;
+        for e in elements {
+            let Some(c) = contracts::contracts().shape(e) else {
+                continue;
+            };
+            match check_contract(c, &item, strict, &at) {
+                Ok(()) => {
+                    first_err = None;
+                    break;
+                }
+                Err(err) => {
+                    first_err.get_or_insert(err);
+                }
+            }
+        }
+        if let Some(err) = first_err {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// `A|[B|C]|D` as `A`, `[B|C]`, `D` (bars inside brackets stay).
+fn split_alternatives(ty: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, ch) in ty.char_indices() {
+        match ch {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '|' if depth == 0 => {
+                out.push(ty[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(ty[start..].trim());
+    out
+}
+
+fn is_nil(v: &Value) -> bool {
+    matches!(shape_of_non_string(v), Shape::Nil)
+}
+
+fn key_text(k: &Value) -> String {
+    match k {
+        Value::String(s) => format!("'{}'", s.to_string_lossy()),
+        Value::Integer(i) => format!("[{i}]"),
+        other => format!("<{}>", other.type_name()),
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => Shape::String(&s.to_string_lossy()).describe(),
+        other => shape_of_non_string(other).describe(),
+    }
+}
+
 fn shape_of_non_string(v: &Value) -> Shape<'static> {
     match v {
         Value::Nil => Shape::Nil,
+        // JSON null (`native.json.null`): absent, as ACP and fen's RPC read it.
+        Value::LightUserData(ud) if ud.0.is_null() => Shape::Nil,
         Value::Boolean(_) => Shape::Boolean,
         Value::Integer(_) | Value::Number(_) => Shape::Number,
         Value::Table(_) => Shape::Table,

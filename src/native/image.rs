@@ -54,10 +54,57 @@ pub enum ImageError {
     },
     #[error("the image could not be encoded again after resizing: {0}")]
     Encode(String),
+    #[error("`data` is not base64 (standard alphabet, padded): {0}")]
+    Base64(String),
+    #[error("the image is {bytes} bytes; the limit is {max} bytes")]
+    TooLarge { bytes: usize, max: usize },
+    #[error(
+        "`mime_type` {0:?} is not supported: send image/png, image/jpeg, image/gif or image/webp"
+    )]
+    Mime(String),
+}
+
+/// Largest image a prompt may carry, before it is scaled down to [`MAX_BYTES`].
+pub const MAX_PROMPT_BYTES: usize = 20 * 1024 * 1024;
+
+/// The image types a model takes.
+pub const MIME_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Prepares an image a client sent in a prompt: base64 `data` with its declared `mime_type`
+/// (one of [`MIME_TYPES`]). The data is decoded in full, so a truncated or corrupt image is
+/// refused here rather than by the provider; the type sent is the one the content shows.
+pub fn from_base64(data: &str, mime_type: &str) -> Result<PreparedImage, ImageError> {
+    if !MIME_TYPES.contains(&mime_type) {
+        return Err(ImageError::Mime(mime_type.to_string()));
+    }
+    // Base64 is 4 characters for 3 bytes: refuse what is too large before decoding it.
+    let estimate = data.len() / 4 * 3;
+    if estimate > MAX_PROMPT_BYTES + 3 {
+        return Err(ImageError::TooLarge {
+            bytes: estimate,
+            max: MAX_PROMPT_BYTES,
+        });
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| ImageError::Base64(e.to_string()))?;
+    if bytes.len() > MAX_PROMPT_BYTES {
+        return Err(ImageError::TooLarge {
+            bytes: bytes.len(),
+            max: MAX_PROMPT_BYTES,
+        });
+    }
+    prepare_checked(&bytes, true)
 }
 
 /// Prepares `bytes` (a whole image file) for a model; see the module documentation.
 pub fn prepare(bytes: &[u8]) -> Result<PreparedImage, ImageError> {
+    prepare_checked(bytes, false)
+}
+
+/// [`prepare`]; with `decode_all`, an image that fits is decoded in full too (not only its
+/// header), so corrupt pixel data is an error.
+fn prepare_checked(bytes: &[u8], decode_all: bool) -> Result<PreparedImage, ImageError> {
     let mime_type = filetype::image_mime(bytes).ok_or(ImageError::NotAnImage)?;
     let format = match mime_type {
         "image/png" => ImageFormat::Png,
@@ -72,7 +119,11 @@ pub fn prepare(bytes: &[u8]) -> Result<PreparedImage, ImageError> {
     let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
         .into_dimensions()
         .map_err(decode_err)?;
-    if width <= MAX_DIMENSION && height <= MAX_DIMENSION && bytes.len() <= MAX_BYTES {
+    let fits = width <= MAX_DIMENSION && height <= MAX_DIMENSION && bytes.len() <= MAX_BYTES;
+    if fits && decode_all {
+        image::load_from_memory_with_format(bytes, format).map_err(decode_err)?;
+    }
+    if fits {
         return Ok(PreparedImage {
             mime_type,
             data: base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -237,5 +288,40 @@ mod tests {
             "the PNG image is corrupt: a chunk with an invalid type appeared before IHDR chunk"
         );
         assert!(matches!(prepare(b"text"), Err(ImageError::NotAnImage)));
+    }
+
+    #[test]
+    fn a_prompt_image_is_checked_in_full() {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let good = png(3, 2);
+        let p = from_base64(&b64(&good), "image/png").unwrap();
+        assert_eq!((p.width, p.height, p.mime_type), (3, 2, "image/png"));
+        // The content decides the type sent.
+        assert_eq!(
+            from_base64(&b64(&good), "image/jpeg").unwrap().mime_type,
+            "image/png"
+        );
+        assert!(matches!(
+            from_base64(&b64(&good), "image/bmp"),
+            Err(ImageError::Mime(_))
+        ));
+        assert!(matches!(
+            from_base64("not base64!", "image/png"),
+            Err(ImageError::Base64(_))
+        ));
+        assert!(matches!(
+            from_base64(&b64(b"hello"), "image/png"),
+            Err(ImageError::NotAnImage)
+        ));
+        // A valid header with its pixel data cut off: the header alone would pass.
+        let cut = &good[..good.len() - 20];
+        assert!(prepare(cut).is_ok());
+        let err = from_base64(&b64(cut), "image/png").unwrap_err().to_string();
+        assert!(err.contains("the PNG image is corrupt"), "{err}");
+        let huge = "A".repeat(MAX_PROMPT_BYTES / 3 * 4 + 400);
+        assert!(matches!(
+            from_base64(&huge, "image/png"),
+            Err(ImageError::TooLarge { .. })
+        ));
     }
 }

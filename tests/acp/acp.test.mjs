@@ -5,6 +5,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
@@ -29,9 +30,9 @@ async function session(root, script, h, body) {
   writeFileSync(scriptPath, JSON.stringify(script));
   const env = {
     PATH: process.env.PATH, HOME: root, XDG_CONFIG_HOME: join(root, "config"),
-    XDG_STATE_HOME: join(root, "state"), FEN_MOCK_SCRIPT: scriptPath,
+    XDG_STATE_HOME: join(root, "state"), FEN_MOCK_SCRIPT: scriptPath, ...(h.env || {}),
   };
-  const child = spawn(FEN, ["acp"], { cwd: join(root, "work"), env, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(FEN, ["acp", ...(h.args || [])], { cwd: join(root, "work"), env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => { stderr += d; });
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
@@ -66,12 +67,16 @@ async function session(root, script, h, body) {
       .onRequest("terminal/release", async ({ params }) => { terms.delete(params.terminalId); return {}; });
   }
   if (h.read) app = app.onRequest("fs/read_text_file", async ({ params }) => h.read(params));
+  if (h.elicit) app = app.onRequest("elicitation/create", async ({ params }) => h.elicit(params));
   if (h.write) app = app.onRequest("fs/write_text_file", async ({ params }) => h.write(params));
   try {
     return await app.connectWith(stream, async (ctx) => {
       const init = await ctx.request("initialize", {
         protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: !!h.read, writeTextFile: !!h.write }, terminal: !!h.terminal },
+        clientCapabilities: {
+          fs: { readTextFile: !!h.read, writeTextFile: !!h.write }, terminal: !!h.terminal,
+          ...(h.elicit ? { elicitation: { form: {} } } : {}),
+        },
         clientInfo: { name: "fen-acp-test", version: "1" },
       });
       const out = await body({ ctx, init, updates, asked, root });
@@ -337,10 +342,118 @@ test("a prompt starting with /name runs the slash command", async () => {
     assert.equal(r.stopReason, "end_turn");
     await settle();
     assert.ok(updates.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text.includes("mode: yolo")));
+    assert.ok(s.modes.availableModes.some((m) => m.id === "plan"), JSON.stringify(s.modes));
+    await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "plan" });
     await ctx.request("session/set_mode", { sessionId: s.sessionId, modeId: "safe" });
     await settle();
-    assert.ok(updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "safe"));
+    assert.deepEqual(updates.filter((u) => u.sessionUpdate === "current_mode_update").map((u) => u.currentModeId), ["plan", "safe"]);
+    // A switch made by a slash command shows too.
+    await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("/permissions default") });
+    await settle();
+    assert.equal(updates.filter((u) => u.sessionUpdate === "current_mode_update").at(-1).currentModeId, "default");
     const c = await ctx.request("session/set_config_option", { sessionId: s.sessionId, configId: "thinking", value: "high" });
     assert.equal(c.configOptions.find((o) => o.id === "thinking").currentValue, "high");
+  });
+});
+
+/** A 4x3 PNG (base64) and the same file with its end cut off. */
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAADCAIAAAA7ljmRAAAAEElEQVR4nGMQUDCAIwacHABWZwSBI7lGPQAAAABJRU5ErkJggg==";
+const CUT_PNG = Buffer.from(PNG, "base64").subarray(0, 40).toString("base64");
+
+/** A local Anthropic Messages server on 127.0.0.1: records each request body, answers `reply`. */
+async function anthropicServer(reply) {
+  const bodies = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => { body += d; });
+    req.on("end", () => {
+      bodies.push(JSON.parse(body));
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const ev = (name, data) => res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+      ev("message_start", { type: "message_start", message: { id: "m1", type: "message", role: "assistant", content: [], model: "claude-test", usage: { input_tokens: 5, output_tokens: 0 } } });
+      ev("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
+      ev("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: reply } });
+      ev("content_block_stop", { type: "content_block_stop", index: 0 });
+      ev("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 3 } });
+      ev("message_stop", { type: "message_stop" });
+      res.end();
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { bodies, server, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+test("an image in session/prompt reaches the provider's request; a corrupt one is refused", async () => {
+  const root = home("yolo");
+  const llm = await anthropicServer("A small image.");
+  try {
+    await session(root, [], {
+      args: ["--provider", "anthropic", "--model", "claude-test", "--base-url", llm.url],
+      env: { ANTHROPIC_API_KEY: "test-key" },
+    }, async ({ ctx, init, updates }) => {
+      assert.equal(init.agentCapabilities.promptCapabilities.image, true);
+      const s = await ctx.request("session/new", { cwd: join(root, "work"), mcpServers: [] });
+      // A corrupt image: an error naming the block, and the session goes on.
+      await assert.rejects(
+        ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [
+          { type: "text", text: "what is this?" }, { type: "image", data: CUT_PNG, mimeType: "image/png" }] }),
+        (e) => /prompt\[2\]/.test(e.message) && /corrupt/.test(e.message),
+      );
+      await assert.rejects(
+        ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [
+          { type: "image", data: PNG, mimeType: "image/bmp" }] }),
+        (e) => /mimeType/.test(e.message) && /image\/png/.test(e.message),
+      );
+      assert.equal(llm.bodies.length, 0, "nothing reached the provider");
+      const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [
+        { type: "text", text: "what is this?" }, { type: "image", data: PNG, mimeType: "image/png" },
+        { type: "resource_link", uri: `file://${root}/work/notes.md`, name: "notes.md" },
+        { type: "resource", resource: { uri: `file://${root}/work/spec.md`, text: "the spec text", mimeType: "text/markdown" } }] });
+      assert.equal(r.stopReason, "end_turn");
+      assert.equal(llm.bodies.length, 1);
+      const user = llm.bodies[0].messages.at(-1);
+      assert.equal(user.role, "user");
+      // Text, the link as a mention and the embedded file inline; then the image.
+      assert.equal(user.content[0].type, "text");
+      const said = user.content[0].text;
+      assert.ok(said.startsWith("what is this?"), said);
+      assert.ok(said.includes(`@${root}/work/notes.md`), said);
+      assert.ok(said.includes(`<file path="${root}/work/spec.md">`) && said.includes("the spec text"), said);
+      assert.equal(user.content[1].type, "image");
+      assert.deepEqual({ ...user.content[1].source }, { type: "base64", media_type: "image/png", data: PNG });
+      await settle();
+      assert.ok(updates.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text.includes("A small image")));
+    });
+  } finally {
+    llm.server.close();
+  }
+});
+
+test("the question tool asks through elicitation/create when the client takes forms", async () => {
+  const root = home("yolo");
+  const forms = [];
+  await session(root, [
+    { tool_calls: [{ name: "question", id: "q1", arguments: { questions: [
+      { question: "Which colour?", options: [{ label: "red" }, { label: "green", description: "calm" }] }] } }] },
+    { text: "noted" },
+  ], {
+    elicit: (p) => {
+      forms.push(p);
+      const prop = p.requestedSchema.properties.choice;
+      const green = prop.oneOf.find((o) => o.title.includes("green"));
+      return { action: "accept", content: { choice: green.const } };
+    },
+  }, async ({ ctx, updates, asked }) => {
+    const s = await ctx.request("session/new", { cwd: join(root, "work"), mcpServers: [] });
+    const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: text("ask me") });
+    assert.equal(r.stopReason, "end_turn");
+    await settle();
+    assert.equal(forms.length, 1, JSON.stringify(forms));
+    assert.equal(forms[0].mode, "form");
+    assert.equal(forms[0].sessionId, s.sessionId);
+    assert.ok(forms[0].message.includes("Which colour?"));
+    assert.equal(asked.length, 0, "no permission request stands in for the question");
+    const done = updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "q1" && u.status === "completed");
+    assert.ok(done && JSON.stringify(done.content).includes("→ green"), JSON.stringify(updates));
   });
 });

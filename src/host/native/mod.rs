@@ -14,6 +14,7 @@
 //! | `process` | `run` ([`crate::native::process`]) |
 //! | `json` | `decode`, `encode`, `null` |
 //! | `http` | `request` (plain or SSE, cancellable), `fetch_page` (webfetch), `backoff_ms` ([`crate::native::http`]) |
+//! | `image` | `prepare(data, mime_type)` (a prompt's base64 image, checked and scaled; [`crate::native::image`]) |
 //! | `sleep(ms)` | cancellable wait |
 //! | `clock_ms()` | milliseconds on a monotonic clock (for intervals; not a date) |
 //! | `term` | `read_line()` (async, nil at end of input), `isatty(fd)` |
@@ -33,6 +34,7 @@ pub mod checkpoint;
 mod edit;
 mod fs;
 mod http;
+mod image;
 mod jobs;
 mod ledger;
 mod line;
@@ -53,7 +55,8 @@ pub use ledger::ReadLedger;
 use mlua::{Lua, Table, Value};
 
 /// The fields of `fen.native` made on first use (see [`module`]).
-const LAZY: [&str; 18] = [
+const LAZY: [&str; 19] = [
+    "image",
     "auth",
     "checkpoint",
     "truncate",
@@ -85,6 +88,7 @@ fn lazy_field(lua: &Lua, name: &str) -> mlua::Result<Value> {
         "process" => process::module(lua)?,
         "json" => misc::json_module(lua)?,
         "http" => http::module(lua)?,
+        "image" => image::module(lua)?,
         "term" => term::module(lua)?,
         "session" => session::module(lua)?,
         "jobs" => jobs::module(lua)?,
@@ -319,7 +323,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             out,
-            "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,jobs:table,json:table,line:table,\
+            "true true nil auth:table,checkpoint:table,clock_ms:function,edit:table,fs:table,http:table,image:table,jobs:table,json:table,line:table,\
              lsp:table,markup:table,mcp:table,paths:table,platform:table,policy:table,process:table,sanitize:function,search:table,\
              session:table,sleep:function,subagent:table,term:table,truncate:table,version:string"
         );

@@ -18,6 +18,26 @@ pub fn text_message(lua: &Lua, role: &str, text: &str) -> mlua::Result<Table> {
     Ok(m)
 }
 
+/// A user message: plain text content, or, with images, `[text block, image blocks...]`.
+pub fn user_message(lua: &Lua, text: &str, images: &[Table]) -> mlua::Result<Table> {
+    if images.is_empty() {
+        return text_message(lua, "user", text);
+    }
+    let content = empty_array(lua)?;
+    let block = lua.create_table()?;
+    block.set("type", "text")?;
+    block.set("text", text)?;
+    content.push(block)?;
+    for image in images {
+        content.push(image.clone())?;
+    }
+    let m = lua.create_table()?;
+    m.set("role", "user")?;
+    m.set("content", content)?;
+    m.set("timestamp", now_ms())?;
+    Ok(m)
+}
+
 /// An empty table that encodes as `[]` (content is always an array).
 pub fn empty_array(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;

@@ -20,7 +20,7 @@ use super::state::{self, Inner};
 pub use context::context_window;
 use context::{
     aborted_message, empty_array, error_message, normalize_assistant, provider_context,
-    provider_spec, system_prompt, text_message, tool_specs, visible_text,
+    provider_spec, system_prompt, text_message, tool_specs, user_message, visible_text,
 };
 use mlua::{Function, Lua, Table, Value};
 use std::cell::{Cell, RefCell};
@@ -87,8 +87,8 @@ pub struct Agent {
     /// The `Agent` value carried by events: `{cwd, provider, model}`.
     pub handle: Table,
     busy: Cell<bool>,
-    steering: RefCell<VecDeque<String>>,
-    follow_up: RefCell<VecDeque<String>>,
+    steering: RefCell<VecDeque<Queued>>,
+    follow_up: RefCell<VecDeque<Queued>>,
     /// The running turn's token; a fresh one per turn, so a cancel never outlives its turn.
     turn_cancel: RefCell<CancellationToken>,
     /// Stops the idle watch of the last ended turn (see `ui::watch_idle`): the next turn or
@@ -97,6 +97,12 @@ pub struct Agent {
     /// Provider, model and provider options in use: `/model` and `/thinking` change them
     /// between turns (the `config` keeps what the run started with).
     selection: RefCell<Selection>,
+}
+
+/// A line queued for the running turn, with the image blocks it carries (a prompt's images).
+struct Queued {
+    text: String,
+    images: Vec<Table>,
 }
 
 /// What the next model call uses.
@@ -214,9 +220,20 @@ impl Agent {
     /// Queues a line for the running turn: "steering" (before the next model call) or
     /// "follow-up" (after the model's natural stop).
     pub fn enqueue(&self, kind: &str, text: String) -> Result<(), super::KernelError> {
+        self.enqueue_with_images(kind, text, Vec::new())
+    }
+
+    /// [`Agent::enqueue`] of a line with image blocks (`{type = "image", data, mime_type}`).
+    pub fn enqueue_with_images(
+        &self,
+        kind: &str,
+        text: String,
+        images: Vec<Table>,
+    ) -> Result<(), super::KernelError> {
+        let q = Queued { text, images };
         match kind {
-            "steering" => self.steering.borrow_mut().push_back(text),
-            "follow-up" => self.follow_up.borrow_mut().push_back(text),
+            "steering" => self.steering.borrow_mut().push_back(q),
+            "follow-up" => self.follow_up.borrow_mut().push_back(q),
             other => return Err(super::KernelError::UnknownQueue(other.to_string())),
         }
         Ok(())
@@ -230,11 +247,11 @@ impl Agent {
     // The queues are popped in statements of their own: a borrow held while the line is
     // appended would be live while `message-appended` handlers run, and a handler that
     // enqueues would find the queue borrowed.
-    fn pop_steering(&self) -> Option<String> {
+    fn pop_steering(&self) -> Option<Queued> {
         self.steering.borrow_mut().pop_front()
     }
 
-    fn pop_follow_up(&self) -> Option<String> {
+    fn pop_follow_up(&self) -> Option<Queued> {
         self.follow_up.borrow_mut().pop_front()
     }
 }
@@ -297,11 +314,23 @@ pub(crate) fn append(lua: &Lua, inner: &Inner, agent: &Agent, message: Table) ->
 
 /// Runs one submitted user turn to its end.
 pub async fn run_turn(lua: &Lua, inner: &Rc<Inner>, agent: &Rc<Agent>, text: &str) -> TurnResult {
+    run_turn_with_images(lua, inner, agent, text, &[]).await
+}
+
+/// [`run_turn`] of a prompt with images: image blocks (`{type = "image", data, mime_type}`,
+/// already checked) that go with the text in the user message.
+pub async fn run_turn_with_images(
+    lua: &Lua,
+    inner: &Rc<Inner>,
+    agent: &Rc<Agent>,
+    text: &str,
+    images: &[Table],
+) -> TurnResult {
     let cancel = CancellationToken::new();
     *agent.turn_cancel.borrow_mut() = cancel.clone();
     agent.idle.borrow().cancel();
     agent.busy.set(true);
-    let result = match turn(lua, inner, agent, text, &cancel).await {
+    let result = match turn(lua, inner, agent, text, images, &cancel).await {
         Ok(r) => r,
         Err(e) => TurnResult {
             status: TurnStatus::Error,
@@ -331,6 +360,7 @@ async fn turn(
     inner: &Rc<Inner>,
     agent: &Rc<Agent>,
     text: &str,
+    images: &[Table],
     cancel: &CancellationToken,
 ) -> mlua::Result<TurnResult> {
     let text = match before_turn(lua, inner, text, cancel).await {
@@ -346,13 +376,21 @@ async fn turn(
     let text = text.as_str();
     let user = event(lua, "user")?;
     user.set("line", text)?;
+    if !images.is_empty() {
+        user.set("images", images.len())?;
+    }
     emit(lua, inner, user);
-    append(lua, inner, agent, text_message(lua, "user", text)?)?;
+    append(lua, inner, agent, user_message(lua, text, images)?)?;
     let mut last_text = None;
     let mut stops = 0u32;
     for _ in 0..agent.config.max_turns {
         while let Some(steer) = agent.pop_steering() {
-            append(lua, inner, agent, text_message(lua, "user", &steer)?)?;
+            append(
+                lua,
+                inner,
+                agent,
+                user_message(lua, &steer.text, &steer.images)?,
+            )?;
         }
         if cancel.is_cancelled() {
             return cancelled(lua, inner, agent, last_text);
@@ -400,7 +438,7 @@ async fn turn(
         if calls.is_empty() {
             match agent.pop_follow_up() {
                 Some(f) => {
-                    append(lua, inner, agent, text_message(lua, "user", &f)?)?;
+                    append(lua, inner, agent, user_message(lua, &f.text, &f.images)?)?;
                     continue;
                 }
                 None => {

@@ -17,6 +17,7 @@ local MODES = {
   { id = "default", name = "Default", description = "Reads and workspace edits run; other commands ask." },
   { id = "auto", name = "Auto", description = "Runs what the sandbox contains; asks for the rest." },
   { id = "yolo", name = "Yolo", description = "Runs everything without asking (deny rules and floors still hold)." },
+  { id = "plan", name = "Plan", description = "Reads only; the model ends with a plan for you to approve (exit_plan)." },
 }
 local THINKING = { "off", "minimal", "low", "medium", "high" }
 
@@ -24,12 +25,14 @@ local KIND = {
   read = "read", ls = "read", grep = "search", find = "search", glob = "search", mcp_search = "search",
   edit = "edit", write = "edit", bash = "execute", job_start = "execute", job_output = "execute",
   job_kill = "execute", webfetch = "fetch", web_fetch = "fetch", todo_write = "think",
+  lsp = "search", exit_plan = "switch_mode",
 }
 
 return function(api)
   -- In api.state(): handlers re-registered by /reload must see the run that is going on.
   local S = api.state()
   local run_in_terminal -- bash in the editor's terminal (below)
+  local elicit -- questions as forms (below)
 
   local function array(list)
     local a = native.json.decode("[]")
@@ -219,6 +222,13 @@ return function(api)
     update({ sessionUpdate = "plan", entries = array(entries) })
   end
 
+  -- Every switch of the mode (session/set_mode, /permissions, /plan, an approved plan).
+  api.on("permission-mode", function(ev)
+    if S.session_id and type(ev.mode) == "string" then
+      update({ sessionUpdate = "current_mode_update", currentModeId = ev.mode })
+    end
+  end)
+
   S.calls_args = S.calls_args or {}
   api.on("assistant-text-delta", function(ev)
     if S.live then update({ sessionUpdate = "agent_message_chunk", content = { type = "text", text = ev.delta } }) end
@@ -330,7 +340,12 @@ return function(api)
   local function generic_ask(request)
     if type(request) ~= "table" then request = { question = tostring(request), options = { "yes", "no" } } end
     if request.kind == "permission" then return approval(request) end
-    if request.input then return nil, "no user" end
+    if request.input then
+      if not S.elicit then return nil, "no user" end
+      local title = tostring(request.title or request.question or "")
+      local content = elicit(title, { answer = { type = "string", title = title } }, "answer")
+      return content and content.answer or nil
+    end
     local opts = {}
     local values = {}
     for i, o in ipairs(request.options or request.items or { "yes", "no" }) do
@@ -342,6 +357,17 @@ return function(api)
     local id = choose({ toolCallId = "fen-ui-" .. S.ui_n, title = tostring(request.text or request.question or request.title or ""), kind = "other", status = "pending" }, opts)
     local n = tonumber(id or "")
     return n and values[n] or nil
+  end
+
+  --- An `elicitation/create` form (clients that offer `elicitation.form`): the accepted
+  --- content, or nil when the person declined or cancelled it.
+  function elicit(message, properties, required)
+    local r = request("elicitation/create", {
+      sessionId = S.session_id or "", mode = "form", message = message,
+      requestedSchema = { type = "object", properties = properties, required = array({ required }) },
+    })
+    if type(r) == "table" and r.action == "accept" and type(r.content) == "table" then return r.content end
+    return nil
   end
 
   ---------------------------------------------------------------------------------------------
@@ -404,11 +430,13 @@ return function(api)
       }
     end
     if caps.terminal == true then fsroute.terminal = run_in_terminal end
+    -- Questions (`api.ui.select`, `api.ui.prompt`, the question tool) as forms.
+    S.elicit = type(caps.elicitation) == "table" and type(caps.elicitation.form) == "table"
     return {
       protocolVersion = PROTOCOL_VERSION,
       agentCapabilities = {
         loadSession = true,
-        promptCapabilities = { image = false, audio = false, embeddedContext = true },
+        promptCapabilities = { image = true, audio = false, embeddedContext = true },
         mcpCapabilities = { http = true, sse = false },
         sessionCapabilities = { list = {} },
       },
@@ -527,10 +555,11 @@ return function(api)
   H["session/set_mode"] = function(p)
     local known = false
     for _, m in ipairs(MODES) do known = known or m.id == p.modeId end
-    if not known then error({ code = -32602, message = "unknown mode " .. tostring(p.modeId) .. ": use safe, default, auto or yolo" }) end
+    if not known then error({ code = -32602, message = "unknown mode " .. tostring(p.modeId) .. ": use safe, default, auto, yolo or plan" }) end
     local text, err = api.kernel.run_command("/permissions " .. p.modeId)
     if err or not (text or ""):match("^mode: " .. p.modeId) then error({ code = -32000, message = err or text or "the mode did not change" }) end
-    return {}, function() update({ sessionUpdate = "current_mode_update", currentModeId = p.modeId }) end
+    -- (current_mode_update follows from the permission-mode event.)
+    return {}
   end
 
   H["session/set_config_option"] = function(p)
@@ -551,21 +580,26 @@ return function(api)
     return { configOptions = config_options() }
   end
 
-  --- The prompt's content blocks as one user line (resources inline, links as mentions).
+  --- The prompt's content blocks as one user line (resources inline, links as mentions) and
+  --- its images, checked and scaled (native.image.prepare).
   local function prompt_text(blocks)
-    local parts = {}
-    for _, b in ipairs(type(blocks) == "table" and blocks or {}) do
+    local parts, images = {}, {}
+    for i, b in ipairs(type(blocks) == "table" and blocks or {}) do
       if b.type == "text" then
         parts[#parts + 1] = b.text
       elseif b.type == "resource_link" then
         parts[#parts + 1] = string.format("@%s", tostring(b.uri):gsub("^file://", ""))
       elseif b.type == "resource" and type(b.resource) == "table" and b.resource.text then
         parts[#parts + 1] = string.format("<file path=%q>\n%s\n</file>", tostring(b.resource.uri):gsub("^file://", ""), b.resource.text)
-      elseif b.type == "image" or b.type == "audio" then
-        error({ code = -32602, message = b.type .. " content is not supported by fen's turns yet" })
+      elseif b.type == "image" then
+        local block, err = native.image.prepare(b.data, b.mimeType)
+        if not block then error({ code = -32602, message = string.format("Invalid params: prompt[%d]: %s", i, err) }) end
+        images[#images + 1] = block
+      elseif b.type == "audio" then
+        error({ code = -32602, message = string.format("Invalid params: prompt[%d]: audio is not supported (promptCapabilities.audio is false)", i) })
       end
     end
-    return table.concat(parts, "\n")
+    return table.concat(parts, "\n"), images
   end
 
   local STOP = { length = "max_tokens", refusal = "refusal" }
@@ -575,17 +609,17 @@ return function(api)
       error({ code = -32602, message = "unknown session " .. tostring(p.sessionId) .. "; start one with session/new or session/load" })
     end
     if S.prompting then error({ code = -32000, message = "a prompt is already running in this session" }) end
-    local text = prompt_text(p.prompt)
-    if text:match("^%s*$") then error({ code = -32602, message = "the prompt is empty" }) end
+    local text, images = prompt_text(p.prompt)
+    if text:match("^%s*$") and #images == 0 then error({ code = -32602, message = "the prompt is empty" }) end
     S.prompting, S.live = true, true
     local ok, r = pcall(function()
-      if text:match("^%s*/%a") then
+      if #images == 0 and text:match("^%s*/%a") then
         local out, err = api.kernel.run_command(text)
         local shown = err or out
         if shown and shown ~= "" then update({ sessionUpdate = "agent_message_chunk", content = { type = "text", text = shown } }) end
         return { status = "ok" }
       end
-      return api.turn.submit(text)
+      return api.turn.submit(text, { images = images })
     end)
     S.prompting, S.live = false, false
     if not ok then error({ code = -32603, message = tostring(r) }) end
@@ -596,6 +630,27 @@ return function(api)
       if m.role == "assistant" then last = m end
     end
     return { stopReason = (last and STOP[last.stop_reason]) or "end_turn" }
+  end
+
+  -- The contract each method's params are checked against (contracts/protocols.toml).
+  local PARAMS = {
+    initialize = "AcpInitializeParams", authenticate = "AcpAuthenticateParams",
+    ["session/new"] = "AcpNewSessionParams", ["session/load"] = "AcpLoadSessionParams",
+    ["session/list"] = "AcpListSessionsParams", ["session/prompt"] = "AcpPromptParams",
+    ["session/set_mode"] = "AcpSetModeParams", ["session/set_config_option"] = "AcpSetConfigOptionParams",
+    ["session/cancel"] = "AcpCancelParams",
+  }
+
+  --- nil, or why the params do not fit the method's contract (JSON null counts as absent).
+  local function invalid(method, params)
+    for k, v in pairs(params) do
+      if v == native.json.null then params[k] = nil end
+    end
+    local name = PARAMS[method]
+    if not name then return nil end
+    local ok, why = api.validate(name, params)
+    if ok then return nil end
+    return "Invalid params: " .. method .. ": " .. why
   end
 
   local NOTIFY = {}
@@ -632,11 +687,16 @@ return function(api)
     local params = type(m.params) == "table" and m.params or {}
     if m.id == nil then
       local f = NOTIFY[m.method]
+      -- A notification has no answer: a bad one is logged and dropped.
+      local why = f and invalid(m.method, params)
+      if why then return api.log("warn", "acp: " .. why) end
       if f then pcall(f, params) end
       return
     end
     local h = H[m.method]
     if not h then return respond_error(m.id, -32601, "method not found: " .. tostring(m.method)) end
+    local why = invalid(m.method, params)
+    if why then return respond_error(m.id, -32602, why) end
     term.spawn(function()
       local ok, result, after = pcall(h, params)
       if ok then
@@ -661,6 +721,12 @@ return function(api)
       update({ sessionUpdate = "agent_message_chunk", content = { type = "text", text = "\n" .. tostring(text) .. "\n" } })
     end,
     select = function(title, items)
+      if S.elicit then
+        local options = {}
+        for i, item in ipairs(items or {}) do options[i] = { const = tostring(i), title = tostring(item) } end
+        local content = elicit(tostring(title or ""), { choice = { type = "string", title = tostring(title or ""), oneOf = array(options) } }, "choice")
+        return content and tonumber(content.choice) or nil
+      end
       S.ui_n = (S.ui_n or 0) + 1
       local opts = {}
       for i, item in ipairs(items or {}) do
@@ -670,6 +736,15 @@ return function(api)
       return tonumber(id or "")
     end,
     ask = generic_ask,
+    --- `api.ui.prompt`: a form with one text field when the client takes forms; else no one
+    --- can type an answer (nil, "no user").
+    prompt = function(question, default)
+      if not S.elicit then return nil, "no user" end
+      local field = { type = "string", title = tostring(question or "") }
+      if type(default) == "string" and default ~= "" then field.default = default end
+      local content = elicit(tostring(question or ""), { answer = field }, "answer")
+      return content and content.answer or nil
+    end,
     run = function()
       while true do
         local line = term.read_line()

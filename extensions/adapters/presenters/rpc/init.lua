@@ -54,10 +54,7 @@ return function(api)
   --- Validates an `answer` against its ask; nil, why when it does not fit.
   local function take_answer(pending, m)
     if m.cancel == true then return true, nil end
-    if pending.kind == "prompt" then
-      if m.text ~= nil and type(m.text) ~= "string" then return nil, "`text` must be a string" end
-      return true, m.text
-    end
+    if pending.kind == "prompt" then return true, m.text end
     local choice = m.choice
     if pending.kind == "select" then
       local n = math.tointeger(tonumber(choice))
@@ -85,7 +82,7 @@ return function(api)
   --- Wakes whoever waits for the end of the turns (end of input).
   local function turn_done()
     S.turns = S.turns - 1
-    if S.turns == 0 and S.idle_waiter then term.done(S.idle_waiter) end
+    if S.turns == 0 and S.preparing == 0 and S.idle_waiter then term.done(S.idle_waiter) end
   end
 
   local function spawn(fn)
@@ -114,24 +111,20 @@ return function(api)
     return text:match("^mode: (%a+)")
   end
 
-  --- The handlers, by request type. Each gets the message and `reply(fields)` /
-  --- `fail(error)`; one that waits runs in a task of its own so the reader goes on.
+  --- The handlers, by request type. Each gets the message (already checked against its
+  --- contract, contracts/protocols.toml) and `reply(fields)` / `fail(error)`; one that waits
+  --- runs in a task of its own so the reader goes on.
   local H = {}
 
-  function H.prompt(m, reply, fail)
-    if type(m.text) ~= "string" or m.text == "" then return fail("`text` must be a non-empty string") end
-    if m.images ~= nil then return fail("`images` are not supported by fen's turns yet; send text") end
-    local behavior = m.behavior
-    if behavior ~= nil and not BEHAVIOR[behavior] then
-      return fail("`behavior` must be \"steer\" or \"follow_up\"")
-    end
+  --- Starts or queues a prompt whose images are ready.
+  local function start(m, images, reply, fail)
     if S.turns > 0 then
       -- Busy: queued for the running turn (a follow-up unless it says steer). Counted as a
       -- turn while it is submitted: if the turn ended meanwhile, this one runs on its own.
-      local kind = BEHAVIOR[behavior or "follow_up"]
+      local kind = BEHAVIOR[m.behavior or "follow_up"]
       S.turns = S.turns + 1
       spawn(function()
-        local ok, r = pcall(api.turn.submit, m.text, { when_busy = kind })
+        local ok, r = pcall(api.turn.submit, m.text, { when_busy = kind, images = images })
         turn_done()
         if not ok then return fail(tostring(r)) end
         if r.status == "queued" then
@@ -148,9 +141,33 @@ return function(api)
     S.turns = S.turns + 1
     reply({})
     spawn(function()
-      local ok, err = pcall(api.turn.submit, m.text, { when_busy = "follow-up" })
+      local ok, err = pcall(api.turn.submit, m.text, { when_busy = "follow-up", images = images })
       turn_done()
       if not ok then error(err, 0) end
+    end)
+  end
+
+  function H.prompt(m, reply, fail)
+    if m.text == "" and not m.images then return fail("`text` must not be empty") end
+    if not m.images or #m.images == 0 then return start(m, nil, reply, fail) end
+    -- Images are decoded and checked off the Lua thread first; end of input waits for them.
+    S.preparing = S.preparing + 1
+    spawn(function()
+      local images = {}
+      for i, img in ipairs(m.images) do
+        local block, err = native.image.prepare(img.data, img.mime_type)
+        if not block then
+          images = nil
+          fail(string.format("images[%d]: %s", i, err))
+          break
+        end
+        images[i] = block
+      end
+      if images then start(m, images, reply, fail) end
+      S.preparing = S.preparing - 1
+      -- (start counted the turn, if any, before this one stops counting.)
+      S.turns = S.turns + 1
+      turn_done()
     end)
   end
 
@@ -166,7 +183,6 @@ return function(api)
   end
 
   function H.answer(m, reply, fail)
-    if type(m.ask_id) ~= "string" then return fail("`ask_id` must be a string") end
     local pending = S.asks[m.ask_id]
     if not pending then return fail("no open ask " .. m.ask_id .. " (answered, cancelled, or never asked)") end
     local ok, value = take_answer(pending, m)
@@ -178,7 +194,7 @@ return function(api)
   end
 
   function H.set_model(m, reply, fail)
-    if type(m.model) ~= "string" or m.model == "" then return fail("`model` must be a string: provider/id or an id of the current provider") end
+    if m.model == "" then return fail("`model` must be provider/id or an id of the current provider") end
     local current = api.turn.model()
     local provider, model = m.model:match("^([^/]+)/(.+)$")
     local known = {}
@@ -189,17 +205,13 @@ return function(api)
     reply({ model = provider .. "/" .. model })
   end
 
-  local LEVELS = { off = true, minimal = true, low = true, medium = true, high = true }
   function H.set_thinking(m, reply, fail)
-    if not LEVELS[m.level] then return fail("`level` must be off, minimal, low, medium or high") end
     local ok, err = pcall(api.turn.set_thinking, m.level)
     if not ok then return fail(tostring(err)) end
     reply({ level = m.level })
   end
 
-  local MODES = { safe = true, default = true, auto = true, yolo = true }
   function H.set_permission_mode(m, reply, fail)
-    if not MODES[m.mode] then return fail("`mode` must be safe, default, auto or yolo") end
     spawn(function()
       local text, err = api.kernel.run_command("/permissions " .. m.mode)
       if err then return fail(err) end
@@ -217,12 +229,11 @@ return function(api)
   end
 
   function H.compact(m, reply, fail)
-    if m.guidance ~= nil and type(m.guidance) ~= "string" then return fail("`guidance` must be a string") end
     command("/compact" .. (m.guidance and (" " .. m.guidance) or ""), reply, fail)
   end
 
   function H.command(m, reply, fail)
-    if type(m.text) ~= "string" or not m.text:match("^%s*/") then return fail("`text` must be a slash command such as \"/help\"") end
+    if not m.text:match("^%s*/") then return fail("`text` must be a slash command such as \"/help\"") end
     command(m.text, reply, fail)
   end
 
@@ -236,7 +247,6 @@ return function(api)
   end
 
   function H.resume(m, reply, fail)
-    if type(m.session) ~= "string" then return fail("`session` must be a session id, id prefix or path") end
     if S.turns > 0 then return fail("a turn is running; abort it first") end
     spawn(function()
       local ok, err = api.session.resume(m.session)
@@ -264,7 +274,8 @@ return function(api)
   end
 
   function H.get_messages(_, reply)
-    reply({ messages = api.turn.messages() or {} })
+    local messages = api.turn.messages() or {}
+    reply({ messages = #messages > 0 and messages or native.json.decode("[]") })
   end
 
   function H.list_commands(_, reply)
@@ -322,6 +333,13 @@ return function(api)
     local function fail(e)
       write({ type = "response", id = id, command = ty, ok = false, error = e })
     end
+    -- JSON null is an absent field; then the request against its contract (the fields it
+    -- takes, their types and values).
+    for k, v in pairs(m) do
+      if v == native.json.null then m[k] = nil end
+    end
+    local valid, why = api.validate("RpcRequest", m, { strict = true })
+    if not valid then return bad(ty .. ": " .. why, id) end
     local ok, e = pcall(h, m, reply, fail)
     if not ok then fail(tostring(e)) end
   end
@@ -332,6 +350,7 @@ return function(api)
       S.active = true
       S.asks = {}
       S.turns = 0
+      S.preparing = 0
       S.closed = false
     end,
     notify = function(text) write({ type = "notify", text = tostring(text) }) end,
@@ -381,7 +400,7 @@ return function(api)
         pending.result = pending.convert(nil, headless_answer(pending.kind))
         term.done(pending.waiter)
       end
-      while S.turns > 0 do
+      while S.turns > 0 or S.preparing > 0 do
         S.idle_waiter = term.waiter()
         term.wait(S.idle_waiter)
       end
