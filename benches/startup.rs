@@ -43,7 +43,7 @@ fn relay_main(file: &str) {
     // SAFETY: waits for our own child.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4 failed");
-    let us = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
+    let us = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
     let cpu = us(usage.ru_utime) + us(usage.ru_stime);
     std::fs::write(file, format!("{cpu} {} {status}", usage.ru_maxrss)).expect("write rusage");
     std::process::exit(0);

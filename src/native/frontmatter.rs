@@ -515,7 +515,7 @@ mod tests {
         assert_eq!(fm.body, "", "the body is not read");
         assert_eq!(found[0].body_bytes, body.len());
         // Whole reads (agents, commands) still get the body.
-        let whole = scan_files(&[dir.clone()], ".md");
+        let whole = scan_files(std::slice::from_ref(&dir), ".md");
         assert_eq!(whole[0].parsed.as_ref().unwrap().body, body);
         // A change (same size even) and a new directory are seen by the next scan.
         std::fs::write(
