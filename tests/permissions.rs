@@ -674,3 +674,42 @@ fn auto_mode_masks_workspace_secrets_from_sandboxed_commands() {
     assert!(readable.contains("sk-in-dotenv"), "{readable}");
     assert!(!readable.contains("sk-in-credentials"), "{readable}");
 }
+
+/// The sandbox is chosen by the first command that must run in it: a default-mode session
+/// that only reads never tries bubblewrap (no trial, so no recorded outcome), and the first
+/// sandboxed command of an auto-mode session runs the trial and records it.
+#[test]
+fn the_sandbox_trial_waits_for_the_first_sandboxed_command() {
+    if fen::native::sandbox::find_on_path("bwrap").is_none() {
+        eprintln!("NOTICE: bwrap not found; sandbox trial test skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    let record = s.state().join("fen/sandbox-probe");
+    s.write("work/a.txt", "a\n");
+    let sc = script(&s, &[("ls", serde_json::json!({}))]);
+    let (results, _, o) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "default"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(results[0].contains("a.txt"), "{results:?}");
+    assert!(
+        !record.exists(),
+        "a read-only session tried bubblewrap: {}",
+        std::fs::read_to_string(&record).unwrap_or_default()
+    );
+    if fen::native::sandbox::detect().tier == fen::native::sandbox::Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; the sandboxed half skipped");
+        return;
+    }
+    let sc = script(
+        &s,
+        &[(
+            "bash",
+            serde_json::json!({"command": "echo made > made.txt"}),
+        )],
+    );
+    let (_, _, o) = run_json(&s, &["--mock-script", &sc, "--permission-mode", "auto"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.cwd().join("made.txt").exists());
+    let text = std::fs::read_to_string(&record).expect("the trial's record");
+    assert!(text.starts_with("fen-sandbox-probe 1\nbwrap "), "{text}");
+}

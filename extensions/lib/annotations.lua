@@ -543,8 +543,8 @@ function native.clock_ms() end
 ---@class fen.NativePolicy
 ---@field new fun(opts: {cwd: string, additional_dirs: string[]?, mode: "safe"|"default"|"auto"|"yolo", rules: {text: string, kind: "allow"|"ask"|"deny", file: string?, line: integer?}[]?, tools: string[]?, sandbox: boolean?}): userdata?, string[]? a policy with `:decide(tool, risk, args)` (async), `:add_rule(text, kind)`, `:set_mode(mode)`, `:mode()`
 ---@field settings_rules fun(path: string): table?, string? permissions and sandbox of a settings.json, each rule with its line
----@field sandbox fun(): {tier: string, status: string, description: string} async
----@field use_sandbox fun(opts: {enabled: boolean, required: boolean?, network: boolean?, writable_roots: string[]?, workspace: string, unsandboxed: string[]?}): string[] the rules that could not be parsed, each with why
+---@field sandbox fun(opts: {lazy: boolean?}?): {tier: string, status: string, description: string} async; `lazy`: no bubblewrap trial when the answer does not depend on it (tier `auto`: the first sandboxed command decides)
+---@field use_sandbox fun(opts: {enabled: boolean, required: boolean?, network: boolean?, writable_roots: string[]?, workspace: string, unsandboxed: string[]?, allow_rules: string[]?, prestart: boolean?}): string[] the rules that could not be parsed, each with why
 ---@field sandbox_scope fun(command: string): string[] async; the rules an "always run it outside the sandbox" answer adds for `command` (empty when none is safe to offer)
 ---@field allow_unsandboxed fun(rule: string): boolean?, string? adds one such rule for the rest of the process
 ---@field audit fun(record: table)

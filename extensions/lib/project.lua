@@ -5,18 +5,34 @@ local native = require("fen.native")
 
 local M = {}
 
+-- Roots found, by directory: the companions ask for the same one several times a run. A
+-- remembered root is checked again with one `stat` of its `.git` (of `dir`'s own outside a
+-- repository, where `git init` would make one) instead of a walk with one per level.
+local known = {}
+
 --- The nearest directory from `dir` up holding `.git`, or `dir` itself outside a repository.
 ---@param dir string
 ---@return string
 function M.root(dir)
+  local k = known[dir]
+  if k and (native.fs.stat(k.root .. "/.git") ~= nil) == not k.outside then return k.root end
+  local root, outside = M.find_root(dir)
+  known[dir] = { root = root, outside = outside }
+  return root
+end
+
+--- `root` without the memory; also whether `dir` is outside any repository.
+---@param dir string
+---@return string, boolean
+function M.find_root(dir)
   local d = dir
   while d and d ~= "" do
-    if native.fs.stat(d .. "/.git") then return d end
+    if native.fs.stat(d .. "/.git") then return d, false end
     local parent = d:match("^(.*)/[^/]*$")
     if not parent or parent == d then break end
     d = parent
   end
-  return dir
+  return dir, true
 end
 
 --- The working directory and its parents up to the repository root, nearest first; only the

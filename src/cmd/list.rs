@@ -24,7 +24,12 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
         ListWhat::Tools => {
             let kernel = boot(cli)?;
             super::block_on(super::mcp::settle(&kernel, None))?;
-            kernel.list_json("tool")
+            let rows = kernel.list_json("tool");
+            // The process ends after printing: closing the Lua state would free every object
+            // one by one (a tenth of the run) and no finalizer matters to a listing (servers
+            // are ended by `end_children`).
+            std::mem::forget(kernel);
+            rows
         }
         other => {
             let kind = other.register_kind().unwrap_or("tool");

@@ -26,6 +26,15 @@ use std::process::ExitCode;
 
 /// The process entry point.
 pub fn main() -> ExitCode {
+    // `fen --version` alone: printed without building the whole command line parser (what
+    // clap would print, in a fraction of the time).
+    let mut raw = std::env::args_os().skip(1);
+    if let (Some(a), None) = (raw.next(), raw.next()) {
+        if a == "--version" || a == "-V" {
+            let _ = writeln!(std::io::stdout(), "fen {}", cli::LONG_VERSION);
+            return ExitCode::SUCCESS;
+        }
+    }
     let args = match cli::preparse(std::env::args_os().collect()) {
         cli::Preparse::Args(args) => args,
         cli::Preparse::Typo(message) => {

@@ -89,17 +89,20 @@ pub struct FoundDoc {
     pub dir: PathBuf,
     /// The document itself (`root/NAME/FILE`).
     pub file: PathBuf,
-    /// Its front matter and body, or why it could not be read.
+    /// Its front matter and body (empty when only the front matter was read: [`scan`]), or
+    /// why it could not be read.
     pub parsed: Result<FrontMatter, String>,
+    /// The body's length in bytes.
+    pub body_bytes: usize,
 }
 
 /// Every `ROOT/NAME/file_name` of the given roots, in root order and by name within a root.
-/// Names starting with `.` are skipped; missing roots are not an error.
+/// Names starting with `.` are skipped; missing roots are not an error. Only each file's front
+/// matter is read (the listing in the system prompt needs names and descriptions, not bodies);
+/// `body` is empty and [`FoundDoc::body_bytes`] says how long it is.
 pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
-    scan_with(roots, |_, entry| {
-        entry
-            .is_dir()
-            .then(|| (entry.clone(), entry.join(file_name)))
+    scan_with(roots, false, |_, entry, kind| {
+        (kind == Kind::Dir).then(|| (entry.clone(), entry.join(file_name)))
     })
 }
 
@@ -107,9 +110,9 @@ pub fn scan(roots: &[PathBuf], file_name: &str) -> Vec<FoundDoc> {
 /// root order and by name within a root; `dir` is the root. Names starting with `.` are
 /// skipped; missing roots are not an error.
 pub fn scan_files(roots: &[PathBuf], suffix: &str) -> Vec<FoundDoc> {
-    scan_with(roots, |root, entry| {
+    scan_with(roots, true, |root, entry, kind| {
         let named = entry.file_name()?.to_string_lossy().ends_with(suffix);
-        (named && entry.is_file()).then(|| (root.to_path_buf(), entry.clone()))
+        (named && kind == Kind::File).then(|| (root.to_path_buf(), entry.clone()))
     })
 }
 
@@ -129,16 +132,14 @@ pub fn scan_tree(roots: &[PathBuf], suffix: &str, depth: usize) -> Vec<FoundDoc>
             if level >= depth {
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+            let Some(entries) = cache::list(&dir) else {
                 continue;
             };
             let mut subs: Vec<PathBuf> = entries
-                .flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
+                .iter()
+                .filter(|(_, k)| *k == Kind::Dir)
+                .map(|(p, _)| p.clone())
                 .collect();
-            subs.sort();
             subs.reverse();
             dirs.extend(subs.into_iter().map(|p| (p, level + 1)));
         }
@@ -146,42 +147,250 @@ pub fn scan_tree(roots: &[PathBuf], suffix: &str, depth: usize) -> Vec<FoundDoc>
     out
 }
 
+/// What a directory entry is (symlinks followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    File,
+    Other,
+}
+
 /// The documents `pick` names (its dir and file) among each root's entries not starting with
 /// `.`, sorted; a file that does not exist is skipped, one that cannot be read is kept with
-/// the reason.
+/// the reason. `whole`: read the body too, else only the front matter.
 fn scan_with(
     roots: &[PathBuf],
-    mut pick: impl FnMut(&Path, &PathBuf) -> Option<(PathBuf, PathBuf)>,
+    whole: bool,
+    mut pick: impl FnMut(&Path, &PathBuf, Kind) -> Option<(PathBuf, PathBuf)>,
 ) -> Vec<FoundDoc> {
     let mut out = Vec::new();
     for (i, root) in roots.iter().enumerate() {
-        let Ok(entries) = std::fs::read_dir(root) else {
+        let Some(entries) = cache::list(root) else {
             continue;
         };
-        let mut paths: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .collect();
-        paths.sort();
-        for (dir, file) in paths.iter().filter_map(|p| pick(root, p)) {
-            let parsed = match std::fs::read(&file) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => parse(&text).map_err(|e| e.to_string()),
-                    Err(_) => Err(format!("{} is not UTF-8", file.display())),
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        for (dir, file) in entries.iter().filter_map(|(p, k)| pick(root, p, *k)) {
+            let Some(read) = cache::read(&file, whole) else {
+                continue;
             };
             out.push(FoundDoc {
                 root: i,
                 dir,
                 file,
-                parsed,
+                parsed: read.parsed,
+                body_bytes: read.body_bytes,
             });
         }
     }
     out
+}
+
+/// The directory listings and documents scans read, kept for the process and reused while
+/// each path's stamp (device, inode, size, modification time) is unchanged: the several
+/// companions that look for Markdown documents (skills, agents, commands) and every reload
+/// list each directory and parse each file once, and a reload pays one `stat` per path that
+/// did not change. A path changed within the racy margin of its reading is never reused
+/// (file system clocks tick coarsely; git's "racy timestamp" rule).
+mod cache {
+    use super::{parse, FrontMatter, Kind};
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex, OnceLock};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Stamp {
+        dev: u64,
+        ino: u64,
+        size: u64,
+        mtime: i64,
+        mtime_nsec: i64,
+    }
+
+    const RACY_MARGIN: Duration = Duration::from_millis(100);
+
+    /// The stamp of `p` (following symlinks) and whether it is recent enough to be racy.
+    fn stamp(p: &Path) -> Option<(Stamp, bool)> {
+        let m = std::fs::metadata(p).ok()?;
+        let s = Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: m.mtime(),
+            mtime_nsec: m.mtime_nsec(),
+        };
+        let changed = s.mtime as i128 * 1_000_000_000 + s.mtime_nsec as i128;
+        let limit = SystemTime::now()
+            .checked_sub(RACY_MARGIN)
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i128);
+        Some((s, changed >= limit))
+    }
+
+    /// What reading one document gave.
+    #[derive(Clone)]
+    pub(super) struct Read {
+        pub parsed: Result<FrontMatter, String>,
+        pub body_bytes: usize,
+    }
+
+    type Listing = Arc<Vec<(PathBuf, Kind)>>;
+
+    #[derive(Default)]
+    struct Store {
+        dirs: HashMap<PathBuf, (Stamp, Listing)>,
+        /// Keyed by path and whether the body was read.
+        docs: HashMap<(PathBuf, bool), (Stamp, Read)>,
+    }
+
+    /// Bounds the store (a long session reloading over many projects).
+    const MAX_ENTRIES: usize = 4096;
+
+    fn store() -> std::sync::MutexGuard<'static, Store> {
+        static S: OnceLock<Mutex<Store>> = OnceLock::new();
+        S.get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entries of `dir` not starting with `.`, sorted by path, each with its kind; `None`
+    /// when `dir` cannot be listed.
+    pub(super) fn list(dir: &Path) -> Option<Listing> {
+        let (st, racy) = stamp(dir)?;
+        if let Some((s, l)) = store().dirs.get(dir) {
+            if *s == st {
+                return Some(l.clone());
+            }
+        }
+        let mut entries: Vec<(PathBuf, Kind)> = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| {
+                let p = e.path();
+                // The entry's type, following a symlink only when it is one.
+                let kind = match e.file_type() {
+                    Ok(t) if t.is_dir() => Kind::Dir,
+                    Ok(t) if t.is_file() => Kind::File,
+                    _ => match std::fs::metadata(&p) {
+                        Ok(m) if m.is_dir() => Kind::Dir,
+                        Ok(m) if m.is_file() => Kind::File,
+                        _ => Kind::Other,
+                    },
+                };
+                (p, kind)
+            })
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let listing = Arc::new(entries);
+        if !racy {
+            let mut s = store();
+            if s.dirs.len() >= MAX_ENTRIES {
+                s.dirs.clear();
+            }
+            s.dirs.insert(dir.to_path_buf(), (st, listing.clone()));
+        }
+        Some(listing)
+    }
+
+    /// Reads and parses `file` (its front matter only unless `whole`); `None` when it does not
+    /// exist.
+    pub(super) fn read(file: &Path, whole: bool) -> Option<Read> {
+        let st = stamp(file);
+        let key = (file.to_path_buf(), whole);
+        if let Some((s, _)) = st {
+            if let Some((cs, r)) = store().docs.get(&key) {
+                if *cs == s {
+                    return Some(r.clone());
+                }
+            }
+        }
+        let read = match read_doc(file, whole) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => Read {
+                parsed: Err(format!("cannot read {}: {e}", file.display())),
+                body_bytes: 0,
+            },
+        };
+        if let Some((s, false)) = st {
+            let mut store = store();
+            if store.docs.len() >= MAX_ENTRIES {
+                store.docs.clear();
+            }
+            store.docs.insert(key, (s, read.clone()));
+        }
+        Some(read)
+    }
+
+    fn read_doc(file: &Path, whole: bool) -> std::io::Result<Read> {
+        let utf8 = |bytes: Vec<u8>| {
+            String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", file.display()))
+        };
+        if whole {
+            let text = utf8(std::fs::read(file)?);
+            let parsed = text.and_then(|t| parse(&t).map_err(|e| e.to_string()));
+            let body_bytes = parsed.as_ref().map_or(0, |f| f.body.len());
+            return Ok(Read { parsed, body_bytes });
+        }
+        let (head, size) = read_head(file)?;
+        let unread = (size as usize).saturating_sub(head.len());
+        let parsed = utf8(head).and_then(|t| parse(&t).map_err(|e| e.to_string()));
+        let (parsed, body_bytes) = match parsed {
+            Ok(mut fm) => {
+                // What was read past the front matter, plus what was not read.
+                let read_past = std::mem::take(&mut fm.body).len();
+                (Ok(fm), read_past + unread)
+            }
+            Err(e) => (Err(e), 0),
+        };
+        Ok(Read { parsed, body_bytes })
+    }
+
+    /// The start of `file` up to the end of its front matter (the closing `---` line), or the
+    /// whole file when it has none; cut back to a character boundary. Also the file's size.
+    fn read_head(file: &Path) -> std::io::Result<(Vec<u8>, u64)> {
+        use std::io::Read as _;
+        let mut f = std::fs::File::open(file)?;
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut buf = Vec::with_capacity(size.min(8192) as usize);
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = f.read(&mut chunk)?;
+            if n == 0 {
+                return Ok((buf, size));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(end) = front_matter_end(&buf) {
+                buf.truncate(end);
+                return Ok((buf, size));
+            }
+            // Not front matter at all: no need to read further.
+            if buf.len() >= 4 && !starts_front_matter(&buf) {
+                return Ok((buf, size));
+            }
+        }
+    }
+
+    fn starts_front_matter(b: &[u8]) -> bool {
+        let b = b.strip_prefix("\u{feff}".as_bytes()).unwrap_or(b);
+        b.starts_with(b"---")
+    }
+
+    /// The byte offset just past the closing `---` (or `...`) line, when `b` holds it.
+    fn front_matter_end(b: &[u8]) -> Option<usize> {
+        let first = memchr::memchr(b'\n', b)? + 1;
+        let mut pos = first;
+        while let Some(i) = memchr::memchr(b'\n', &b[pos..]) {
+            let end = pos + i + 1;
+            let line = b[pos..end].trim_ascii_end();
+            if line == b"---" || line == b"..." {
+                return Some(end);
+            }
+            pos = end;
+        }
+        None
+    }
 }
 
 fn to_json(y: Yaml) -> Value {
@@ -285,5 +494,39 @@ mod tests {
         let z = found[1].parsed.as_ref().unwrap();
         assert_eq!(z.fields["name"], "z");
         assert_eq!(z.body, "Z body\n");
+    }
+
+    #[test]
+    fn scan_reads_front_matter_only_and_sees_every_change() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("pdf");
+        std::fs::create_dir(&dir).unwrap();
+        let file = dir.join("SKILL.md");
+        let body = "# Body\n".repeat(5000);
+        std::fs::write(
+            &file,
+            format!("---\nname: pdf\ndescription: d\n---\n{body}"),
+        )
+        .unwrap();
+        let roots = [t.path().to_path_buf()];
+        let found = scan(&roots, "SKILL.md");
+        let fm = found[0].parsed.as_ref().unwrap();
+        assert_eq!(fm.fields["name"], "pdf");
+        assert_eq!(fm.body, "", "the body is not read");
+        assert_eq!(found[0].body_bytes, body.len());
+        // Whole reads (agents, commands) still get the body.
+        let whole = scan_files(std::slice::from_ref(&dir), ".md");
+        assert_eq!(whole[0].parsed.as_ref().unwrap().body, body);
+        // A change (same size even) and a new directory are seen by the next scan.
+        std::fs::write(
+            &file,
+            format!("---\nname: pdq\ndescription: d\n---\n{body}"),
+        )
+        .unwrap();
+        std::fs::create_dir(t.path().join("new")).unwrap();
+        std::fs::write(t.path().join("new/SKILL.md"), "---\nname: new\n---\n").unwrap();
+        let again = scan(&roots, "SKILL.md");
+        assert_eq!(again.len(), 2);
+        assert_eq!(again[1].parsed.as_ref().unwrap().fields["name"], "pdq");
     }
 }

@@ -89,7 +89,7 @@ fn docs_table(lua: &Lua, docs: Vec<frontmatter::FoundDoc>, with_body: bool) -> m
                         &serde_json::Value::Object(fm.fields),
                     )?,
                 )?;
-                t.set("body_bytes", fm.body.len())?;
+                t.set("body_bytes", doc.body_bytes)?;
                 if with_body {
                     t.set("body", fm.body)?;
                 }

@@ -8,7 +8,9 @@
 //! - `p:add_rule(text, kind)` (a session rule), `p:set_mode(mode)`, `p:mode()`, `p:rules()`.
 //! - `policy.settings_rules(path)` -> `{mode, allow, ask, deny, additional_dirs, sandbox}` of a
 //!   settings.json with each rule's line, or `nil, message`.
-//! - `policy.sandbox()` (async) -> `{tier, status, description}` of this machine.
+//! - `policy.sandbox(opts?)` (async) -> `{tier, status, description}` of this machine;
+//!   `{lazy = true}`: without the bubblewrap trial when the answer does not depend on it
+//!   (tier `auto`: a sandbox there is, which one the first sandboxed command decides).
 //! - `policy.use_sandbox{enabled, required, network, writable_roots, workspace, unsandboxed}`:
 //!   how shell commands of tools run from now on (`process.run` and `jobs.start` read it);
 //!   `unsandboxed` lists rules (`Bash(cargo test *)`) whose commands run outside the sandbox.
@@ -42,9 +44,20 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "sandbox",
-        lua.create_async_function(|lua, ()| async move {
+        lua.create_async_function(|lua, opts: Option<Table>| async move {
+            let lazy = match opts {
+                Some(t) => super::options::<SandboxInfoOpts>(&lua, "policy.sandbox", t)?.lazy,
+                None => false,
+            };
             // The first detection runs a trial bwrap: not on the Lua thread.
-            let info = blocking(sandbox::detect).await?;
+            let info = blocking(move || {
+                if lazy {
+                    lazy_tier()
+                } else {
+                    sandbox::detect().clone()
+                }
+            })
+            .await?;
             let t = lua.create_table()?;
             t.set("tier", format!("{:?}", info.tier).to_lowercase())?;
             t.set("status", info.status())?;
@@ -381,6 +394,33 @@ fn line_of(text: &str, rule: &str) -> u32 {
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+struct SandboxInfoOpts {
+    #[serde(default)]
+    lazy: bool,
+}
+
+/// The tier info without the bubblewrap trial when the answer to "is there a sandbox" does
+/// not depend on it (tier `Auto`: bubblewrap or Landlock, decided by the first sandboxed
+/// command). Blocking: reads the recorded trial outcome.
+fn lazy_tier() -> sandbox::TierInfo {
+    if let Some(info) = sandbox::detect_without_trial() {
+        return info.clone();
+    }
+    if !sandbox::available() {
+        return sandbox::detect().clone();
+    }
+    sandbox::detected()
+        .cloned()
+        .unwrap_or_else(|| sandbox::TierInfo {
+            tier: sandbox::Tier::Auto,
+            bwrap: sandbox::find_on_path("bwrap"),
+            bwrap_problem: None,
+            landlock_abi: sandbox::landlock_abi(),
+        })
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SandboxOpts {
     enabled: bool,
     #[serde(default)]
@@ -396,6 +436,10 @@ struct SandboxOpts {
     /// to sandboxed commands; every other secret file there is masked.
     #[serde(default)]
     allow_rules: Vec<String>,
+    /// Start the persistent sandbox now, in the background (auto mode: commands will run in
+    /// it without asking), when the machine's tier is known without the bubblewrap trial.
+    #[serde(default)]
+    prestart: bool,
 }
 
 /// The sandbox tool commands run in (app data of the state; `process.run` reads it).
@@ -529,8 +573,10 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
         }
     }
     let policy = sandbox::SandboxPolicy::build(&inputs);
-    lua.set_app_data(ToolSandbox(Some(sandbox::Sandbox::detected(
-        policy, o.required,
-    ))));
+    let sb = sandbox::Sandbox::detected(policy, o.required);
+    if o.prestart {
+        sandbox::prestart(&sb, Path::new(&o.workspace));
+    }
+    lua.set_app_data(ToolSandbox(Some(sb)));
     Ok(problems)
 }

@@ -140,7 +140,9 @@ struct Shared {
     changed: watch::Sender<u64>,
     log_dir: Mutex<PathBuf>,
     env_remove: Mutex<Vec<String>>,
-    http: reqwest::Client,
+    /// Built by the first HTTP server's connection: loading the system's TLS roots takes
+    /// milliseconds that runs without HTTP servers must not pay.
+    http: OnceLock<reqwest::Client>,
 }
 
 /// The set of configured servers and their connections. Cheap to clone (shared).
@@ -228,7 +230,7 @@ impl Manager {
                 changed,
                 log_dir: Mutex::new(std::env::temp_dir().join("fen-mcp")),
                 env_remove: Mutex::new(Vec::new()),
-                http: reqwest::Client::new(),
+                http: OnceLock::new(),
             }),
         }
     }
@@ -468,11 +470,18 @@ impl Manager {
                 // A login from `fen mcp login` (refreshed when it nears its expiry, and when
                 // the server refuses it).
                 let oauth = oauth_token(url).await.map(|t| OAuthLogin::new(url, t));
+                // The HTTP client (and its TLS roots) is built for the first HTTP server only.
+                let client = match self.shared.http.get() {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = tokio::task::spawn_blocking(reqwest::Client::new)
+                            .await
+                            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+                        self.shared.http.get_or_init(|| c).clone()
+                    }
+                };
                 let transport = StreamableHttpClientTransport::with_client(
-                    FenHttpClient {
-                        client: self.shared.http.clone(),
-                        oauth,
-                    },
+                    FenHttpClient { client, oauth },
                     cfg,
                 );
                 info.serve(transport).await.map_err(|e| {

@@ -578,6 +578,50 @@ pub(super) fn start_landlock(
     start_key(key, req, out)
 }
 
+/// Starts the launcher for (`policy`, `bwrap`, `args`, `binds`) now, if none runs, so the first
+/// command does not wait for bwrap. Blocking.
+pub fn warm(
+    policy: &SandboxPolicy,
+    bwrap: &Path,
+    args: &[OsString],
+    binds: &[Option<(u64, u64)>],
+) -> io::Result<()> {
+    let key = Key {
+        policy: policy.clone(),
+        via: Via::Bwrap {
+            bwrap: bwrap.to_path_buf(),
+            args: args.to_vec(),
+            binds: binds.to_vec(),
+        },
+    };
+    warm_key(&key)
+}
+
+/// [`warm`] for the Landlock launcher of `prepared`.
+#[cfg(target_os = "linux")]
+pub(super) fn warm_landlock(
+    policy: &SandboxPolicy,
+    prepared: &Arc<super::lsm::Prepared>,
+) -> io::Result<()> {
+    let key = Key {
+        policy: policy.clone(),
+        via: Via::Landlock(prepared.clone()),
+    };
+    warm_key(&key)
+}
+
+fn warm_key(key: &Key) -> io::Result<()> {
+    let program = program().ok_or_else(|| io::Error::other("no launcher program"))?;
+    if FAILED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(key)
+    {
+        return Ok(());
+    }
+    get_or_start(key, program, false).map(|_| ())
+}
+
 fn start_key(key: Key, req: &Request, out: &OwnedFd) -> io::Result<(OwnedFd, i32, Arc<Launcher>)> {
     let program = program().ok_or_else(|| io::Error::other("no launcher program"))?;
     let body = req.encode();

@@ -24,7 +24,10 @@ use std::sync::Arc;
 pub use bwrap::{args as bwrap_args, BwrapArgs, Prepared as BwrapPrepared};
 pub use classify::{classify, Blocked, Boundary};
 pub use policy::{PolicyInputs, RootKind, SandboxPolicy, WritableRoot};
-pub use tier::{detect, find_on_path, landlock_abi, probe, Tier, TierInfo};
+pub use tier::{
+    available, detect, detect_without_trial, detected, find_on_path, landlock_abi, probe, Tier,
+    TierInfo,
+};
 
 /// Why a sandboxed command cannot be launched.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -52,11 +55,12 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// `policy` in the best tier of this machine ([`detect`]).
+    /// `policy` in the best tier of this machine ([`detect`]): the detected tier when detection
+    /// has run, else [`Tier::Auto`], resolved by the first [`prepare`] (off the async thread).
     pub fn detected(policy: SandboxPolicy, required: bool) -> Self {
         Self {
             policy: Arc::new(policy),
-            tier: detect().tier,
+            tier: tier::detected().map_or(Tier::Auto, |i| i.tier),
             required,
         }
     }
@@ -106,9 +110,17 @@ pub enum Launch {
 /// each built once per policy and reused while the paths it looked at keep their stamps.
 /// Blocking file system work (a few `lstat`s when cached); run it off the async thread.
 pub fn prepare(sandbox: &Sandbox, cwd: Option<&Path>) -> Result<Launch, SandboxError> {
-    match sandbox.tier {
-        Tier::None if sandbox.required => Err(SandboxError::Unavailable(unavailable_reason())),
-        Tier::None => Ok(Launch::Unsandboxed),
+    // The bubblewrap trial, when nothing recorded its outcome yet, runs here: the first time a
+    // command must run sandboxed.
+    let tier = match sandbox.tier {
+        Tier::Auto => detect().tier,
+        t => t,
+    };
+    match tier {
+        Tier::None | Tier::Auto if sandbox.required => {
+            Err(SandboxError::Unavailable(unavailable_reason()))
+        }
+        Tier::None | Tier::Auto => Ok(Launch::Unsandboxed),
         Tier::Bubblewrap => {
             let Some(bwrap) = detect().bwrap.clone().or_else(|| find_on_path("bwrap")) else {
                 return Err(SandboxError::Unavailable("bwrap not found on PATH".into()));
@@ -149,7 +161,40 @@ fn unavailable_reason() -> String {
     format!("{bwrap}, and the kernel has no Landlock")
 }
 
+/// Starts the persistent sandbox of `sandbox` on a thread of its own when the machine's tier is
+/// known without the bubblewrap trial (recorded for this machine, see [`tier::probe_file`]):
+/// for sessions whose commands run sandboxed without asking (auto mode), so the first command
+/// does not wait for bwrap. Without a recorded trial nothing starts here; the first command
+/// runs the trial.
+pub fn prestart(sandbox: &Sandbox, cwd: &Path) {
+    let (sb, cwd) = (sandbox.clone(), cwd.to_path_buf());
+    let _ = std::thread::Builder::new()
+        .name("fen-sandbox-prestart".into())
+        .spawn(move || {
+            if launcher::program().is_none()
+                || detect_without_trial().is_none_or(|i| i.tier == Tier::None)
+            {
+                return;
+            }
+            if let Ok(launch) = prepare(&sb, Some(&cwd)) {
+                let _ = launch.warm(&sb.policy);
+            }
+        });
+}
+
 impl Launch {
+    /// Starts the persistent sandbox of this launch if none runs yet ([`prestart`]). Blocking.
+    pub fn warm(&self, policy: &SandboxPolicy) -> std::io::Result<()> {
+        match self {
+            Launch::Bubblewrap { bwrap, prepared } => {
+                launcher::warm(policy, bwrap, &prepared.args, &prepared.binds)
+            }
+            #[cfg(target_os = "linux")]
+            Launch::Landlock(prepared) => launcher::warm_landlock(policy, prepared),
+            Launch::Unsandboxed => Ok(()),
+        }
+    }
+
     /// Starts `req` in the persistent sandbox of this launch (a launcher per configuration, see
     /// [`launcher`]); an error for `Unsandboxed` or when no launcher can serve it. Blocking.
     pub fn start_persistent(

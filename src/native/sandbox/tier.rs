@@ -16,6 +16,9 @@ pub enum Tier {
     Landlock,
     /// No sandbox available.
     None,
+    /// The best tier of this machine ([`detect`]), decided when the first command is prepared
+    /// (off the async thread), so a session that runs nothing sandboxed never tries bubblewrap.
+    Auto,
 }
 
 impl Tier {
@@ -25,6 +28,7 @@ impl Tier {
             Tier::Bubblewrap => "bubblewrap",
             Tier::Landlock => "landlock",
             Tier::None => "none",
+            Tier::Auto => "auto",
         }
     }
 }
@@ -67,6 +71,9 @@ impl TierInfo {
                     .as_deref()
                     .map_or_else(String::new, |p| format!(" (bubblewrap unusable: {p})")),
             ),
+            Tier::Auto => "sandbox: the best of this machine, chosen at the first command that \
+                 runs in it."
+                .into(),
             Tier::None => format!(
                 "sandbox: none ({}; kernel has no Landlock). Shell commands run with your full \
                  permissions; sandbox.required = true makes them refuse to run. Install \
@@ -82,6 +89,7 @@ impl TierInfo {
             Tier::Bubblewrap => "sandbox: bwrap",
             Tier::Landlock => "sandbox: landlock",
             Tier::None => "no sandbox!",
+            Tier::Auto => "sandbox: auto",
         }
     }
 }
@@ -89,8 +97,41 @@ impl TierInfo {
 /// The tier info of this machine, detected on first use; the bubblewrap trial's outcome is
 /// reused from [`probe_file`] while the machine's key still matches.
 pub fn detect() -> &'static TierInfo {
-    static INFO: OnceLock<TierInfo> = OnceLock::new();
     INFO.get_or_init(|| probe_with(probe_file().as_deref()))
+}
+
+static INFO: OnceLock<TierInfo> = OnceLock::new();
+
+/// The tier info when [`detect`] has run already, without running it.
+pub fn detected() -> Option<&'static TierInfo> {
+    INFO.get()
+}
+
+/// The tier info when it is known without the bubblewrap trial: detection done already, no
+/// `bwrap` on PATH, or the trial's outcome recorded for this machine's key ([`probe_file`]).
+/// `None` when only the trial can tell. Reads a few small files: not on the async thread.
+pub fn detect_without_trial() -> Option<&'static TierInfo> {
+    if let Some(info) = INFO.get() {
+        return Some(info);
+    }
+    let known = match find_on_path("bwrap") {
+        None => true,
+        Some(b) => match (probe_file(), machine_key(&b)) {
+            (Some(file), Some(key)) => read_probe(&file, &key).is_some(),
+            _ => false,
+        },
+    };
+    known.then(detect)
+}
+
+/// Whether this machine has a sandbox tier, running the bubblewrap trial only when the answer
+/// depends on it: with Landlock in the kernel there is a sandbox whatever the trial says, so
+/// the trial waits for the first command that runs in it. Not on the async thread.
+pub fn available() -> bool {
+    match detect_without_trial() {
+        Some(info) => info.tier != Tier::None,
+        None => landlock_abi() >= 1 || detect().tier != Tier::None,
+    }
 }
 
 /// Detection without any cache (tests, `/permissions` after installing bubblewrap).

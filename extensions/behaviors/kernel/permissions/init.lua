@@ -149,7 +149,8 @@ return function(api)
   local function policy()
     if state.policy then return state.policy, state.settings end
     local s = load_settings()
-    local sb = native.policy.sandbox()
+    -- No bubblewrap trial here: it waits for the first command that runs sandboxed.
+    local sb = native.policy.sandbox({ lazy = true })
     -- The OS sandbox: on in every mode but yolo unless settings turn it off.
     local sandbox_on = s.mode ~= "yolo" and s.sandbox.enabled ~= false and sb.tier ~= "none"
     if s.sandbox.required and sb.tier == "none" and s.mode ~= "yolo" then sandbox_on = false end
@@ -169,6 +170,8 @@ return function(api)
       workspace = s.root,
       unsandboxed = unsandboxed,
       allow_rules = allow_texts,
+      -- Auto mode runs commands sandboxed without asking: have the sandbox ready.
+      prestart = s.mode == "auto",
     })
     for _, msg in ipairs(bad or {}) do s.problems[#s.problems + 1] = msg end
     local rules = {}
@@ -432,7 +435,7 @@ return function(api)
       local ok, p_or_err, s = pcall(policy)
       if not ok then return "error: " .. tostring(p_or_err) end
       local lines = { "mode: " .. s.mode }
-      local sb = s.sandbox_info
+      local sb = native.policy.sandbox()
       lines[#lines + 1] = sb.status .. (s.sandbox_on and "" or " (not used in this mode)")
       lines[#lines + 1] = "  " .. sb.description:gsub("\n", "\n  ")
       lines[#lines + 1] = "rules:"
