@@ -173,8 +173,7 @@ end"#,
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    k.emit_json(&serde_json::json!({"type": "info", "info": "hello"}))
-        .unwrap();
+    emit_json(&k, &serde_json::json!({"type": "info", "info": "hello"})).unwrap();
     let probe = common::run_command(&k, "/probe").unwrap().unwrap();
     assert!(probe.contains("seen=hello"), "{probe}");
     assert!(probe.contains("errors=1"), "{probe}");
@@ -228,9 +227,7 @@ end"#,
         "{wrong}"
     );
     // From Rust too.
-    let err = k
-        .emit_json(&serde_json::json!({"type": "llm-end"}))
-        .unwrap_err();
+    let err = emit_json(&k, &serde_json::json!({"type": "llm-end"})).unwrap_err();
     assert!(err.to_string().contains("field 'message'"), "{err}");
 }
 
@@ -460,4 +457,12 @@ fn provider_protocol_modules_load_on_first_use() {
         .unwrap();
     let first: mlua::Table = tools.get(1).unwrap();
     assert_eq!(first.get::<String>("type").unwrap(), "function");
+}
+
+/// Emits an event given as JSON from Rust (validated like `api.emit`).
+fn emit_json(k: &Kernel, event: &serde_json::Value) -> mlua::Result<()> {
+    match fen::kernel::convert::json_to_lua(&k.lua, event)? {
+        mlua::Value::Table(t) => k.emit(t),
+        _ => Err(mlua::Error::runtime("an event must be a table")),
+    }
 }

@@ -652,11 +652,8 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                     )
                 }
             };
-            // Secrets never reach the notifier (see `HiddenEnv`).
-            let hidden = lua
-                .app_data_ref::<crate::host::boot::HiddenEnv>()
-                .map(|h| h.0.clone())
-                .unwrap_or_default();
+            // Secrets never reach the notifier.
+            let hidden = crate::host::run::run(&lua).hidden_env();
             match notify::run_command(argv, input, &hidden).await {
                 Ok(None) => Ok((Value::Boolean(true), Value::Nil)),
                 Ok(Some(msg)) => super::failure(&lua, msg),

@@ -20,9 +20,10 @@ mod live;
 pub mod spill;
 
 pub use clean::{clean_all, Cleaner};
+pub use crate::native::setsid::own_session;
 pub use groups::{
-    group_members, is_dead, live_groups, own_session, proc_stat, terminate_all_groups,
-    terminate_group, terminate_groups, EXIT_GRACE,
+    group_members, is_dead, live_groups, proc_stat, terminate_all_groups, terminate_group,
+    terminate_groups, EXIT_GRACE,
 };
 pub use kept::{Kept, KeptText};
 
