@@ -9,6 +9,8 @@ local M = {}
 ---@param dir string
 ---@return string
 function M.root(dir)
+  -- fen's working directory: the root the run context found once, at start.
+  if native.paths.project_root and dir == native.fs.cwd() then return native.paths.project_root end
   local d = dir
   while d and d ~= "" do
     if native.fs.stat(d .. "/.git") then return d end

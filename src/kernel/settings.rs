@@ -80,6 +80,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "hooks",
     "lsp",
     "checkpoints",
+    "auth",
 ];
 
 /// Which settings file a layer is, in the order they apply.

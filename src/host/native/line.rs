@@ -28,10 +28,8 @@ type SharedStdin = Rc<tokio::sync::Mutex<BufReader<Stdin>>>;
 
 const HISTORY_LINES: usize = 1000;
 
-fn history_path() -> std::path::PathBuf {
-    crate::kernel::settings::Paths::from_env()
-        .state_dir
-        .join("repl-history")
+fn history_path(lua: &Lua) -> std::path::PathBuf {
+    crate::host::run::run(lua).paths.state_dir.join("repl-history")
 }
 
 fn interactive() -> bool {
@@ -80,6 +78,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
             e
         }
     };
+    let history = history_path(lua);
     let outcome = tokio::task::spawn_blocking(move || -> Result<Option<String>, String> {
         let mut guard = shared
             .lock()
@@ -92,7 +91,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
                 .build();
             let mut editor = Editor::with_config(config).map_err(|e| e.to_string())?;
             // No history yet is the usual first run.
-            let _ = editor.load_history(&history_path());
+            let _ = editor.load_history(&history);
             *guard = Some(editor);
         }
         let Some(editor) = guard.as_mut() else {
@@ -102,7 +101,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
             Ok(line) => {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
-                    let path = history_path();
+                    let path = &history;
                     if let Some(dir) = path.parent() {
                         let _ = std::fs::create_dir_all(dir);
                     }
