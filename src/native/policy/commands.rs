@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::shell::{glob_base, join_path, Access, PathRef};
+use super::types::{glob_base, join_path, Access, PathRef};
 use super::table::{table, Program};
 
 /// What to do with a leading wrapper word.
