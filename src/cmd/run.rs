@@ -333,7 +333,12 @@ fn presenter_spec(kernel: &Kernel, provider: &str, presenter: &str) -> Result<Ta
 
 /// What the run's flags tell the kernel: presenter, session backend, tool filter, the run
 /// options companions read, the handler budget.
-fn set_up_kernel(cli: &Cli, kernel: &Kernel, shape: &Shape<'_>, settings: &Settings) -> Result<(), ExitCode> {
+fn set_up_kernel(
+    cli: &Cli,
+    kernel: &Kernel,
+    shape: &Shape<'_>,
+    settings: &Settings,
+) -> Result<(), ExitCode> {
     let inner = &kernel.inner;
     *inner.presenter.borrow_mut() = Some(shape.presenter.to_string());
     *inner.session_backend.borrow_mut() = cli.session_backend.clone();
@@ -407,7 +412,13 @@ fn open_session(
     } else {
         sessions::Target::New
     };
-    crate::cmd::block_on(sessions::open(&kernel.lua, &kernel.inner, agent, target, cli.fork))
+    crate::cmd::block_on(sessions::open(
+        &kernel.lua,
+        &kernel.inner,
+        agent,
+        target,
+        cli.fork,
+    ))
 }
 
 /// Ctrl-C cancels the running turn (or a running slash command); pressed again soon, quits.

@@ -349,7 +349,8 @@ fn hide_secrets(lua: &Lua, inner: &Inner) {
     let settings = ctx.settings();
     let env = &settings.tool_env;
     let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-    let hidden = crate::kernel::settings::hidden_child_env(names, &provider_keys, &env.remove, &env.keep);
+    let hidden =
+        crate::kernel::settings::hidden_child_env(names, &provider_keys, &env.remove, &env.keep);
     ctx.set_hidden_env(hidden);
 }
 

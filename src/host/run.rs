@@ -5,8 +5,9 @@
 //! environment variables tool children must not see, the OS sandbox of tool shell commands with
 //! the rules that send commands outside it, and the read ledger.
 //!
-//! The HTTP client and the terminal's shared handles stay with their bindings (made on first
-//! use there).
+//! It also owns fen's one buffered stdin reader, shared by `term.read_line` and `line.read`.
+//! The HTTP client (`http.rs`) and the state private to one binding (the line editor, the
+//! TUI's screen and its waiters in `term.rs`) stay with their bindings, made on first use.
 
 use crate::kernel::settings::{Paths, Settings};
 use crate::native::ledger::ReadLedger;
@@ -33,7 +34,12 @@ pub struct RunContext {
     unsandboxed: RefCell<Option<Unsandboxed>>,
     /// What the session has read (stale-read protection of `edit` and `write`).
     pub ledger: RefCell<ReadLedger>,
+    stdin: std::cell::OnceCell<SharedStdin>,
 }
+
+/// fen's buffered stdin: one per run, since a second reader would lose what the first
+/// buffered (`term.read_line` and `line.read` share it).
+pub type SharedStdin = Rc<tokio::sync::Mutex<tokio::io::BufReader<tokio::io::Stdin>>>;
 
 impl RunContext {
     /// A context for `cwd` with `paths`, its project folder trusted or not; the settings are
@@ -46,7 +52,8 @@ impl RunContext {
     /// A context for `cwd` whose trust is what trusted.json says, or `force_trust` (`--trust`).
     pub fn for_cwd(paths: Paths, cwd: PathBuf, force_trust: bool) -> RunContext {
         let project_root = crate::kernel::trust::project_root(&cwd);
-        let trusted = force_trust || crate::kernel::trust::is_trusted_root(&paths.state_dir, &project_root);
+        let trusted =
+            force_trust || crate::kernel::trust::is_trusted_root(&paths.state_dir, &project_root);
         RunContext::with_root(paths, cwd, project_root, trusted)
     }
 
@@ -62,6 +69,7 @@ impl RunContext {
             sandbox: RefCell::default(),
             unsandboxed: RefCell::default(),
             ledger: RefCell::default(),
+            stdin: std::cell::OnceCell::new(),
         }
     }
 
@@ -85,6 +93,17 @@ impl RunContext {
     /// Replaces the settings (boot, `/reload`, a trust answer).
     pub fn set_settings(&self, settings: Settings) {
         *self.settings.borrow_mut() = Rc::new(settings);
+    }
+
+    /// The buffered stdin (made at first use).
+    pub fn stdin(&self) -> SharedStdin {
+        self.stdin
+            .get_or_init(|| {
+                Rc::new(tokio::sync::Mutex::new(tokio::io::BufReader::new(
+                    tokio::io::stdin(),
+                )))
+            })
+            .clone()
     }
 
     /// Environment variables tool children (bash, jobs, servers, subagents) must not see.

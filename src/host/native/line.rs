@@ -15,21 +15,20 @@
 
 use mlua::{Lua, Table, Value};
 use std::io::IsTerminal;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
+use tokio::io::AsyncBufReadExt;
 
 type Editor = rustyline::Editor<(), rustyline::history::FileHistory>;
 /// The editor, shared with the blocking thread that runs `readline`.
 type SharedEditor = Arc<Mutex<Option<Editor>>>;
-/// The buffered stdin of the non-terminal path (one per Lua state: a second reader would lose
-/// what the first buffered).
-type SharedStdin = Rc<tokio::sync::Mutex<BufReader<Stdin>>>;
 
 const HISTORY_LINES: usize = 1000;
 
 fn history_path(lua: &Lua) -> std::path::PathBuf {
-    crate::host::run::run(lua).paths.state_dir.join("repl-history")
+    crate::host::run::run(lua)
+        .paths
+        .state_dir
+        .join("repl-history")
 }
 
 fn interactive() -> bool {
@@ -132,15 +131,8 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
 
 /// A line as it comes, escape sequences removed.
 async fn read_plain(lua: &Lua) -> mlua::Result<(Value, usize)> {
-    let reader: SharedStdin = match lua.app_data_ref::<SharedStdin>() {
-        Some(r) => r.clone(),
-        None => {
-            let r: SharedStdin =
-                Rc::new(tokio::sync::Mutex::new(BufReader::new(tokio::io::stdin())));
-            lua.set_app_data(r.clone());
-            r
-        }
-    };
+    // The run's one buffered reader (shared with `term.read_line`).
+    let reader = crate::host::run::run(lua).stdin();
     let mut raw = Vec::new();
     let n = reader
         .lock()

@@ -122,7 +122,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     // fen's directories and the project folder, from the run context (resolved once).
     let ctx = crate::host::run::run(lua);
     let dirs = lua.create_table()?;
-    dirs.set("config_dir", ctx.paths.config_dir.to_string_lossy().as_ref())?;
+    dirs.set(
+        "config_dir",
+        ctx.paths.config_dir.to_string_lossy().as_ref(),
+    )?;
     dirs.set("state_dir", ctx.paths.state_dir.to_string_lossy().as_ref())?;
     dirs.set("project_root", ctx.project_root.to_string_lossy().as_ref())?;
     native.set("paths", dirs)?;

@@ -71,10 +71,12 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "allow_unsandboxed",
-        lua.create_function(|lua, rule: String| match run(lua).unsandboxed().add(&rule) {
-            Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
-            Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
-        })?,
+        lua.create_function(
+            |lua, rule: String| match run(lua).unsandboxed().add(&rule) {
+                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
+            },
+        )?,
     )?;
     m.set(
         "audit",

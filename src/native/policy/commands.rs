@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use super::types::{glob_base, join_path, Access, PathRef};
 use super::table::{table, Program};
+use super::types::{glob_base, join_path, Access, PathRef};
 
 /// What to do with a leading wrapper word.
 pub(crate) enum Peel<'a> {

@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 use tree_sitter::{Node, Parser};
 
 use super::commands;
-pub use super::types::{Access, PathRef};
-pub(crate) use super::types::{glob_base, join_path};
 use super::table;
+pub(crate) use super::types::{glob_base, join_path};
+pub use super::types::{Access, PathRef};
 
 /// Deepest nesting of `bash -c`, `$(...)`, `eval` and the like that is analysed; deeper input
 /// is opaque.

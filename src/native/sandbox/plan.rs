@@ -11,8 +11,7 @@
 
 use super::Sandbox;
 use crate::native::policy::{
-    decide, Decision, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, Source, Verdict,
-    Workspace,
+    decide, Decision, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, Source, Verdict, Workspace,
 };
 use std::sync::{Arc, Mutex};
 
@@ -46,7 +45,9 @@ impl Unsandboxed {
             source: None,
         };
         let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
-        rules.add(&input, &self.workspace).map_err(|e| e.to_string())
+        rules
+            .add(&input, &self.workspace)
+            .map_err(|e| e.to_string())
     }
 
     /// Whether no rule is set (then every command stays in the sandbox, with no analysis).
