@@ -230,7 +230,7 @@ function kernel.run_options() end
 ---@class fen.Native
 ---@field version string
 ---@field platform {os: string, arch: string}
----@field paths {config_dir: string, state_dir: string}
+---@field paths {config_dir: string, state_dir: string, project_root: string} fen's directories and the project folder (repository root of the working directory, else the working directory), found once per run
 ---@field auth fen.NativeAuth
 ---@field truncate fen.NativeTruncate
 ---@field fs fen.NativeFs
