@@ -420,6 +420,54 @@ pub fn wait_for_tool_output_pruning(bound: std::time::Duration) {
 
 #[cfg(test)]
 mod tests {
+    use super::{Scope, Settings};
+
+    #[test]
+    fn layers_merge_in_order_and_unknown_keys_are_reported_with_file_and_line() {
+        let config = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join(".fen")).unwrap();
+        std::fs::write(
+            config.path().join("settings.json"),
+            "{\n  \"provider\": \"anthropic\",\n  \"tui\": {\"theme\": \"dark\", \"mouse\": true},\n  \"colour\": 1\n}",
+        )
+        .unwrap();
+        std::fs::write(
+            project.path().join(".fen/settings.json"),
+            r#"{"provider": "openai", "tui": {"theme": "light"}, "permissions": {"deny": ["Bash(rm *)"]}}"#,
+        )
+        .unwrap();
+        std::fs::write(project.path().join(".fen/settings.local.json"), "{not json").unwrap();
+        let s = Settings::load(config.path(), project.path(), true);
+        // Keys a cloned repository must not choose come from the user's file only.
+        assert_eq!(s.provider.as_deref(), Some("anthropic"));
+        // A trusted project's layers merge over the user's, object by object.
+        assert_eq!(s.get("tui.theme"), Some(&serde_json::json!("light")));
+        assert_eq!(s.get("tui.mouse"), Some(&serde_json::json!(true)));
+        assert_eq!(s.get("tui.nothing"), None);
+        let user = config.path().join("settings.json");
+        assert!(
+            s.problems.iter().any(
+                |p| p == &format!("{}:4: unknown setting \"colour\" (ignored)", user.display())
+            ),
+            "{:?}",
+            s.problems
+        );
+        assert!(s
+            .problems
+            .iter()
+            .any(|p| p.contains("settings.local.json:1:2: not valid JSON")));
+        let deny = &s.layer(Scope::Project).unwrap().permissions().deny;
+        assert_eq!((deny[0].text.as_str(), deny[0].line), ("Bash(rm *)", 1));
+        // An untrusted project's layers stay out of the merged view.
+        let untrusted = Settings::load(config.path(), project.path(), false);
+        assert_eq!(untrusted.get("tui.theme"), Some(&serde_json::json!("dark")));
+        assert_eq!(
+            untrusted.changed_keys(&s),
+            ["permissions", "provider", "tui"]
+        );
+    }
+
     #[test]
     fn provider_keys_and_api_keys_are_hidden_unless_kept() {
         let names = [

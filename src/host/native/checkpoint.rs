@@ -83,8 +83,17 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "settings",
         lua.create_async_function(|lua, workspace: String| async move {
-            let files = settings_files(&crate::host::run::run(&lua).paths, Path::new(&workspace));
-            let (s, problems) = blocking(move || cp::read_settings(&files)).await?;
+            let ctx = crate::host::run::run(&lua);
+            let (s, problems) = if Path::new(&workspace) == ctx.project_root {
+                // The project's files: the run's settings, read once.
+                let (files, _) = ctx.settings().files();
+                let files: Vec<(PathBuf, serde_json::Value)> =
+                    files.into_iter().map(|(p, v, _)| (p, v)).collect();
+                cp::settings_of(&files)
+            } else {
+                let files = settings_files(&ctx.paths, Path::new(&workspace));
+                blocking(move || cp::read_settings(&files)).await?
+            };
             let t = to_lua(&lua, &s)?;
             if let Value::Table(t) = &t {
                 t.set("problems", problems)?;
