@@ -428,3 +428,29 @@ async fn dropped_run_kills_group() {
     assert!(proc_stat(pid).is_none_or(|(s, _)| s == 'Z'));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn stdin_bytes_reach_the_command_whole_and_too_many_are_refused() {
+    // 3 MiB: far more than a pipe buffer, so the writer and the output loop must interleave.
+    let input: Vec<u8> = (0..3 * 1024 * 1024)
+        .map(|i| b'a' + (i % 26) as u8)
+        .collect();
+    let mut spec = ProcessSpec::new("wc -c; head -c 5");
+    spec.stdin = Some(input.into());
+    let r = run_spec(spec).await;
+    assert_eq!(r.exit_code, Some(0), "{}", r.text);
+    assert_eq!(r.text.trim(), "3145728", "{}", r.text);
+    // A command that reads nothing still ends, and the unread input is dropped.
+    let mut spec = ProcessSpec::new("echo ignored");
+    spec.stdin = Some(vec![b'x'; 2 * 1024 * 1024].into());
+    let r = run_spec(spec).await;
+    assert_eq!(r.text, "ignored\n");
+    let mut spec = ProcessSpec::new("cat");
+    spec.stdin = Some(vec![0u8; fen::native::process::MAX_STDIN + 1].into());
+    match run(spec, CancellationToken::new(), None).await {
+        Err(e @ ProcessError::StdinTooLarge { .. }) => {
+            assert!(e.to_string().contains("8388608 bytes"), "{e}")
+        }
+        other => panic!("expected StdinTooLarge, got {:?}", other.map(|r| r.text)),
+    }
+}

@@ -790,3 +790,48 @@ fn ctl_cancel_stops_a_background_run_and_a_foreground_run_stops_at_its_timeout()
     assert!(list.contains("sa2"), "{list}");
     assert!(processes_with(&marker).is_empty());
 }
+
+#[test]
+fn a_settings_permission_request_hook_answers_a_childs_ask_in_the_parent() {
+    let s = Sandbox::new();
+    let _child = child_server(&s, vec![write_call("w1", "made.txt"), text("child ok")]);
+    s.write(
+        "config/fen/agents/scribe.md",
+        "---\nname: scribe\ndescription: writes\nprovider: local\nmodel: tiny\ntools: write\n---\nYou write.\n",
+    );
+    let log = s.root().join("asked.jsonl");
+    let settings = json!({"permissions": {"mode": "default"}, "hooks": {"PermissionRequest": [
+        {"matcher": "Write", "hooks": [{"type": "command", "command": format!(
+            "cat >> {}; echo '{{\"hookSpecificOutput\": {{\"decision\": {{\"behavior\": \"allow\"}}}}}}'",
+            log.display())}]}]}});
+    s.write("config/fen/settings.json", &settings.to_string());
+    let path = crate::tui::script(
+        &s,
+        r#"[{"tool_calls":[{"name":"subagent","arguments":{"agent":"scribe","task":"write made.txt"}}]},{"text":"parent done"}]"#,
+    );
+    // Nobody answers on stdin: the file is written only if the hook approved the child's call.
+    let out = s.fen_stdin(
+        &[
+            "--presenter",
+            "stdio",
+            "--no-session",
+            "--mock-script",
+            &path,
+        ],
+        "go\n",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.cwd().join("made.txt").exists(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        seen.contains("\"hook_event_name\":\"PermissionRequest\"")
+            && seen.contains("\"tool_name\":\"Write\"")
+            && seen.contains("made.txt"),
+        "{seen}"
+    );
+}

@@ -791,7 +791,15 @@ fn plan_mode_refuses_a_write_until_the_plan_is_approved_in_auto_mode() {
 #[test]
 fn shift_tab_cycles_the_permission_mode_into_plan() {
     let s = Sandbox::new();
-    let mut t = start(&s, r#"[{"text":"hi"}]"#);
+    // The test settings say yolo (Shift+Tab would go to default first): start in default.
+    let path = script(&s, r#"[{"text":"hi"}]"#);
+    let mut t = Tui::spawn(
+        &s,
+        &["--mock-script", &path, "--permission-mode", "default"],
+        100,
+        30,
+        &[],
+    );
     t.wait_for("Ask anything");
     t.send("\x1b[Z");
     t.send("\x1b[Z");
@@ -832,6 +840,59 @@ fn the_question_tool_is_answered_in_the_tui() {
         }
     }
     assert!(found, "the answer did not reach the model");
+}
+
+#[test]
+fn a_multi_select_question_toggles_with_space_and_digits_and_enter_confirms() {
+    let s = Sandbox::new();
+    let mut t = start(
+        &s,
+        r#"[{"tool_calls":[{"name":"question","arguments":{"questions":[{"question":"Which targets?","multi_select":true,"options":[{"label":"linux"},{"label":"mac"},{"label":"windows"}]}]}}]},{"text":"finished"}]"#,
+    );
+    t.wait_for("Ask anything");
+    t.send("go\r");
+    let screen = t.wait_for("Which targets?");
+    assert!(
+        screen.contains("[ ] 1  linux") && screen.contains("[ ] 4  other"),
+        "{screen}"
+    );
+    // Space toggles the highlighted option; a digit toggles its option (twice: off again).
+    t.send(" ");
+    t.wait_for("[x] 1  linux");
+    // One arrow at a time: a burst of them reads as the mouse wheel.
+    t.send("\x1b[B");
+    t.wait_for("› [ ] 2  mac");
+    t.send("\x1b[B");
+    t.wait_for("› [ ] 3  windows");
+    t.send(" ");
+    t.wait_for("[x] 3  windows");
+    t.send("2");
+    let screen = t.wait_for("[x] 2  mac");
+    assert!(screen.contains("[x] 3  windows"), "{screen}");
+    t.send("2");
+    let screen = t.wait("mac unchecked", |s| s.contains("[ ] 2  mac"));
+    assert!(
+        screen.contains("[x] 1  linux") && screen.contains("space"),
+        "{screen}"
+    );
+    t.send("\r");
+    t.wait_for("finished");
+    let mut found = false;
+    let mut stack = vec![s.state()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains("Which targets?\\n→ linux, windows")
+            {
+                found = true;
+            }
+        }
+    }
+    assert!(found, "the answers did not reach the model");
 }
 
 #[test]

@@ -330,6 +330,10 @@ fn markdown_commands_expand_each_placeholder_and_list_themselves() {
         "---\ndescription: Commit the staged changes\nargument-hint: [message] [scope]\n---\nStatus: !`echo status-from-shell`\nRefused: !`touch made-by-command.txt`\nFirst: $1; second: $2; all: $ARGUMENTS\nSee @notes.txt\n",
     );
     s.write("config/fen/commands/plain.md", "Just review the code\n");
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "default"}}"#,
+    );
     let env = [("HOME", s.root().join("home").to_string_lossy().into_owned())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     // Listed with their description and source.
@@ -347,16 +351,18 @@ fn markdown_commands_expand_each_placeholder_and_list_themselves() {
     let sc = echo_script(&s);
     let mut envs = env.clone();
     envs.push(("FEN_MOCK_SCRIPT", &sc));
+    // The shell line that is not read-only is asked, as a bash call would be: "n".
     let out = s.fen_stdin(
         &["--presenter", "stdio", "--no-session", "--provider", "mock"],
-        "/git:commit \"fix the bug\" core\n/plain now\n",
+        "/git:commit \"fix the bug\" core\nn\n/plain now\n",
         &envs,
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("Status: status-from-shell"), "{text}{err}");
     assert!(
-        text.contains("Refused: [fen: `touch made-by-command.txt` not run"),
+        text.contains("Refused: [fen: `touch made-by-command.txt` not run: permission denied")
+            && text.contains("the user said no"),
         "{text}"
     );
     assert!(!s.cwd().join("made-by-command.txt").exists());
@@ -791,4 +797,348 @@ fn a_notification_hook_runs_while_an_approval_waits() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(!s.cwd().join("a.txt").exists());
+}
+
+/// Waits (at most 20 s) for `path` to hold a complete JSON object; its text.
+fn wait_for_json(path: &std::path::Path) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.trim_end().ends_with('}') || t0.elapsed() > std::time::Duration::from_secs(20) {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_permission_request_hook_answers_the_approval_in_the_persons_place() {
+    let s = Sandbox::new();
+    let log = s.root().join("permission-requests.jsonl");
+    let hook = exe(
+        &s,
+        "hooks/approve.sh",
+        &format!(
+            "#!/bin/sh\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> {}\ncase \"$input\" in\n  *allowed-by-hook*) echo '{{\"hookSpecificOutput\": {{\"hookEventName\": \"PermissionRequest\", \"decision\": {{\"behavior\": \"allow\"}}}}}}';;\n  *) echo '{{\"hookSpecificOutput\": {{\"hookEventName\": \"PermissionRequest\", \"decision\": {{\"behavior\": \"deny\", \"message\": \"the hook keeps this file out\"}}}}}}';;\nesac\n",
+            log.display()
+        ),
+    );
+    let settings = serde_json::json!({"permissions": {"mode": "default"},
+        "hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}});
+    s.write("config/fen/settings.json", &settings.to_string());
+    let sc = script(
+        &s,
+        &[
+            (
+                "bash",
+                serde_json::json!({"command": "touch allowed-by-hook.txt"}),
+            ),
+            ("bash", serde_json::json!({"command": "touch refused.txt"})),
+        ],
+    );
+    // Nobody answers on stdin (it ends after the prompt): what runs was approved by the hook.
+    let out = s.fen_stdin(&["--presenter", "stdio", "--mock-script", &sc], "go\n", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.cwd().join("allowed-by-hook.txt").exists(), "{text}");
+    assert!(!s.cwd().join("refused.txt").exists(), "{text}");
+    let session = session_text(&s);
+    assert!(
+        session
+            .contains("permission denied: touch refused.txt — hook: the hook keeps this file out"),
+        "{session}"
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    let first: Value = serde_json::from_str(seen.lines().next().unwrap_or("{}")).unwrap();
+    assert_eq!(first["hook_event_name"], "PermissionRequest", "{seen}");
+    assert_eq!(first["tool_name"], "Bash");
+    assert_eq!(first["tool_input"]["command"], "touch allowed-by-hook.txt");
+    assert_eq!(first["permission_mode"], "default");
+    // Headless runs never ask, so the hook is not run there (as in Claude Code's -p).
+    std::fs::remove_file(&log).unwrap();
+    let (results, _, _) = run_json(&s, &["--mock-script", &sc]);
+    assert!(results[0].contains("headless"), "{}", results[0]);
+    assert!(!log.exists(), "the PermissionRequest hook ran headless");
+}
+
+#[test]
+fn a_pre_compact_hook_sees_manual_and_auto_compactions_and_may_refuse_them() {
+    let s = Sandbox::new();
+    let log = s.root().join("pre-compact.jsonl");
+    let hook = exe(
+        &s,
+        "hooks/precompact.sh",
+        &format!(
+            "#!/bin/sh\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> {}\ncase \"$input\" in\n  *'\"trigger\":\"manual\"'*) echo 'not while the migration runs' >&2; exit 2;;\nesac\necho '{{\"decision\": \"block\", \"reason\": \"keep everything\"}}'\n",
+            log.display()
+        ),
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({"PreCompact": [{"hooks": [{"type": "command", "command": hook}]}]}),
+    );
+    // A mock that summarises when the compactor asks and otherwise answers with some bulk.
+    let mock = s.write(
+        "compact.lua",
+        r#"return function(n, ctx)
+  if ctx.system_prompt and ctx.system_prompt:find("You compact", 1, true) then
+    return { text = "SUMMARY" }
+  end
+  return { text = "reply " .. string.rep("x", 400) }
+end"#,
+    );
+    let mock = mock.to_string_lossy().into_owned();
+    let turns: String = (1..=12)
+        .map(|i| format!("message number {i} {}\n", "y".repeat(300)))
+        .collect();
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--mock-script", &mock],
+        &format!("{turns}/compact keep the numbers\n"),
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "nothing compacted: blocked by a hook: PreCompact hook: not while the migration runs"
+        ),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    let manual: Value = serde_json::from_str(seen.lines().last().unwrap_or("{}")).unwrap();
+    assert_eq!(manual["hook_event_name"], "PreCompact", "{seen}");
+    assert_eq!(manual["trigger"], "manual");
+    assert_eq!(manual["custom_instructions"], "keep the numbers");
+    assert!(!session_text(&s).contains("\"type\":\"compaction\""));
+    // The automatic trigger: the hook is asked with `auto` and its `decision: block` holds.
+    std::fs::remove_file(&log).unwrap();
+    let out = s.fen_stdin(
+        &[
+            "--presenter",
+            "stdio",
+            "--no-session",
+            "--mock-script",
+            &mock,
+            "--max-tokens",
+            "500",
+        ],
+        &turns,
+        &[("FEN_MOCK_CONTEXT_WINDOW", "2000")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(seen.contains("\"trigger\":\"auto\""), "{seen}{text}");
+    assert!(
+        text.contains("compaction failed: blocked by a hook: PreCompact hook: keep everything"),
+        "{text}"
+    );
+    assert!(!text.contains("info> compacted"), "{text}");
+}
+
+#[test]
+fn a_notification_hook_runs_once_the_prompt_waited_idle() {
+    let s = Sandbox::new();
+    let marker = s.root().join("idle.json");
+    let settings = serde_json::json!({"permissions": {"mode": "yolo"},
+        "hooks": {"idle_after": 1, "Notification": [{"matcher": "idle_prompt",
+            "hooks": [{"type": "command", "command": format!("cat > {}", marker.display())}]}]}});
+    s.write("config/fen/settings.json", &settings.to_string());
+    let sc = s
+        .write(
+            "idle.json",
+            &serde_json::json!([{"text": "hello"}]).to_string(),
+        )
+        .to_string_lossy()
+        .into_owned();
+    let mut child = s
+        .command(&["--presenter", "stdio", "--no-session", "--mock-script", &sc])
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    stdin.write_all(b"go\n").unwrap();
+    stdin.flush().unwrap();
+    let seen = wait_for_json(&marker);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let ev: Value = serde_json::from_str(&seen).unwrap_or_else(|_| {
+        panic!(
+            "no idle notification: {seen}{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(ev["hook_event_name"], "Notification");
+    assert_eq!(ev["notification_type"], "idle_prompt");
+    assert_eq!(ev["message"], "fen is waiting for your input");
+}
+
+#[test]
+fn a_hook_reads_a_payload_far_larger_than_an_argument_on_stdin() {
+    let s = Sandbox::new();
+    let payload = s.root().join("payload.json");
+    user_hooks(
+        &s,
+        serde_json::json!({"PreToolUse": [{"matcher": "Write", "hooks": [{"type": "command",
+            "command": format!("cat > {}", payload.display())}]}]}),
+    );
+    // 300 KiB of content: well past the 128 KiB one process argument (or variable) may hold.
+    let content: String = (0..300 * 1024)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
+    let sc = script(
+        &s,
+        &[(
+            "write",
+            serde_json::json!({"path": "big.txt", "content": content}),
+        )],
+    );
+    let (results, _, out) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let got = std::fs::read_to_string(&payload).unwrap_or_default();
+    let v: Value = serde_json::from_str(&got)
+        .unwrap_or_else(|e| panic!("the hook got {} bytes, not JSON: {e}", got.len()));
+    assert_eq!(v["tool_name"], "Write");
+    assert_eq!(v["tool_input"]["content"].as_str(), Some(content.as_str()));
+    assert_eq!(v["tool_input"]["file_path"], "big.txt");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd().join("big.txt")).unwrap_or_default(),
+        content
+    );
+}
+
+#[test]
+fn shell_lines_of_a_markdown_command_go_through_the_permission_policy_and_sandbox() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    s.write(
+        "config/fen/settings.json",
+        &serde_json::json!({"permissions": {"mode": "default",
+            "allow": ["Bash(grep NoNewPrivs /proc/self/status)", "Read(//proc/**)"],
+            "deny": ["Bash(echo forbidden *)"]}})
+        .to_string(),
+    );
+    s.write(
+        "config/fen/commands/probe.md",
+        "Sandbox: !`grep NoNewPrivs /proc/self/status`\nDenied: !`echo forbidden word`\nAsked: !`touch asked.txt`\n",
+    );
+    let sc = echo_script(&s);
+    let out = s.fen_stdin(
+        &["--presenter", "stdio", "--no-session", "--provider", "mock"],
+        "/probe\ny\n",
+        &[("FEN_MOCK_SCRIPT", &sc)],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("Denied: [fen: `echo forbidden word` not run: permission denied")
+            && !text.contains("Denied: forbidden word"),
+        "{text}{err}"
+    );
+    // Asked as the bash call would be, and run once approved.
+    assert!(
+        text.contains("Approve bash") && text.contains("touch asked.txt"),
+        "{text}"
+    );
+    assert!(s.cwd().join("asked.txt").exists(), "{text}{err}");
+    if fen::native::sandbox::detect().tier == fen::native::sandbox::Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; the sandbox part is skipped");
+    } else {
+        // Both OS sandbox tiers set no_new_privs on what they start.
+        assert!(text.contains("Sandbox: NoNewPrivs:\t1"), "{text}{err}");
+    }
+}
+
+#[test]
+fn a_markdown_commands_model_runs_its_turn_only_and_help_lists_it() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/commands/deep.md",
+        "---\ndescription: Think harder\nmodel: mock/mock-two\n---\nthink about it\n",
+    );
+    s.write(
+        "config/fen/commands/same.md",
+        "---\nmodel: mock-three\n---\nand this\n",
+    );
+    let sc = echo_script(&s);
+    let out = s.fen_stdin(
+        &[
+            "--presenter",
+            "stdio",
+            "--provider",
+            "mock",
+            "--model",
+            "mock",
+        ],
+        "/help\n/deep\nplain turn\n/same\n",
+        &[("FEN_MOCK_SCRIPT", &sc)],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("/deep") && text.contains("Think harder"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each assistant message names the model that wrote it.
+    let models: Vec<String> = session_text(&s)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["message"]["role"] == "assistant")
+        .map(|r| r["message"]["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(models, ["mock-two", "mock", "mock-three"], "{text}");
+}
+
+#[test]
+fn pre_tool_use_additional_context_reaches_the_model_with_the_result() {
+    let s = Sandbox::new();
+    let hook = exe(
+        &s,
+        "hooks/pre-context.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"additionalContext\": \"the linter runs on save\"}}'\n",
+    );
+    user_hooks(
+        &s,
+        serde_json::json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}),
+    );
+    let sc = script(
+        &s,
+        &[("bash", serde_json::json!({"command": "echo the-call-ran"}))],
+    );
+    let (results, _, out) = run_json(&s, &["--mock-script", &sc]);
+    assert_eq!(results.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        results[0].contains("the-call-ran")
+            && results[0].contains("[PreToolUse hook] the linter runs on save"),
+        "{}",
+        results[0]
+    );
+}
+
+#[test]
+fn hooks_see_the_permission_mode_the_settings_chose() {
+    let s = Sandbox::new();
+    let marker = s.root().join("prompt.json");
+    // user_hooks sets the mode to yolo in settings.json (no flag).
+    user_hooks(
+        &s,
+        serde_json::json!({"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("cat > {}", marker.display())}]}]}),
+    );
+    let sc = s
+        .write(
+            "plain.json",
+            &serde_json::json!([{"text": "hi"}]).to_string(),
+        )
+        .to_string_lossy()
+        .into_owned();
+    let (_, _, out) = run_json(&s, &["--mock-script", &sc]);
+    let seen = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert!(
+        seen.contains("\"permission_mode\":\"bypassPermissions\""),
+        "{seen}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

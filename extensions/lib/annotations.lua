@@ -110,6 +110,21 @@ function turn.complete(request) end
 ---@param messages table[]
 function turn.replace_messages(messages) end
 
+--- Runs the `before_compact` hooks (async; the compaction companion calls it before it
+--- summarises): nil, or why one refuses this compaction.
+---@param ctx {trigger: "manual"|"auto", custom_instructions: string?}
+---@return string? blocked
+function turn.before_compact(ctx) end
+
+--- Runs one tool call on the person's behalf as the model's call would go (async): `--tools`,
+--- the `before_tool` hooks and permission policy (which may ask or refuse), the tool. Nothing
+--- is appended to the conversation. The result has `text` (its text blocks joined) and `ran`
+--- (false when refused or the arguments were invalid).
+---@param name string
+---@param args table?
+---@return {content: table[], is_error: boolean, details: any, text: string, ran: boolean}
+function turn.run_tool(name, args) end
+
 --- The provider, model and thinking level in use now.
 ---@return {provider: string, model: string, thinking: string?}
 function turn.model() end
@@ -183,6 +198,13 @@ function ui.notify(text) end
 ---@param items string[]
 ---@return integer? index, string? why
 function ui.select(title, items) end
+
+--- Asks the person to pick any number of items (async): the chosen indices in order; nil when
+--- dismissed, nil, "no user" when headless or the presenter cannot (then ask another way).
+---@param title string
+---@param items string[]
+---@return integer[]? indices, string? why
+function ui.select_multi(title, items) end
 
 --- Asks for a line of text (async); nil when dismissed or headless.
 ---@param question string
@@ -311,7 +333,7 @@ function native.clock_ms() end
 ---@field len fun(self: fen.FileList): integer
 
 ---@class fen.NativeProcess
----@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
+---@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, stdin: string?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
 ---@field run_all fun(list: table[]): table[] async; runs several `run` options at once, results in order (`{error}` for one that could not start)
 
 ---@class fen.NativeJson
@@ -375,7 +397,7 @@ function native.clock_ms() end
 ---@field login fun(provider: string, opts: {device: boolean?, no_browser: boolean?, host: string?, on_prompt: fun(p: {kind: "url"|"code", url: string, code: string?, opened: boolean?})?}?): table?, string? async: runs the provider's login flow; the status row, or nil and why
 ---@field credential fun(provider: string, stale_token: string?): {token: string, expires_at: integer?, headers: table<string, string>, base_url: string?}?, string? async: the request credential (refreshed under a lock when under 5 minutes remain, or when `stale_token` is still the stored one)
 ---@field models fun(provider: string): table[]?, string? async: the models the login's plan offers
----@field status fun(): {provider: string, email: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
+---@field status fun(): {provider: string, email: string?, user: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
 ---@field logout fun(provider: string): boolean?, string? async: forgets a login; true when there was one
 ---@field mcp_login fun(server: string, opts: {trusted: boolean?, no_browser: boolean?, on_prompt: fun(p: {kind: "url", url: string, opened: boolean})?}?): true?, string? async: the OAuth login of a configured HTTP MCP server
 ---@field mcp_logout fun(server: string, opts: {trusted: boolean?}?): boolean?, string? async: forgets an MCP server's OAuth login

@@ -376,13 +376,27 @@ fn no_agent() -> mlua::Error {
 /// presenter that cannot ask (print, json) answers `nil, "no user"` at once.
 fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    for name in ["notify", "select", "prompt", "ask"] {
+    for name in ["notify", "select", "select_multi", "prompt", "ask"] {
         let i = inner.clone();
         t.set(
             name,
             lua.create_async_function(move |lua, args: mlua::MultiValue| {
                 let i = i.clone();
-                async move { crate::kernel::ui::call_presenter(&lua, &i, name, args).await }
+                async move {
+                    if name != "ask" {
+                        return crate::kernel::ui::call_presenter(&lua, &i, name, args).await;
+                    }
+                    // An approval forwarded here (a subagent child's) may be answered by a
+                    // `before_ask` hook, as a `ctx.ask` is: the request says what it is about.
+                    let request = args.into_iter().next().unwrap_or(Value::Nil);
+                    let about = lua.create_table()?;
+                    if let Value::Table(r) = &request {
+                        for k in ["tool", "args", "call_id"] {
+                            about.set(k, r.get::<Value>(k)?)?;
+                        }
+                    }
+                    crate::kernel::ui::ask(&lua, &i, request, about).await
+                }
             })?,
         )?;
     }
@@ -391,7 +405,11 @@ fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
 
 /// `api.turn`: `submit(text, {when_busy = "reject" | "steering" | "follow-up"})` runs a user
 /// turn and returns `{status = "ok" | "cancelled" | "error" | "queued" | "rejected", text,
-/// error}`; `cancel()` cancels the running turn; `busy()` tells whether one runs.
+/// error}`; `cancel()` cancels the running turn; `busy()` tells whether one runs;
+/// `before_compact(ctx)` runs the `before_compact` hooks (nil, or why one blocks);
+/// `run_tool(name, args)` runs one call on the person's behalf as the model's would go
+/// (restriction, `before_tool` hooks and permission policy, the tool) and returns its result
+/// with `text` (the text blocks joined) and `ran` (false when refused or invalid).
 fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let i = inner.clone();
@@ -457,6 +475,51 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
             async move {
                 let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
                 crate::kernel::agent::complete_once(&lua, &i, &agent, request).await
+            }
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "before_compact",
+        lua.create_async_function(move |lua, ctx: Table| {
+            let i = i.clone();
+            async move { Ok(crate::kernel::agent::before_compact(&lua, &i, ctx).await) }
+        })?,
+    )?;
+    let i = inner.clone();
+    t.set(
+        "run_tool",
+        lua.create_async_function(move |lua, (name, args): (String, Value)| {
+            let i = i.clone();
+            async move {
+                let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
+                // An empty table reads as an array; an argument list is an object.
+                let args = match args {
+                    Value::Nil => serde_json::json!({}),
+                    v => match convert::lua_to_json(&lua, &v).map_err(mlua::Error::external)? {
+                        serde_json::Value::Array(a) if a.is_empty() => serde_json::json!({}),
+                        j => j,
+                    },
+                };
+                let cancel = crate::kernel::calls::current_cancel(&lua);
+                let o = crate::kernel::agent::dispatch::run_for_person(
+                    &lua, &i, &agent, &name, args, &cancel,
+                )
+                .await;
+                let out = convert::json_to_lua(&lua, &o.to_json())?;
+                if let Value::Table(t) = &out {
+                    let text: Vec<&str> = o
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            crate::kernel::tools::Block::Text(t) => Some(t.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    t.set("text", text.join("\n"))?;
+                    t.set("ran", o.ran)?;
+                }
+                Ok(out)
             }
         })?,
     )?;

@@ -41,7 +41,7 @@ async fn run_all_fn(lua: Lua, list: Vec<Table>) -> mlua::Result<Table> {
     Ok(out)
 }
 
-/// `process.run({command, cwd, timeout_ms, env = {K = V}, head_bytes, tail_bytes, sandbox},
+/// `process.run({command, cwd, timeout_ms, env = {K = V}, stdin, head_bytes, tail_bytes, sandbox},
 /// on_output?)` -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text,
 /// truncated, escaped_bytes, spill_path, background_pids, sandboxed, sandbox_blocked,
 /// sandbox_hint, unsandboxed_rule}` (`sandbox_hint`: the way out when nobody can be asked) or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
@@ -57,6 +57,10 @@ async fn run_fn(
     spec.timeout = opts
         .get::<Option<f64>>("timeout_ms")?
         .map(|ms| Duration::from_millis(ms.max(0.0) as u64));
+    // Bytes for the command's stdin (hooks get their JSON this way); at most 8 MiB.
+    spec.stdin = opts
+        .get::<Option<mlua::LuaString>>("stdin")?
+        .map(|s| std::sync::Arc::from(&*s.as_bytes()));
     if let Some(env) = opts.get::<Option<Table>>("env")? {
         for pair in env.pairs::<String, String>() {
             spec.env.push(pair?);

@@ -136,7 +136,8 @@ fn mutated_paths(inner: &Inner, call: &Call) -> Vec<String> {
 
 /// The `ctx` a `before_tool` hook gets: `call_id`, `tool`, a copy of the arguments (what a
 /// hook does to it cannot change what runs), `cwd`, the tool's `risk` and `concurrency`, and
-/// `ask(question)`, answered by the active presenter (headless ones answer nil, "no user").
+/// `ask(question)`, answered by the active presenter (headless ones answer nil, "no user"),
+/// unless a `before_ask` hook answers it first (then `answer, "hook"`).
 fn hook_ctx(
     lua: &Lua,
     inner: &Rc<Inner>,
@@ -154,14 +155,20 @@ fn hook_ctx(
     ctx.set("risk", spec.get::<Value>("risk")?)?;
     ctx.set("concurrency", spec.get::<Value>("concurrency")?)?;
     let i = inner.clone();
+    let (id, tool, args) = (call.id.clone(), call.name.clone(), args.clone());
     ctx.set(
         "ask",
         lua.create_async_function(move |lua, question: Value| {
-            let i = i.clone();
+            let (i, id, tool, args) = (i.clone(), id.clone(), tool.clone(), args.clone());
             async move {
-                // Time spent waiting for a person does not count against the hook's budget.
+                // Time spent waiting for a person (or a hook answering for them) does not
+                // count against the hook's budget.
                 let t0 = Instant::now();
-                let answer = ui::call_presenter(&lua, &i, "ask", question).await;
+                let about = lua.create_table()?;
+                about.set("tool", tool.as_str())?;
+                about.set("args", convert::json_to_lua(&lua, &args)?)?;
+                about.set("call_id", id.as_str())?;
+                let answer = ui::ask(&lua, &i, question, about).await;
                 calls::with_current_scope(&lua, |s| s.extend(t0.elapsed()));
                 answer
             }
@@ -294,6 +301,32 @@ async fn run_one(
         turn: Some(turn.clone()),
     };
     tools::run_tool(lua, inner, &call.name, args, ctx).await
+}
+
+/// One tool call made on the person's behalf (a Markdown command's !`cmd`,
+/// `api.turn.run_tool`): the same `--tools` restriction, `before_tool` hooks (the permission
+/// policy may ask or refuse) and pipeline as the model's calls, with `cancel` as its turn.
+/// Nothing is appended to the conversation.
+pub async fn run_for_person(
+    lua: &Lua,
+    inner: &Rc<Inner>,
+    agent: &Agent,
+    name: &str,
+    args: serde_json::Value,
+    cancel: &CancellationToken,
+) -> ToolOutcome {
+    let n = inner.next_seq();
+    let call = Call {
+        id: format!("person_{n}"),
+        name: name.to_string(),
+        block: match lua.create_table() {
+            Ok(t) => t,
+            Err(e) => return ToolOutcome::error(format!("error: {e}")),
+        },
+        args,
+        bad_args: None,
+    };
+    run_one(lua, inner, agent, &call, cancel).await
 }
 
 /// Runs every call of one assistant message and appends their results in call order.

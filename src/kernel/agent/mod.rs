@@ -91,6 +91,9 @@ pub struct Agent {
     follow_up: RefCell<VecDeque<String>>,
     /// The running turn's token; a fresh one per turn, so a cancel never outlives its turn.
     turn_cancel: RefCell<CancellationToken>,
+    /// Stops the idle watch of the last ended turn (see `ui::watch_idle`): the next turn or
+    /// the end of the run trips it.
+    pub(crate) idle: RefCell<CancellationToken>,
     /// Provider, model and provider options in use: `/model` and `/thinking` change them
     /// between turns (the `config` keeps what the run started with).
     selection: RefCell<Selection>,
@@ -126,6 +129,7 @@ impl Agent {
             steering: RefCell::new(VecDeque::new()),
             follow_up: RefCell::new(VecDeque::new()),
             turn_cancel: RefCell::new(CancellationToken::new()),
+            idle: RefCell::new(CancellationToken::new()),
             selection: RefCell::new(Selection {
                 provider: config.provider.clone(),
                 model: config.model.clone(),
@@ -295,6 +299,7 @@ pub(crate) fn append(lua: &Lua, inner: &Inner, agent: &Agent, message: Table) ->
 pub async fn run_turn(lua: &Lua, inner: &Rc<Inner>, agent: &Rc<Agent>, text: &str) -> TurnResult {
     let cancel = CancellationToken::new();
     *agent.turn_cancel.borrow_mut() = cancel.clone();
+    agent.idle.borrow().cancel();
     agent.busy.set(true);
     let result = match turn(lua, inner, agent, text, &cancel).await {
         Ok(r) => r,
@@ -315,6 +320,9 @@ pub async fn run_turn(lua: &Lua, inner: &Rc<Inner>, agent: &Rc<Agent>, text: &st
         let _ = ev.set("error", result.error.clone());
         emit(lua, inner, ev);
     }
+    let idle = CancellationToken::new();
+    *agent.idle.borrow_mut() = idle.clone();
+    super::ui::watch_idle(lua, inner, agent, idle);
     result
 }
 
@@ -429,6 +437,7 @@ fn hooks_with(inner: &Inner, field: &str) -> Vec<(String, Function)> {
     inner.registry.borrow().hook_functions(field)
 }
 
+/// Reports a hook point's function that raised (an `error` event); the loop goes on.
 fn hook_failed(lua: &Lua, inner: &Inner, what: &str, owner: &str, e: &mlua::Error) {
     if let Ok(ev) = event(lua, "error") {
         let _ = ev.set(
@@ -446,6 +455,9 @@ fn hook_failed(lua: &Lua, inner: &Inner, what: &str, owner: &str, e: &mlua::Erro
 /// `{reason = "normal" | "crashed"}`; the settings hooks' SessionEnd event runs here. A hook
 /// that fails is reported; none can stop the exit.
 pub async fn shutdown_hooks(lua: &Lua, inner: &Inner, reason: &str) {
+    if let Some(agent) = inner.agent.borrow().as_ref() {
+        agent.idle.borrow().cancel();
+    }
     for (owner, f) in hooks_with(inner, "on_shutdown") {
         let Ok(ctx) = lua.create_table() else { return };
         let _ = ctx.set("reason", reason);
@@ -529,6 +541,33 @@ async fn before_stop(
     None
 }
 
+/// Runs the `before_compact` hooks (the compaction companion calls them through
+/// `api.turn.before_compact` before it summarises) in the caller's scope, with `ctx`
+/// (`trigger`, `custom_instructions`): the first that returns `{block = true, reason}` skips
+/// the compaction (`Some(reason)`). A hook that fails is reported and changes nothing.
+pub async fn before_compact(lua: &Lua, inner: &Inner, ctx: Table) -> Option<String> {
+    let cancel = calls::current_cancel(lua);
+    for (owner, f) in hooks_with(inner, "before_compact") {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        let scope = Scope::new(
+            cancel.clone(),
+            None,
+            &format!("the before_compact hook of {owner}"),
+        );
+        match calls::call_async_cancellable::<Value>(lua, &f, ctx.clone(), scope).await {
+            Ok(Value::Table(v)) if v.get::<Option<bool>>("block").ok().flatten() == Some(true) => {
+                let reason: Option<String> = v.get("reason").ok().flatten();
+                return Some(reason.unwrap_or_else(|| format!("blocked by {owner}")));
+            }
+            Ok(_) => {}
+            Err(e) => hook_failed(lua, inner, "before_compact", &owner, &e),
+        }
+    }
+    None
+}
+
 /// Runs every `before_request` hook (compaction lives there) in the turn's scope: Ctrl-C
 /// stops a compaction's model call like any other. A hook that fails is reported and the
 /// request goes ahead.
@@ -539,8 +578,7 @@ async fn before_request(
     trigger: &str,
     cancel: &CancellationToken,
 ) {
-    let hooks: Vec<(String, Function)> = inner.registry.borrow().hook_functions("before_request");
-    for (owner, f) in hooks {
+    for (owner, f) in hooks_with(inner, "before_request") {
         if cancel.is_cancelled() {
             return;
         }
@@ -558,16 +596,7 @@ async fn before_request(
             if cancel.is_cancelled() {
                 return;
             }
-            if let Ok(ev) = event(lua, "error") {
-                let _ = ev.set(
-                    "error",
-                    format!(
-                        "before_request hook of {owner} failed: {}",
-                        convert::error_parts(&e).0
-                    ),
-                );
-                emit(lua, inner, ev);
-            }
+            hook_failed(lua, inner, "before_request", &owner, &e);
         }
     }
 }
@@ -576,8 +605,7 @@ async fn before_request(
 /// turn ended, before `agent-turn-complete`. Not cancellable by the turn (it has ended);
 /// each hook has a time budget; a hook that fails is reported.
 async fn after_turn(lua: &Lua, inner: &Inner, result: &TurnResult) {
-    let hooks: Vec<(String, Function)> = inner.registry.borrow().hook_functions("after_turn");
-    for (owner, f) in hooks {
+    for (owner, f) in hooks_with(inner, "after_turn") {
         let Ok(ctx) = lua.create_table() else { return };
         let _ = ctx.set("status", result.status.as_str());
         let scope = Scope::new(
@@ -586,16 +614,7 @@ async fn after_turn(lua: &Lua, inner: &Inner, result: &TurnResult) {
             &format!("the after_turn hook of {owner}"),
         );
         if let Err(e) = calls::call_async_cancellable::<()>(lua, &f, ctx, scope).await {
-            if let Ok(ev) = event(lua, "error") {
-                let _ = ev.set(
-                    "error",
-                    format!(
-                        "after_turn hook of {owner} failed: {}",
-                        convert::error_parts(&e).0
-                    ),
-                );
-                emit(lua, inner, ev);
-            }
+            hook_failed(lua, inner, "after_turn", &owner, &e);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Process supervisor: runs one shell command the way a coding agent needs it.
 //!
-//! - `bash -c` (else `sh -c`) in its own session and process group, stdin `/dev/null`, no
-//!   controlling terminal, stdout and stderr merged in order on one pipe.
+//! - `bash -c` (else `sh -c`) in its own session and process group, stdin `/dev/null` (or the
+//!   bytes of `ProcessSpec::stdin` on a pipe), no controlling terminal, stdout and stderr
+//!   merged in order on one pipe.
 //! - Non-interactive environment (`GIT_EDITOR=true`, `PAGER=cat`, `TERM=dumb`, ...).
 //! - Returns when the shell exits; output from background processes still holding the pipe
 //!   is collected for a short drain window, then discarded by a detached drainer (so they do
@@ -70,6 +71,8 @@ const READ_CHUNK: usize = 128 * 1024;
 const KILL_POLL: Duration = Duration::from_millis(10);
 /// A date far enough away to stand for "never".
 const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// Most bytes a command may be given on stdin (they are held in memory until written).
+pub const MAX_STDIN: usize = 8 * 1024 * 1024;
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -101,6 +104,9 @@ pub struct ProcessSpec {
     pub live_interval: Duration,
     /// OS sandbox to run the command in; `None`: unsandboxed.
     pub sandbox: Option<Sandbox>,
+    /// Bytes written to the command's stdin, then closed (at most `MAX_STDIN`); `None`:
+    /// stdin is `/dev/null`.
+    pub stdin: Option<std::sync::Arc<[u8]>>,
 }
 
 impl ProcessSpec {
@@ -121,6 +127,7 @@ impl ProcessSpec {
             spill_dir: None,
             live_interval: Duration::from_millis(100),
             sandbox: None,
+            stdin: None,
         }
     }
 }
@@ -195,6 +202,12 @@ pub enum ProcessError {
     /// The sandbox could not be set up (or is required and unavailable); nothing ran.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// More input than `MAX_STDIN`; nothing ran.
+    #[error("the command's input is {bytes} bytes, more than the {max} bytes a command may be given on stdin; pass less (or a file path) instead", max = MAX_STDIN)]
+    StdinTooLarge {
+        /// The size asked for.
+        bytes: usize,
+    },
     /// Waiting for the shell failed; its group was killed.
     #[error("lost track of the command ({0}); its process group was killed, run it again")]
     Wait(#[source] io::Error),
@@ -218,6 +231,11 @@ pub async fn run(
     if let Some(cwd) = &spec.cwd {
         validate_cwd(cwd).await?;
     }
+    if let Some(input) = &spec.stdin {
+        if input.len() > MAX_STDIN {
+            return Err(ProcessError::StdinTooLarge { bytes: input.len() });
+        }
+    }
     let shell = spec
         .shell
         .clone()
@@ -234,6 +252,9 @@ pub async fn run(
             let (launch, started, write_fd) = tokio::task::spawn_blocking(move || {
                 let launch = sandbox::prepare(&sb, spec2.cwd.as_deref())?;
                 let started = match &launch {
+                    // The persistent sandbox passes no stdin: a command given input runs as a
+                    // child of its own (inside the same sandbox).
+                    _ if spec2.stdin.is_some() => None,
                     Launch::Unsandboxed => None,
                     _ => start_remote(&spec2, &shell2, &sb, &launch, &write_fd).ok(),
                 };
@@ -254,6 +275,20 @@ pub async fn run(
         }
     };
     let mut guard = KillOnDrop(matches!(proc, Proc::Local(_)).then_some(pgid));
+    // The input is written beside the output loop; a command that exits without reading it
+    // all ends the writer (EPIPE), and whatever is still unwritten when the run returns is
+    // dropped with it.
+    let writer = match (&mut proc, &spec.stdin) {
+        (Proc::Local(child), Some(input)) => child.stdin.take().map(|mut w| {
+            let input = input.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let _ = w.write_all(&input).await;
+            })
+        }),
+        _ => None,
+    };
+    let _writer = AbortOnDrop(writer);
     let mut reader = pipe::Receiver::from_owned_fd(read_fd).map_err(ProcessError::Pipe)?;
 
     let mut out = Collector::new(&spec, on_output.is_some());
@@ -483,6 +518,17 @@ fn spawn_drainer(mut reader: pipe::Receiver, pgid: i32) {
     });
 }
 
+/// Stops the stdin writer when `run` returns or is dropped.
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0 {
+            h.abort();
+        }
+    }
+}
+
 /// SIGKILLs the group if `run` is dropped before it finished (e.g. the caller gave up).
 struct KillOnDrop(Option<i32>);
 
@@ -539,9 +585,14 @@ fn spawn(
 ) -> Result<Child, ProcessError> {
     let stderr_fd = write_fd.try_clone().map_err(ProcessError::Pipe)?;
     let mut cmd = sandboxed_shell(launch, shell, spec.cwd.as_deref());
+    let stdin = if spec.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
     cmd.arg("-c")
         .arg(&spec.command)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::from(write_fd))
         .stderr(Stdio::from(stderr_fd));
     if let Some(cwd) = &spec.cwd {

@@ -20,6 +20,7 @@ return function(api)
   local toolrows = api.load("toolrows")
   local notify = api.load("notify")
   local menu = api.load("menu")
+  local multiselect = api.load("multiselect")
   S.ed = S.ed or { text = "", cursor = 0 }
   S.pastes = S.pastes or {}
   S.paste_n = S.paste_n or 0
@@ -269,14 +270,14 @@ return function(api)
     if S.overlay then
       local o = S.overlay
       local items = {}
-      for i, it in ipairs(o.items or {}) do items[i] = tostring(it) end
+      for i, it in ipairs(o.multi and multiselect.items(o) or o.items or {}) do items[i] = tostring(it) end
       desc.overlay = {
         title = o.title or "",
         question = o.question or "",
         items = items,
         selected = o.items and #o.items > 0 and (o.selected - 1) or nil,
         input = o.input and { text = o.input.text, cursor = o.input.cursor, prompt = "› " } or nil,
-        hint = o.input and "enter answer · esc dismiss" or "↑↓ choose · enter select · esc dismiss",
+        hint = o.input and "enter answer · esc dismiss" or o.multi and multiselect.HINT or "↑↓ choose · enter select · esc dismiss",
       }
     end
     local ok, err = pcall(term.layout, desc)
@@ -757,6 +758,12 @@ return function(api)
       o.selected = math.max(1, o.selected - 1)
     elseif key == "down" and o.items then
       o.selected = math.min(#o.items, o.selected + 1)
+    elseif o.multi then
+      local chosen = multiselect.key(o, key)
+      if chosen then
+        close_overlay(chosen)
+        return
+      end
     elseif key == "enter" then
       if o.input then close_overlay(o.input.text) else close_overlay(o.items and o.items[o.selected]) end
       return
@@ -1204,6 +1211,11 @@ return function(api)
       if choice == nil then return nil end
       for i, l in ipairs(shown) do if l == choice then return i end end
       return nil
+    end,
+    --- `api.ui.select_multi(title, items)`: the chosen indices in order, nil when dismissed.
+    select_multi = function(title, items)
+      S.impl.notify("question", "fen asks", tostring(title or ""))
+      return ask_overlay({ title = tostring(title or ""), items = labels(items), multi = true, checked = {} })
     end,
     --- `api.ui.prompt(question, default)`: the text entered, nil when dismissed.
     prompt = function(question, default)

@@ -6,13 +6,13 @@
 -- Front matter (optional): `description`, `argument-hint`, `allowed-tools` (allow rules for
 -- the turn the command starts), `model` (`provider/id`, or an id of the current provider, for
 -- that turn). The body is the prompt, with `$ARGUMENTS` (all arguments), `$1`...`$9` (one
--- each, quotes group words), `@path` (the file's contents) and !`cmd` (the output of a
--- read-only command, judged by the permission analyser and run in the OS sandbox; anything
--- else is left out with the reason).
+-- each, quotes group words), `@path` (the file's contents) and !`cmd` (the command's output:
+-- it goes as the model's bash call would, through the permission policy, which may ask or
+-- refuse, and runs in the OS sandbox; a refused one is left out with the reason).
 local native = require("fen.native")
 
 local MAX_FILE = 256 * 1024
-local CMD_TIMEOUT_MS = 30000
+local CMD_TIMEOUT = 30
 
 
 --- A small file read at load time (discovery reads a few small files, as skills do).
@@ -160,25 +160,18 @@ return function(api)
     return list
   end
 
-  --- The read-only judge for !`cmd`: the analyser in default mode with no rules (only what
-  --- it finds read-only runs; floors and secret files hold).
-  local judge
+  --- !`cmd`: a bash call made on the person's behalf (`api.turn.run_tool`), so it goes as
+  --- the model's would: `--tools`, the settings PreToolUse hooks, the permission policy (a
+  --- read-only command runs; another is asked, or refused headless; floors, deny rules and
+  --- secret files hold), then the bash tool in the OS sandbox. A refused one leaves a line
+  --- saying why.
   local function run_bang(cmd)
-    if not judge then
-      local p, errs = native.policy.new({ cwd = native.fs.cwd(), additional_dirs = {}, mode = "default",
-        rules = {}, tools = { "bash" }, sandbox = true })
-      if not p then return "[fen: cannot judge the command: " .. table.concat(errs or {}, "; ") .. "]" end
-      judge = p
-    end
-    local d = judge:decide("bash", "shell", { command = cmd })
-    if d.verdict ~= "allow" then
-      return string.format("[fen: `%s` not run: only read-only commands run in a command file (%s)]", cmd, d.reason or d.verdict)
-    end
-    local r, err = native.process.run({ command = cmd, cwd = native.fs.cwd(), timeout_ms = CMD_TIMEOUT_MS })
-    if not r then return "[fen: `" .. cmd .. "` failed: " .. tostring(err) .. "]" end
-    local text = (r.text or ""):gsub("\n$", "")
-    if r.exit_code ~= 0 then text = text .. string.format("\n[exit %s]", tostring(r.exit_code or r.signal)) end
-    return text
+    local ok, r = pcall(api.turn.run_tool, "bash", { command = cmd, timeout = CMD_TIMEOUT })
+    if not ok then return "[fen: `" .. cmd .. "` not run: " .. tostring(r) .. "]" end
+    local text = tostring(r.text or "")
+    if not r.ran then return "[fen: `" .. cmd .. "` not run: " .. text .. "]" end
+    -- The bash tool's status line says nothing for a command that succeeded.
+    return (text:gsub("\n?%[exit 0%]$", ""))
   end
 
   --- The prompt a command file makes with `args`.
@@ -220,9 +213,10 @@ return function(api)
     if not raw then return "cannot read " .. c.file .. ": " .. tostring(err) end
     local fm = parse(raw)
     local body, fields = fm.body, fm.fields
-    local text = expand(body, args or "")
+    -- `allowed-tools` covers the command's own !`cmd` lines too, as in Claude Code.
     local rules = tool_rules(fields["allowed-tools"])
     if #rules > 0 then api.emit({ type = "turn-rules", rules = rules, source = c.file }) end
+    local text = expand(body, args or "")
     local restore
     if type(fields.model) == "string" and fields.model ~= "" then
       local cur = api.turn.model() or {}

@@ -7,7 +7,8 @@
 -- ones are replaced by a summary written by the current model. The compaction is written to
 -- the session before the context is replaced, and the original messages stay on disk.
 -- A transcript too big for one summary request is summarised in chunks. A todo list with
--- pending or in-progress items is appended to the summary verbatim.
+-- pending or in-progress items is appended to the summary verbatim. A `before_compact` hook
+-- (the settings hooks' PreCompact) may refuse a compaction; then nothing changes.
 
 local KEEP_TOKENS = 20000          -- recent context kept verbatim (at most 30% of the window)
 local SUMMARY_TOKENS = 4096        -- output budget of a summary request
@@ -70,6 +71,10 @@ return function(api)
     end
     while cut <= #messages and messages[cut].role ~= "user" do cut = cut + 1 end
     if cut <= 2 then return nil, "nothing to compact yet" end
+    -- A `before_compact` hook (a settings PreCompact hook) may refuse this compaction.
+    local blocked = api.turn.before_compact({ trigger = trigger == "manual" and "manual" or "auto",
+      custom_instructions = guidance or "" })
+    if blocked then return nil, "blocked by a hook: " .. blocked, true end
     local older, kept = {}, {}
     for i = 1, cut - 1 do older[#older + 1] = messages[i] end
     for i = cut, #messages do kept[#kept + 1] = messages[i] end
@@ -126,9 +131,9 @@ return function(api)
       local reserve = math.min(ctx.max_tokens or 0, ctx.context_window // 4)
       local needed = estimate(messages) + reserve
       if ctx.trigger == "overflow" or needed > ctx.context_window then
-        local report, err = compact(ctx.trigger, nil)
+        local report, err, blocked = compact(ctx.trigger, nil)
         -- "Nothing to compact" is not news before every request of a short conversation.
-        if report or ctx.trigger == "overflow" then
+        if report or blocked or ctx.trigger == "overflow" then
           api.emit({ type = "info", info = report or ("compaction failed: " .. tostring(err)) })
         end
       end

@@ -5,14 +5,19 @@
 -- .claude/settings.local.json:
 --   {"hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command",
 --     "command": "...", "timeout": 60}]}]}}
--- Each hook gets Claude Code's JSON on stdin (tool names mapped: bash → Bash, read → Read ...).
+-- Each hook gets Claude Code's JSON on its stdin (tool names mapped: bash → Bash, read →
+-- Read ...; at most 8 MiB).
 -- Exit 2 blocks (stderr goes to the model, or to the person for UserPromptSubmit); JSON on
 -- stdout is honoured (decision, reason, continue, stopReason, systemMessage, and
--- hookSpecificOutput.permissionDecision / updatedInput / additionalContext). Hooks only
+-- hookSpecificOutput.permissionDecision / updatedInput / additionalContext, which for
+-- PreToolUse is added to the call's result). Hooks only
 -- tighten: their "allow" never beats the permission policy, which judges after them (and
 -- judges the rewritten input). They run like bash does (the OS sandbox of tool commands,
 -- secrets scrubbed), all hooks of one event at once, each with its timeout (default 60 s); a
--- hook that fails or hangs is reported and the turn goes on.
+-- hook that fails or hangs is reported and the turn goes on. PermissionRequest runs before an
+-- approval is asked (a hook may answer it), PreCompact before a compaction (it may refuse
+-- it), Notification beside an approval or a question and after `hooks.idle_after` seconds
+-- (default 60) waiting for a prompt.
 local native = require("fen.native")
 
 local EVENTS = {
@@ -28,9 +33,8 @@ local CC_NAMES = { bash = "Bash", read = "Read", write = "Write", edit = "Edit",
   subagent = "Task" }
 
 local DEFAULT_TIMEOUT = 60
--- One argument to a process may hold at most 128 KiB (Linux MAX_ARG_STRLEN): longer strings
--- of the input are shortened so the hook still runs.
-local MAX_FIELD = 32 * 1024
+-- Seconds at the prompt after a turn before Notification `idle_prompt` (Claude Code's 60 s).
+local DEFAULT_IDLE = 60
 local ERR_MARK = "<<fen-hook-stderr>>"
 
 local project_root = require("fen.lib.project").root
@@ -62,24 +66,12 @@ local function matches(matcher, names)
   return false
 end
 
---- A copy of `v` with long strings shortened (see MAX_FIELD).
-local function capped(v)
-  if type(v) == "string" and #v > MAX_FIELD then
-    return v:sub(1, MAX_FIELD) .. string.format("[... %d more bytes cut by fen]", #v - MAX_FIELD)
-  elseif type(v) == "table" then
-    local out = {}
-    for k, x in pairs(v) do out[k] = capped(x) end
-    -- Keep an array marker (the JSON encoder's) when there is one.
-    local mt = getmetatable(v)
-    return type(mt) == "table" and setmetatable(out, mt) or out
-  end
-  return v
-end
-
 return function(api)
   local state = api.state()
   -- Read the settings files again on /reload.
   state.config = nil
+  -- PreToolUse `additionalContext` by call id, until the call's result is in.
+  state.pre_context = state.pre_context or {}
 
   --- Every configured hook: `{event, matcher, command, timeout, source}`; `problems` lists
   --- files skipped and why.
@@ -111,7 +103,7 @@ return function(api)
               end
             end
           end
-        elseif type(event) == "string" and not KNOWN[event] and event ~= "import_claude" then
+        elseif type(event) == "string" and not KNOWN[event] and event ~= "import_claude" and event ~= "idle_after" then
           problems[#problems + 1] = string.format("%s: unknown hook event %s", path, event)
         end
       end
@@ -123,8 +115,15 @@ return function(api)
       if f then return take(f.path, scope, true, f.value, f.error) end
     end
     local user = take_fen(fen_files.user, "user")
-    if type(user) == "table" and type(user.hooks) == "table" and user.hooks.import_claude == true then
-      take(home .. "/.claude/settings.json", "user")
+    local idle = DEFAULT_IDLE
+    if type(user) == "table" and type(user.hooks) == "table" then
+      if user.hooks.import_claude == true then take(home .. "/.claude/settings.json", "user") end
+      local v = user.hooks.idle_after
+      if type(v) == "number" and v > 0 then
+        idle = v
+      elseif v ~= nil then
+        problems[#problems + 1] = "settings.json: hooks.idle_after must be a number of seconds above 0 (default 60)"
+      end
     end
     take_fen(fen_files.project, "project")
     take_fen(fen_files["local"], "project")
@@ -132,7 +131,7 @@ return function(api)
       take(root .. f, "project")
     end
     for _, p in ipairs(problems) do api.log("warn", "hooks: " .. p) end
-    return { hooks = out, problems = problems, root = root }
+    return { hooks = out, problems = problems, root = root, idle = idle }
   end
 
   local function config()
@@ -175,16 +174,18 @@ return function(api)
     local payload = { session_id = info.id or "", transcript_path = info.path or "", cwd = native.fs.cwd(),
       permission_mode = permission_mode(), hook_event_name = event }
     for k, v in pairs(input or {}) do payload[k] = v end
-    local text = native.json.encode(capped(payload))
+    -- The whole JSON on the hook's stdin (the supervisor refuses more than 8 MiB, and the
+    -- hook is then reported as not run).
+    local text = native.json.encode(payload)
     local runs = {}
     for i, h in ipairs(picked) do
-      -- stdin from the environment; stderr lines marked so they can be told from stdout in
-      -- the one stream the supervisor collects.
+      -- stderr lines marked so they can be told from stdout in the one stream the supervisor
+      -- collects.
       local cmd = string.format(
-        "printf '%%s' \"$FEN_HOOK_INPUT\" | { ( %s\n) 2>&1 1>&3 3>&- | sed -u %s; exit \"${PIPESTATUS[0]}\"; } 3>&1",
+        "{ ( %s\n) 2>&1 1>&3 3>&- | sed -u %s; exit \"${PIPESTATUS[0]}\"; } 3>&1",
         h.command, shell_quote("s/^/" .. ERR_MARK .. "/"))
-      runs[i] = { command = cmd, cwd = native.fs.cwd(), timeout_ms = h.timeout * 1000,
-        env = { FEN_HOOK_INPUT = text, CLAUDE_PROJECT_DIR = cfg.root, FEN_PROJECT_DIR = cfg.root } }
+      runs[i] = { command = cmd, cwd = native.fs.cwd(), timeout_ms = h.timeout * 1000, stdin = text,
+        env = { CLAUDE_PROJECT_DIR = cfg.root, FEN_PROJECT_DIR = cfg.root } }
     end
     local results = native.process.run_all(runs)
     local rows = {}
@@ -257,6 +258,14 @@ return function(api)
 
   local function cc_name(name) return CC_NAMES[name] or name end
 
+  --- Seconds idle at the prompt before Notification `idle_prompt`, when a hook listens for it.
+  local function idle_after()
+    for _, h in ipairs(config().hooks) do
+      if h.event == "Notification" and matches(h.matcher, { "idle_prompt" }) then return config().idle end
+    end
+    return nil
+  end
+
   -- PreToolUse runs before the permission policy (order 0), so a rewritten input is judged.
   -- Registered only when some hook is configured: no cost per call otherwise.
   if #config().hooks > 0 then api.register("hook", {
@@ -267,6 +276,8 @@ return function(api)
         { tool_name = cc_name(name), tool_input = tool_input(args), tool_use_id = ctx.call_id })
       if #rows == 0 then return nil end
       local v = verdict(rows)
+      -- `additionalContext` reaches the model with the call's result (after_tool below).
+      if #v.context > 0 then state.pre_context[ctx.call_id] = v.context end
       if v.stop then api.turn.cancel() return { block = true, reason = v.stop } end
       if v.block then return { block = true, verbatim = true, reason = "blocked by a PreToolUse hook: " .. v.block } end
       if v.ask then
@@ -293,9 +304,10 @@ return function(api)
       if result.is_error then input.error = result.text
       else input.tool_response = { content = result.text, details = result.details } end
       local rows = fire(event, { cc_name(name), name }, input)
-      if #rows == 0 then return nil end
-      local v = verdict(rows)
       local parts = {}
+      for _, c in ipairs(state.pre_context[ctx.tool_call_id] or {}) do parts[#parts + 1] = "[PreToolUse hook] " .. c end
+      state.pre_context[ctx.tool_call_id] = nil
+      local v = verdict(rows)
       if v.block then parts[#parts + 1] = "[" .. event .. " hook] " .. v.block end
       for _, c in ipairs(v.context) do parts[#parts + 1] = "[" .. event .. " hook] " .. c end
       if v.stop then api.turn.cancel() parts[#parts + 1] = "[" .. event .. " hook stopped the turn] " .. v.stop end
@@ -319,13 +331,61 @@ return function(api)
       if v.plain then extra[#extra + 1] = v.plain end
       if #extra > 0 then return { text = text .. "\n\n<hook-context>\n" .. table.concat(extra, "\n") .. "\n</hook-context>" } end
     end,
-    -- Notification: an approval or a question waits for the person (stopped once answered).
+    -- Notification: an approval or a question waits for the person (stopped once answered),
+    -- or the session waited `idle_after` seconds for a prompt (stopped when a turn starts).
     on_wait = function(ctx)
       local req = ctx.request
       local message = type(req) == "table" and (req.question or req.title) or req
-      local kind = ctx.kind == "ask" and "permission_prompt" or "elicitation_dialog"
+      local kind = ({ ask = "permission_prompt", idle = "idle_prompt" })[ctx.kind] or "elicitation_dialog"
       fire("Notification", { kind }, { message = tostring(message or "fen is waiting for your input"),
         notification_type = kind })
+    end,
+    idle_after = idle_after(),
+    -- PermissionRequest: fen is about to ask the person to approve a call; a hook may answer
+    -- (Claude Code's `hookSpecificOutput.decision` = {behavior = "allow" | "deny", message,
+    -- interrupt}; exit 2 denies with stderr). The policy judged first: floors and deny rules
+    -- never reach this point. Not in headless runs (no one would be asked), as in Claude Code.
+    before_ask = function(ctx)
+      local req = ctx.request
+      if type(req) ~= "table" or req.kind ~= "permission" then return nil end
+      local o = api.kernel.run_options() or {}
+      if o.headless then return nil end
+      local rows = fire("PermissionRequest", { cc_name(ctx.tool), ctx.tool },
+        { tool_name = cc_name(ctx.tool), tool_input = tool_input(ctx.args) })
+      local behavior, message, interrupt
+      for _, r in ipairs(rows) do
+        local hso = type(r.json) == "table" and type(r.json.hookSpecificOutput) == "table" and r.json.hookSpecificOutput or {}
+        local d = type(hso.decision) == "table" and hso.decision or {}
+        if r.code == 2 then
+          d = { behavior = "deny", message = r.stderr }
+        end
+        -- Any deny wins over an allow.
+        if d.behavior == "deny" and behavior ~= "deny" then
+          behavior, message, interrupt = "deny", d.message, d.interrupt == true
+        elseif d.behavior == "allow" and behavior == nil then
+          behavior = "allow"
+        end
+      end
+      if not behavior then return nil end
+      -- The answer as the asker's options spell it (y / n / c, as the permission policy asks).
+      local values = {}
+      for _, opt in ipairs(type(req.options) == "table" and req.options or {}) do
+        local v = type(opt) == "table" and opt.value or opt
+        if type(v) == "string" then values[v] = true end
+      end
+      if behavior == "allow" then return values.y and "y" or nil end
+      if interrupt and values.c then return "c" end
+      if not values.n then return nil end
+      message = type(message) == "string" and message:match("^%s*(.-)%s*$") or ""
+      return "n: " .. (message ~= "" and message or "denied by a PermissionRequest hook")
+    end,
+    -- PreCompact: before a compaction (`trigger` manual | auto); exit 2 or `decision: block`
+    -- refuses it.
+    before_compact = function(ctx)
+      local v = verdict(fire("PreCompact", { ctx.trigger }, { trigger = ctx.trigger,
+        custom_instructions = ctx.custom_instructions or "" }))
+      local why = v.block or v.stop
+      if why then return { block = true, reason = "PreCompact hook: " .. why } end
     end,
     -- SessionEnd: the run ends (each hook within its timeout; the exit waits for them).
     on_shutdown = function(ctx)
@@ -344,6 +404,8 @@ return function(api)
   }) end
 
   api.on("reset-conversation", function() state.started = false end)
+  -- Context of calls that never ran (refused after the hook) is not kept past the turn.
+  api.on("agent-turn-complete", function() state.pre_context = {} end)
 
   api.register("command", {
     name = "hooks",

@@ -1,8 +1,9 @@
 -- question: a tool the model uses to ask the person structured questions. Each question is a
 -- numbered choice of its options with a free-text "other" as the last number; the answers go
 -- back as the result. It asks through `api.ui.select` and `api.ui.prompt`, so every presenter
--- that answers those (TUI, inline, line REPL, RPC/ACP) shows it. A multi-select question is
--- answered with the numbers of the chosen options (`1 3`). Headless runs never wait: the
+-- that answers those (TUI, inline, line REPL, RPC/ACP) shows it. A multi-select question goes
+-- to `api.ui.select_multi` (the TUI: Space or a digit toggles, Enter confirms); a presenter
+-- without it asks for the numbers of the chosen options as text (`1 3`). Headless runs never wait: the
 -- result says no one can answer and the model should decide itself.
 local DESCRIPTION = [[Ask the user one or more multiple-choice questions when a decision is theirs (a preference, an ambiguous requirement, a trade-off) and you cannot find the answer yourself. Each question has 2-6 short options (label, optional description); the user may also type their own answer. Set multi_select when several options may be chosen. Do not use it for permission to run tools, and do not ask what you can find out by reading the code.]]
 
@@ -29,6 +30,21 @@ return function(api)
       return type(o) == "table" and tostring(o.label or "") or tostring(o)
     end
     if q.multi_select then
+      local okm, picked, why = pcall(api.ui.select_multi, title, items)
+      if okm and type(picked) == "table" then
+        local chosen, wants_other = {}, false
+        for _, k in ipairs(picked) do
+          if k == other then wants_other = true
+          elseif options[k] then chosen[#chosen + 1] = label(k) end
+        end
+        if wants_other then
+          local ok2, text = pcall(api.ui.prompt, trim(q.question), "")
+          if ok2 and text ~= nil and trim(text) ~= "" then chosen[#chosen + 1] = trim(text) end
+        end
+        return #chosen > 0 and table.concat(chosen, ", ") or nil
+      end
+      -- Dismissed (nil without a reason), or a presenter without select_multi (nil, "no user").
+      if okm and picked == nil and why == nil then return nil end
       local list = {}
       for _, it in ipairs(items) do list[#list + 1] = "  " .. it end
       local ok, text = pcall(api.ui.prompt, title .. "\n" .. table.concat(list, "\n") ..

@@ -317,15 +317,17 @@ return function(api)
           { label = "c  no, and cancel the turn", value = "c" },
         }
         local ask = (s.headless and s.on_ask == "parent") and require("fen.lib.parent_ask").ask or ctx.ask
-        local ok2, answer = pcall(ask, { kind = "permission", tool = name, question = question,
+        local ok2, answer, by = pcall(ask, { kind = "permission", tool = name, question = question,
           title = "permission: " .. name, text = table.concat(lines, "\n"), options = options,
-          items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id })
+          items = d.items, scope = d.scope, reason = d.reason, call_id = ctx.call_id, args = args })
         asking = false
-        if not ok2 then answer = nil end
-        answer = answer or "n"
+        -- Anything but a string (a failed or odd answer) is a no.
+        if not ok2 or type(answer) ~= "string" then answer = "n" end
+        -- A `before_ask` hook (a settings PermissionRequest hook) may have answered instead.
+        local who = (ok2 and by == "hook") and "hook" or "user"
         local key1 = answer:sub(1, 1)
         if key1 == "y" then
-          record(ctx.call_id, name, d, "allow", "user", { scope = "once" })
+          record(ctx.call_id, name, d, "allow", who, { scope = "once" })
           return nil
         elseif key1 == "s" or key1 == "a" then
           for _, r in ipairs(d.scope) do
@@ -333,17 +335,17 @@ return function(api)
             table.insert(state.session_rules, r)
           end
           if key1 == "a" and #d.scope > 0 then pcall(persist_always, d.scope) end
-          record(ctx.call_id, name, d, "allow", "user", { scope = d.scope })
+          record(ctx.call_id, name, d, "allow", who, { scope = d.scope })
           return nil
         elseif key1 == "c" then
           api.turn.cancel()
-          record(ctx.call_id, name, d, "deny", "user")
-          return { block = true, verbatim = true, reason = denial(d, "user", "the user cancelled the turn") }
+          record(ctx.call_id, name, d, "deny", who)
+          return { block = true, verbatim = true, reason = denial(d, who, who == "hook" and "a PermissionRequest hook stopped the turn" or "the user cancelled the turn") }
         else
           local why = answer:match("^n:%s*(.+)$")
-          local reason = denial(d, "user", why or "the user said no")
+          local reason = denial(d, who, why or "the user said no")
           state.denied[key] = reason
-          record(ctx.call_id, name, d, "deny", "user")
+          record(ctx.call_id, name, d, "deny", who)
           return { block = true, verbatim = true, reason = reason }
         end
       end
@@ -378,6 +380,8 @@ return function(api)
     if not p then
       api.emit({ type = "error", error = "permission rules: " .. table.concat(errs, "; ") })
     end
+    -- The mode settings chose is news to the rest (plan mode, the settings hooks' payloads).
+    api.emit({ type = "permission-mode", mode = s.mode, initial = true })
   end)
 
   -- What was denied is remembered for one turn only.
@@ -389,7 +393,7 @@ return function(api)
   -- `permission-mode`: another extension switches the mode (plan mode's companion: /plan,
   -- Shift+Tab, an approved plan), as `/permissions MODE` does.
   api.on("permission-mode", function(ev)
-    if type(ev.mode) ~= "string" or not MODES[ev.mode] then return end
+    if ev.initial or type(ev.mode) ~= "string" or not MODES[ev.mode] then return end
     state.mode_override = ev.mode
     state.policy = nil
     -- What the old mode refused may run now (a write refused while planning).
