@@ -47,6 +47,7 @@ fn annotated() -> HashMap<String, BTreeSet<String>> {
         ("session", "fen.ApiSession"),
         ("ui", "fen.ApiUi"),
         ("kernel", "fen.ApiKernel"),
+        ("settings", "fen.ApiSettings"),
         ("native", "fen.Native"),
     ]
     .into_iter()
@@ -80,6 +81,7 @@ fn class_of(prefix: &str) -> String {
         "api.turn" => "fen.ApiTurn".into(),
         "api.session" => "fen.ApiSession".into(),
         "api.ui" => "fen.ApiUi".into(),
+        "api.settings" => "fen.ApiSettings".into(),
         "native" => "fen.Native".into(),
         other => {
             // native.fs -> fen.NativeFs

@@ -348,3 +348,24 @@ fn fen_tool_exits_0_after_ctrl_c() {
         text(&out.stdout)
     );
 }
+
+/// An unknown top-level key of settings.json is a warning naming the file and line (logged
+/// once, never fatal); known keys are not reported.
+#[test]
+fn an_unknown_setting_is_reported_once_with_its_file_and_line() {
+    let s = Sandbox::new();
+    let path = s.write(
+        "config/fen/settings.json",
+        "{\n  \"permissions\": {\"mode\": \"yolo\"},\n  \"tui\": {},\n  \"colour\": \"red\"\n}",
+    );
+    let out = s.fen_env(&["list", "tools"], &[("FEN_LOG", "warn")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = format!("{}:4: unknown setting \"colour\" (ignored)", path.display());
+    assert_eq!(err.matches(&line).count(), 1, "{err}");
+    assert!(!err.contains("\"tui\""), "{err}");
+}

@@ -173,8 +173,7 @@ end"#,
 end"#,
     );
     let k = Kernel::boot(s.boot_options()).unwrap();
-    k.emit_json(&serde_json::json!({"type": "info", "info": "hello"}))
-        .unwrap();
+    emit_json(&k, &serde_json::json!({"type": "info", "info": "hello"})).unwrap();
     let probe = common::run_command(&k, "/probe").unwrap().unwrap();
     assert!(probe.contains("seen=hello"), "{probe}");
     assert!(probe.contains("errors=1"), "{probe}");
@@ -228,9 +227,7 @@ end"#,
         "{wrong}"
     );
     // From Rust too.
-    let err = k
-        .emit_json(&serde_json::json!({"type": "llm-end"}))
-        .unwrap_err();
+    let err = emit_json(&k, &serde_json::json!({"type": "llm-end"})).unwrap_err();
     assert!(err.to_string().contains("field 'message'"), "{err}");
 }
 
@@ -460,4 +457,45 @@ fn provider_protocol_modules_load_on_first_use() {
         .unwrap();
     let first: mlua::Table = tools.get(1).unwrap();
     assert_eq!(first.get::<String>("type").unwrap(), "function");
+}
+
+/// Emits an event given as JSON from Rust (validated like `api.emit`).
+fn emit_json(k: &Kernel, event: &serde_json::Value) -> mlua::Result<()> {
+    match fen::kernel::convert::json_to_lua(&k.lua, event)? {
+        mlua::Value::Table(t) => k.emit(t),
+        _ => Err(mlua::Error::runtime("an event must be a table")),
+    }
+}
+
+/// settings.json is read once per run: `api.settings` answers from what boot read, a change on
+/// disk shows after `/reload`, which emits `settings-changed` with the keys that changed.
+#[test]
+fn settings_are_read_once_and_a_reload_reports_what_changed() {
+    let s = Sandbox::new();
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "yolo"}, "tui": {"theme": "dark"}}"#,
+    );
+    s.write(
+        "config/fen/extensions/probe.lua",
+        r#"return function(api)
+  local st = api.state()
+  api.on("settings-changed", function(ev) st.changed = table.concat(ev.keys, ",") end)
+  api.register("command", { name = "probe", description = "settings", handler = function()
+    local files = api.settings.files()
+    return string.format("theme=%s changed=%s files=%d first=%s", tostring(api.settings.get("tui.theme")),
+      tostring(st.changed), #files, files[1].scope)
+  end })
+end"#,
+    );
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let probe = || common::run_command(&k, "/probe").unwrap().unwrap();
+    assert_eq!(probe(), "theme=dark changed=nil files=3 first=user");
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "yolo"}, "tui": {"theme": "light"}}"#,
+    );
+    assert_eq!(probe(), "theme=dark changed=nil files=3 first=user");
+    k.reload();
+    assert_eq!(probe(), "theme=light changed=tui files=3 first=user");
 }

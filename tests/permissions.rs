@@ -713,3 +713,62 @@ fn the_sandbox_trial_waits_for_the_first_sandboxed_command() {
     let text = std::fs::read_to_string(&record).expect("the trial's record");
     assert!(text.starts_with("fen-sandbox-probe 1\nbwrap "), "{text}");
 }
+
+/// A background job runs where a bash call of the same command runs (one sandbox plan): a
+/// `sandbox.unsandboxed` rule sends both outside the sandbox, and a command no rule covers
+/// stays inside for both.
+#[test]
+fn a_background_job_and_a_bash_call_of_the_same_command_get_the_same_sandbox_plan() {
+    if fen::native::sandbox::detect().tier == fen::native::sandbox::Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; job/bash plan test skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.cwd().join(".git")).unwrap();
+    let out = outside_dir("jobplan");
+    // `make` hides the write from the analyser: only the sandbox sees it.
+    s.write(
+        "work/Makefile",
+        &format!(
+            "out:\n\techo made >> {o}/made.txt\nother:\n\techo other >> {o}/other.txt\n",
+            o = out.display()
+        ),
+    );
+    s.write(
+        "config/fen/settings.json",
+        r#"{"permissions": {"mode": "auto"}, "sandbox": {"unsandboxed": ["Bash(make out *)"]}}"#,
+    );
+    let call = |name: &str, args: Value| serde_json::json!({"tool_calls": [{"name": name, "arguments": args}]});
+    let turns = serde_json::json!([
+        call("bash", serde_json::json!({"command": "make out", "background": true})),
+        call("job_output", serde_json::json!({"id": "bg1", "wait_s": 20})),
+        call("bash", serde_json::json!({"command": "make out"})),
+        call("bash", serde_json::json!({"command": "make other", "background": true})),
+        call("job_output", serde_json::json!({"id": "bg2", "wait_s": 20})),
+        call("bash", serde_json::json!({"command": "make other"})),
+        {"text": "done"}
+    ]);
+    let sc = s.write("script.json", &turns.to_string());
+    let (results, _, o) = run_json(
+        &s,
+        &["--mock-script", &sc.to_string_lossy(), "--on-ask", "allow"],
+    );
+    assert_eq!(results.len(), 6, "{}", String::from_utf8_lossy(&o.stderr));
+    let made = std::fs::read_to_string(out.join("made.txt")).unwrap_or_default();
+    assert_eq!(
+        made.lines().count(),
+        2,
+        "the job and the bash call of `make out` both run outside the sandbox: {made:?} {results:#?}"
+    );
+    assert!(
+        results[2].contains("sandbox.unsandboxed rule Bash(make out *)"),
+        "{}",
+        results[2]
+    );
+    assert!(
+        !out.join("other.txt").exists(),
+        "`make other` stays in the sandbox, as a job and as a bash call: {results:#?}"
+    );
+    assert!(results[5].contains("sandbox: writing"), "{}", results[5]);
+    let _ = std::fs::remove_dir_all(&out);
+}

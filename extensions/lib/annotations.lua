@@ -22,7 +22,18 @@
 ---@field session fen.ApiSession
 ---@field ui fen.ApiUi
 ---@field kernel fen.ApiKernel? first-party extensions only
+---@field settings fen.ApiSettings settings.json, loaded once per run (again on `/reload`)
 local api = {}
+
+---@class fen.SettingsFile
+---@field scope "user"|"project"|"local" `~/.config/fen/settings.json`, `.fen/settings.json`, `.fen/settings.local.json`
+---@field path string
+---@field value any the file's JSON (nil when missing or unusable)
+---@field error string? why the file could not be used
+
+---@class fen.ApiSettings
+---@field get fun(path: string?): any a copy of the value at a dotted path of the merged settings (user, then the project's files in a trusted folder); nil when absent
+---@field files fun(): fen.SettingsFile[] each settings file as loaded, user first (for readers with a trust rule of their own)
 
 --- Contributes a tool, command, hook, panel, status item, provider, presenter, ... The spec is
 --- checked against contracts/register-kinds.toml (`fen list kinds`).
@@ -251,7 +262,7 @@ function kernel.run_options() end
 ---@class fen.Native
 ---@field version string
 ---@field platform {os: string, arch: string}
----@field paths {config_dir: string, state_dir: string}
+---@field paths {config_dir: string, state_dir: string, project_root: string} fen's directories and the project folder (repository root of the working directory, else the working directory), found once per run
 ---@field auth fen.NativeAuth
 ---@field truncate fen.NativeTruncate
 ---@field fs fen.NativeFs

@@ -14,6 +14,8 @@ local known = {}
 ---@param dir string
 ---@return string
 function M.root(dir)
+  -- fen's working directory: the root the run context found once, at start.
+  if native.paths.project_root and dir == native.fs.cwd() then return native.paths.project_root end
   local k = known[dir]
   if k and (native.fs.stat(k.root .. "/.git") ~= nil) == not k.outside then return k.root end
   local root, outside = M.find_root(dir)

@@ -11,19 +11,18 @@ use std::time::{Duration, Instant};
 pub(super) fn status(cli: &Cli, json: bool, no_start: bool) -> anyhow::Result<ExitCode> {
     let kernel = boot(cli)?;
     let trusted = kernel.inner.project_trusted.get();
-    let paths = crate::kernel::settings::Paths::from_env();
-    let cwd = std::env::current_dir()?;
-    let root = crate::kernel::trust::project_root(&cwd);
-    let (files, mut errors) = config::read_settings(&paths.config_dir, &root);
+    let ctx = kernel.run();
+    let (files, mut errors) = ctx.settings().files();
     let loaded = config::load(&files, trusted);
     errors.extend(loaded.errors.iter().cloned());
-    let hidden = kernel
-        .lua
-        .app_data_ref::<crate::host::boot::HiddenEnv>()
-        .map(|h| h.0.clone())
-        .unwrap_or_default();
     let m = lsp::global();
-    m.configure(&loaded, trusted, root, paths.state_dir.join("lsp"), hidden);
+    m.configure(
+        &loaded,
+        trusted,
+        ctx.project_root.clone(),
+        ctx.paths.state_dir.join("lsp"),
+        ctx.hidden_env(),
+    );
     if !no_start {
         block_on(m.probe(Instant::now() + Duration::from_secs(10)))?;
     }

@@ -17,6 +17,7 @@ mod show;
 mod tool;
 mod worktree;
 
+use crate::host::run::RunContext;
 use crate::host::{BootOptions, Kernel};
 use crate::kernel::Status;
 use clap::Parser;
@@ -74,15 +75,32 @@ pub fn block_on<F: std::future::Future>(fut: F) -> anyhow::Result<F::Output> {
     Ok(local.block_on(&rt, fut))
 }
 
+/// The run context of this command line: fen's directories, the working directory and its
+/// project folder (trusted by trusted.json or `--trust`), the settings, read once.
+pub(crate) fn run_context(cli: &Cli) -> anyhow::Result<RunContext> {
+    let cwd = std::env::current_dir()?;
+    Ok(RunContext::for_cwd(
+        crate::kernel::settings::Paths::from_env(),
+        cwd,
+        cli.trust,
+    ))
+}
+
 pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
-    crate::kernel::settings::prune_tool_output_in_background();
+    boot_with(cli, run_context(cli)?)
+}
+
+/// Boots the kernel for `ctx` (made by [`run_context`]).
+pub(crate) fn boot_with(cli: &Cli, ctx: RunContext) -> anyhow::Result<Kernel> {
+    crate::kernel::settings::prune_tool_output_in_background(
+        &ctx.paths,
+        ctx.settings().tool_output,
+    );
     // From here on Lua code runs: Ctrl-C must be able to stop it.
     install_interrupt_handler();
-    let cwd = std::env::current_dir()?;
-    let mut opts = BootOptions::from_env(cwd, cli.extensions.clone(), cli.extension_root.clone());
-    opts.discovery.project_trusted |= cli.trust;
-    let kernel =
-        Kernel::boot(opts).map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
+    let opts = BootOptions::for_run(&ctx, cli.extensions.clone(), cli.extension_root.clone());
+    let kernel = Kernel::boot_with(opts, ctx)
+        .map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
     for r in kernel.extensions() {
         if r.status == Status::Error {
             eprintln!(

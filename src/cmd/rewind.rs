@@ -96,12 +96,13 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
         .and_then(|t| t.workspace.clone())
         .or(turns.cwd.clone())
         .unwrap_or_else(|| ".".into());
-    let (settings, problems) = cp::read_settings(&settings_files(Path::new(&workspace)));
+    let paths = crate::kernel::settings::Paths::from_env();
+    let (settings, problems) = cp::read_settings(&settings_files(&paths, Path::new(&workspace)));
     for p in problems {
         eprintln!("fen: {p}");
     }
     let req = rewind::Request {
-        state_dir: crate::kernel::settings::Paths::from_env().state_dir,
+        state_dir: paths.state_dir.clone(),
         session_path: path.clone(),
         turn,
         code,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 pub(crate) fn sessions_dir() -> anyhow::Result<PathBuf> {
     Ok(crate::host::native::session::dir_for(
+        &crate::kernel::settings::Paths::from_env().state_dir,
         &std::env::current_dir()?,
     ))
 }

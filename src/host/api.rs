@@ -16,6 +16,7 @@
 //! | `api.session` | `info()`, `list()`, `new()`, `resume(query)`, `append_state(name?, state)`, `latest_state(name?)`, `append_compaction(record, first_kept_message)` |
 //! | `api.enqueue(kind, text)` | queue a `steering` or `follow-up` message for the running agent |
 //! | `api.validate(name, value, {strict})` | check a value against a type or protocol message of contracts/: `true` or `nil, why` |
+//! | `api.settings` | `get(path)`: a value of the merged settings.json (`"tui.theme"`; nil when absent), a copy; `files()`: each settings file as loaded (`{scope, path, value, error}`), for readers with their own trust rule. Read once per run, again on `/reload` (then a `settings-changed` event) |
 //! | `api.kernel` | first-party only: `reload()`, `run_command(line)`, `extensions()`, `contributions(kind)` (the active specs with their functions, for presenters) |
 
 use crate::kernel::contracts::contracts;
@@ -166,7 +167,7 @@ return function(shared, name, first_party, register, on, emit, log, prompt, stat
     name = name, first_party = first_party, register = register, on = on, emit = emit,
     log = log, prompt = prompt, list = shared.list, validate = shared.validate, state = state, load = load,
     turn = copy(shared.turn), session = session, enqueue = shared.enqueue, ui = copy(shared.ui),
-    kernel = first_party and copy(shared.kernel) or nil,
+    kernel = first_party and copy(shared.kernel) or nil, settings = copy(shared.settings),
   }
 end
 "#;
@@ -217,6 +218,7 @@ fn shared(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     t.set("ui", ui_table(lua, inner)?)?;
     t.set("session", session_table(lua, inner)?)?;
     t.set("kernel", kernel_table(lua, inner)?)?;
+    t.set("settings", settings_table(lua)?)?;
     t.set(
         "assemble",
         lua.load(ASSEMBLE).set_name("=fen.api").eval::<Function>()?,
@@ -814,6 +816,39 @@ fn readonly_fn(lua: &Lua) -> mlua::Result<Function> {
 }
 
 /// The privileged table of first-party extensions.
+/// `api.settings`: the run's settings (see `crate::kernel::settings::Settings`), read-only: each
+/// call converts a fresh copy.
+fn settings_table(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set(
+        "get",
+        lua.create_function(|lua, path: Option<String>| {
+            let settings = super::run::run(lua).settings();
+            match settings.get(path.as_deref().unwrap_or("")) {
+                Some(v) => convert::json_to_lua(lua, v),
+                None => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    t.set(
+        "files",
+        lua.create_function(|lua, ()| {
+            let settings = super::run::run(lua).settings();
+            let out = lua.create_table()?;
+            for layer in &settings.layers {
+                let f = lua.create_table()?;
+                f.set("scope", format!("{:?}", layer.scope).to_lowercase())?;
+                f.set("path", layer.path.to_string_lossy().as_ref())?;
+                f.set("value", convert::json_to_lua(lua, &layer.value)?)?;
+                f.set("error", layer.error.clone())?;
+                out.push(f)?;
+            }
+            Ok(out)
+        })?,
+    )?;
+    Ok(t)
+}
+
 fn kernel_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let i = inner.clone();

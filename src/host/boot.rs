@@ -2,12 +2,13 @@
 //! each entry inside a load transaction with its own `api` table, and commits what it
 //! registered. `Kernel` is the handle the CLI holds.
 
+use super::run::{self, RunContext};
 use super::{api, vm};
 use crate::kernel::calls;
 use crate::kernel::convert;
 use crate::kernel::loader::{self, Candidate, DiscoveryConfig, RootKind};
 use crate::kernel::log::Level;
-use crate::kernel::settings::Paths;
+use crate::kernel::settings::{Paths, Settings};
 use crate::kernel::state::{
     assemble_prompt, emit, ExtensionRecord, Inner, LoadTxn, ReloadReport, Status,
 };
@@ -24,14 +25,12 @@ pub struct BootOptions {
 
 impl BootOptions {
     /// Roots from the environment (`FEN_EXTENSION_ROOT`, `FEN_EXTENSIONS_PATH`, XDG) plus the
-    /// explicit `--extension` paths and `--extension-root`.
-    pub fn from_env(
-        cwd: std::path::PathBuf,
+    /// explicit `--extension` paths and `--extension-root`, for the run of `ctx`.
+    pub fn for_run(
+        ctx: &RunContext,
         explicit: Vec<std::path::PathBuf>,
         overlay: Option<std::path::PathBuf>,
     ) -> BootOptions {
-        let paths = Paths::from_env();
-        let project_trusted = crate::kernel::trust::is_trusted(&paths.state_dir, &cwd);
         let overlay = overlay.or_else(|| {
             std::env::var_os("FEN_EXTENSION_ROOT")
                 .filter(|v| !v.is_empty())
@@ -41,13 +40,13 @@ impl BootOptions {
             discovery: DiscoveryConfig {
                 explicit,
                 overlay,
-                cwd,
+                cwd: ctx.cwd.clone(),
                 extensions_path: crate::kernel::settings::extensions_path_from_env(),
-                config_dir: paths.config_dir.clone(),
+                config_dir: ctx.paths.config_dir.clone(),
                 embedded: true,
-                project_trusted,
+                project_trusted: ctx.trusted(),
             },
-            paths,
+            paths: ctx.paths.clone(),
         }
     }
 }
@@ -61,16 +60,36 @@ pub struct Kernel {
 impl Kernel {
     /// Creates the Lua state and loads every discovered extension.
     pub fn boot(opts: BootOptions) -> mlua::Result<Kernel> {
+        let ctx = RunContext::new(
+            opts.paths.clone(),
+            opts.discovery.cwd.clone(),
+            opts.discovery.project_trusted,
+        );
+        Kernel::boot_with(opts, ctx)
+    }
+
+    /// [`Kernel::boot`] with the run context the caller made (and may have read already).
+    pub fn boot_with(opts: BootOptions, ctx: RunContext) -> mlua::Result<Kernel> {
         let lua = vm::new_state()?;
         vm::install_lib_searcher(&lua, opts.discovery.overlay.clone())?;
+        let ctx = run::install(&lua, ctx);
         let inner = Rc::new(Inner::new(opts.discovery, opts.paths));
+        for problem in &ctx.settings().problems {
+            inner.logger.log(Level::Warn, "settings", problem);
+        }
         let kernel = Kernel { lua, inner };
-        kernel.reload();
+        load(&kernel.lua, &kernel.inner);
         Ok(kernel)
     }
 
-    /// Re-discovers and, per extension, removes its contributions and runs its entry again.
-    /// Transactional per extension: one that fails keeps its previous contributions.
+    /// The run context (paths, settings, sandbox, ...).
+    pub fn run(&self) -> Rc<RunContext> {
+        run::run(&self.lua)
+    }
+
+    /// Re-reads the settings, re-discovers and, per extension, removes its contributions and
+    /// runs its entry again. Transactional per extension: one that fails keeps its previous
+    /// contributions.
     pub fn reload(&self) -> ReloadReport {
         reload(&self.lua, &self.inner)
     }
@@ -82,15 +101,6 @@ impl Kernel {
     /// Emits an event from Rust (validated like `api.emit`).
     pub fn emit(&self, event: Table) -> mlua::Result<()> {
         emit(&self.lua, &self.inner, event, "the host")
-    }
-
-    /// Emits an event given as JSON.
-    pub fn emit_json(&self, event: &serde_json::Value) -> mlua::Result<()> {
-        let table = convert::json_to_lua(&self.lua, event)?;
-        match table {
-            Value::Table(t) => self.emit(t),
-            _ => Err(mlua::Error::runtime("an event must be a table")),
-        }
     }
 
     /// The assembled system prompt from every `api.prompt` fragment.
@@ -326,10 +336,7 @@ fn remove_owner(inner: &Inner, owner: &str) {
     inner.prompts.borrow_mut().retain(|p| p.owner != owner);
 }
 
-/// Environment variables tool children must not see (app data of the Lua state).
-#[derive(Debug, Clone, Default)]
-pub struct HiddenEnv(pub Vec<String>);
-
+/// Which environment variables tool children must not see (kept in the run context).
 fn hide_secrets(lua: &Lua, inner: &Inner) {
     let provider_keys: Vec<String> = inner
         .registry
@@ -338,14 +345,44 @@ fn hide_secrets(lua: &Lua, inner: &Inner) {
         .iter()
         .filter_map(|c| c.spec.get::<Option<String>>("key_env").ok().flatten())
         .collect();
-    let (remove, keep) = crate::kernel::settings::tool_env_settings(&inner.paths.config_dir);
+    let ctx = run::run(lua);
+    let settings = ctx.settings();
+    let env = &settings.tool_env;
     let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-    let hidden = crate::kernel::settings::hidden_child_env(names, &provider_keys, &remove, &keep);
-    lua.set_app_data(HiddenEnv(hidden));
+    let hidden =
+        crate::kernel::settings::hidden_child_env(names, &provider_keys, &env.remove, &env.keep);
+    ctx.set_hidden_env(hidden);
 }
 
-/// Discovery + load for every extension (boot is the first reload).
+/// `/reload`: the settings read again (new problems logged, a `settings-changed` event when
+/// they differ), then discovery and load for every extension.
 pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
+    let ctx = run::run(lua);
+    let old = ctx.settings();
+    let new = Settings::load(
+        &ctx.paths.config_dir,
+        &ctx.project_root,
+        inner.project_trusted.get(),
+    );
+    for problem in new.problems.iter().filter(|p| !old.problems.contains(p)) {
+        inner.logger.log(Level::Warn, "settings", problem);
+    }
+    let changed = new.changed_keys(&old);
+    ctx.set_settings(new);
+    let report = load(lua, inner);
+    if !changed.is_empty() {
+        let event = serde_json::json!({"type": "settings-changed", "keys": changed});
+        if let Ok(Value::Table(t)) = convert::json_to_lua(lua, &event) {
+            if let Err(e) = emit(lua, inner, t, "kernel") {
+                inner.logger.log(Level::Error, "kernel", &e.to_string());
+            }
+        }
+    }
+    report
+}
+
+/// Discovery + load for every extension (boot is the first load).
+fn load(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     // Loading allocates only what stays alive (specs, closures): collecting during it is
     // wasted work at start-up.
     lua.gc_stop();

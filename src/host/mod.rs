@@ -5,6 +5,7 @@
 pub mod api;
 pub mod boot;
 pub mod native;
+pub mod run;
 pub mod vm;
 
 pub use boot::{BootOptions, Kernel};

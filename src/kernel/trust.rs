@@ -34,7 +34,11 @@ fn read_list(state_dir: &Path) -> Vec<String> {
 
 /// Whether the user trusted the project folder of `cwd`.
 pub fn is_trusted(state_dir: &Path, cwd: &Path) -> bool {
-    let root = project_root(cwd);
+    is_trusted_root(state_dir, &project_root(cwd))
+}
+
+/// Whether the user trusted the project folder `root` (found by [`project_root`]).
+pub fn is_trusted_root(state_dir: &Path, root: &Path) -> bool {
     let root = root.to_string_lossy();
     read_list(state_dir).iter().any(|t| *t == root)
 }

@@ -14,7 +14,6 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -173,7 +172,6 @@ fn finished(s: &State) -> bool {
 }
 
 static RUNS: Registry<Run> = Registry::new("sa");
-static ASK_IDS: AtomicU64 = AtomicU64::new(1);
 
 fn find(id: &str) -> Result<Run, RunError> {
     RUNS.get(id)
@@ -428,11 +426,6 @@ pub async fn answer(id: &str, value: &serde_json::Value) -> Result<(), RunError>
         return Err(RunError::Closed(id.to_string()));
     }
     Ok(())
-}
-
-/// A fresh id for an ask (unique within this process).
-pub fn ask_id() -> u64 {
-    ASK_IDS.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Ends a run's process group: SIGTERM, then SIGKILL after `grace` if anything is left.

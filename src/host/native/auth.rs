@@ -40,9 +40,15 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
-fn section(name: &str) -> serde_json::Value {
-    let config = crate::kernel::settings::Paths::from_env().config_dir;
-    auth::settings_section(&config, name)
+/// `auth.NAME` of the user's settings.json (the run's settings, read once).
+fn section(lua: &Lua, name: &str) -> serde_json::Value {
+    let settings = crate::host::run::run(lua).settings();
+    settings
+        .layer(crate::kernel::settings::Scope::User)
+        .and_then(|l| l.value.get("auth"))
+        .and_then(|a| a.get(name))
+        .cloned()
+        .unwrap_or(serde_json::Value::Null)
 }
 
 enum Which {
@@ -50,10 +56,15 @@ enum Which {
     Copilot(copilot::Endpoints),
 }
 
-async fn which(provider: &str, host: Option<String>, store: &Store) -> Result<Which, AuthError> {
+async fn which(
+    lua: &Lua,
+    provider: &str,
+    host: Option<String>,
+    store: &Store,
+) -> Result<Which, AuthError> {
     match provider {
         openai::PROVIDER => Ok(Which::OpenAi(openai::Endpoints::from_settings(&section(
-            provider,
+            lua, provider,
         )))),
         copilot::PROVIDER => {
             let host = match host {
@@ -63,7 +74,7 @@ async fn which(provider: &str, host: Option<String>, store: &Store) -> Result<Wh
                     .unwrap_or_else(|| "github.com".into()),
             };
             Ok(Which::Copilot(copilot::Endpoints::from_settings(
-                &section(provider),
+                &section(lua, provider),
                 &host,
             )))
         }
@@ -128,7 +139,7 @@ async fn login_fn(
             let _ = tx.send(p);
         };
         let http = http(&lua)?;
-        match which(&provider, host, &store).await? {
+        match which(&lua, &provider, host, &store).await? {
             Which::OpenAi(ep) if device => openai::login_device(&http, &store, &ep, &notify).await,
             Which::OpenAi(ep) => {
                 openai::login_browser(&http, &store, &ep, !no_browser, &notify).await
@@ -179,7 +190,7 @@ async fn credential_fn(
     let store = Store::from_env();
     let result = async {
         let http = http(&lua)?;
-        match which(&provider, None, &store).await? {
+        match which(&lua, &provider, None, &store).await? {
             Which::OpenAi(ep) => openai::credential(&http, &store, &ep, stale.as_deref()).await,
             Which::Copilot(ep) => copilot::credential(&http, &store, &ep, stale.as_deref()).await,
         }
@@ -205,7 +216,7 @@ async fn models_fn(lua: Lua, provider: String) -> mlua::Result<(Value, Value)> {
     let store = Store::from_env();
     let result = async {
         let http = http(&lua)?;
-        match which(&provider, None, &store).await? {
+        match which(&lua, &provider, None, &store).await? {
             Which::OpenAi(ep) => openai::models(&http, &store, &ep).await,
             Which::Copilot(ep) => copilot::models(&http, &store, &ep).await,
         }
@@ -254,13 +265,18 @@ async fn logout_fn(lua: Lua, provider: String) -> mlua::Result<(Value, Value)> {
 
 /// The URL and client of MCP server `name` from the mcp.json files.
 fn mcp_server(
+    lua: &Lua,
     name: &str,
     trusted: bool,
 ) -> Result<(String, Option<auth::mcp::ClientConfig>), String> {
-    let paths = crate::kernel::settings::Paths::from_env();
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let root = crate::kernel::trust::project_root(&cwd);
-    crate::native::mcp::config::http_server(&paths.config_dir, &cwd, &root, trusted, name)
+    let ctx = crate::host::run::run(lua);
+    crate::native::mcp::config::http_server(
+        &ctx.paths.config_dir,
+        &ctx.cwd,
+        &ctx.project_root,
+        trusted,
+        name,
+    )
 }
 
 async fn mcp_login_fn(
@@ -281,7 +297,7 @@ async fn mcp_login_fn(
         Some(o) => o.get("on_prompt")?,
         None => None,
     };
-    let (url, client) = match mcp_server(&name, trusted) {
+    let (url, client) = match mcp_server(&lua, &name, trusted) {
         Ok(v) => v,
         Err(e) => return super::failure(&lua, e),
     };
@@ -318,7 +334,7 @@ async fn mcp_logout_fn(
         Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
         None => false,
     };
-    let (url, _) = match mcp_server(&name, trusted) {
+    let (url, _) = match mcp_server(&lua, &name, trusted) {
         Ok(v) => v,
         Err(e) => return super::failure(&lua, e),
     };

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::{blocking, failure};
 
-fn state_dir() -> PathBuf {
-    crate::kernel::settings::Paths::from_env().state_dir
+fn state_dir(lua: &Lua) -> PathBuf {
+    crate::host::run::run(lua).paths.state_dir.clone()
 }
 
 #[derive(serde::Deserialize)]
@@ -49,8 +49,7 @@ struct RewindOptions {
 }
 
 /// The settings files that may hold `checkpoints`: the user's, then the project's.
-pub fn settings_files(workspace: &Path) -> Vec<PathBuf> {
-    let paths = crate::kernel::settings::Paths::from_env();
+pub fn settings_files(paths: &crate::kernel::settings::Paths, workspace: &Path) -> Vec<PathBuf> {
     vec![
         paths.config_dir.join("settings.json"),
         workspace.join(".fen").join("settings.json"),
@@ -84,8 +83,17 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "settings",
         lua.create_async_function(|lua, workspace: String| async move {
-            let files = settings_files(Path::new(&workspace));
-            let (s, problems) = blocking(move || cp::read_settings(&files)).await?;
+            let ctx = crate::host::run::run(&lua);
+            let (s, problems) = if Path::new(&workspace) == ctx.project_root {
+                // The project's files: the run's settings, read once.
+                let (files, _) = ctx.settings().files();
+                let files: Vec<(PathBuf, serde_json::Value)> =
+                    files.into_iter().map(|(p, v, _)| (p, v)).collect();
+                cp::settings_of(&files)
+            } else {
+                let files = settings_files(&ctx.paths, Path::new(&workspace));
+                blocking(move || cp::read_settings(&files)).await?
+            };
             let t = to_lua(&lua, &s)?;
             if let Value::Table(t) = &t {
                 t.set("problems", problems)?;
@@ -99,9 +107,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "snapshot",
         lua.create_async_function(|lua, opts: Value| async move {
             let o: SnapshotOptions = lua.from_value(opts)?;
+            let state = state_dir(&lua);
             let r = blocking(move || -> cp::Result<serde_json::Value> {
                 let shadow = Shadow::open(
-                    &state_dir(),
+                    &state,
                     Path::new(&o.workspace),
                     &o.session,
                     o.session_path.as_deref().map(Path::new),
@@ -144,7 +153,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         lua.create_async_function(|lua, opts: Value| async move {
             let o: RewindOptions = lua.from_value(opts)?;
             let req = rewind::Request {
-                state_dir: state_dir(),
+                state_dir: state_dir(&lua),
                 session_path: PathBuf::from(o.session_path),
                 turn: o.turn,
                 code: o.code,
@@ -164,7 +173,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "prune",
         lua.create_async_function(|lua, max: Option<u64>| async move {
             let max = max.unwrap_or(cp::DEFAULT_MAX_TOTAL_BYTES);
-            match blocking(move || cp::prune(&state_dir(), max)).await? {
+            let state = state_dir(&lua);
+            match blocking(move || cp::prune(&state, max)).await? {
                 Ok(d) => Ok((to_lua(&lua, &d)?, Value::Nil)),
                 Err(e) => failure(&lua, e.to_string()),
             }

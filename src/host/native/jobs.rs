@@ -1,6 +1,7 @@
 //! `native.jobs`: background shell jobs ([`crate::native::jobs`]). Logs go to
 //! `$XDG_STATE_HOME/fen/jobs/`.
 
+use crate::host::run::run;
 use crate::native::jobs::{self, JobInfo, JobSpec};
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
@@ -17,8 +18,9 @@ fn info_table(lua: &Lua, info: &JobInfo) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// `start{command, cwd?, log_cap?}` *async* -> info | nil, message (the job runs in the
-/// sandbox `policy.use_sandbox` chose for tool commands); `output(id, {wait_ms,
+/// `start{command, cwd?, log_cap?}` *async* -> info | nil, message (the job runs where a
+/// bash call of the same command would: the sandbox `policy.use_sandbox` chose, unless a
+/// `sandbox.unsandboxed` rule covers it, named by the info's `unsandboxed_rule`); `output(id, {wait_ms,
 /// max_bytes})` *async* -> `{text, skipped, capped, ...info}` | nil, message; `kill(id)`
 /// *async* -> info | nil, message; `list()` -> [info]; `running()` -> n;
 /// `on_exit(id, fn)` calls `fn(info)` once the job's shell has exited.
@@ -33,27 +35,26 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             let command: String = spec.get("command")?;
             let cwd: Option<String> = spec.get("cwd")?;
             let cap: Option<u64> = spec.get("log_cap")?;
+            let ctx = run(&lua);
+            // Jobs run where the shell tool's commands run: the same sandbox, left only by
+            // the same `sandbox.unsandboxed` rules (one plan for both).
+            let plan = ctx.plan(&command, true).await?;
             let spec = JobSpec {
                 command,
                 cwd: cwd.map(Into::into),
-                log_dir: crate::kernel::settings::Paths::from_env()
-                    .state_dir
-                    .join("jobs"),
+                log_dir: ctx.paths.state_dir.join("jobs"),
                 log_cap: cap.unwrap_or(jobs::DEFAULT_LOG_CAP),
                 env: Vec::new(),
-                // Provider keys and other secrets never reach a job (see `HiddenEnv`).
-                env_remove: lua
-                    .app_data_ref::<crate::host::boot::HiddenEnv>()
-                    .map(|h| h.0.clone())
-                    .unwrap_or_default(),
-                // Jobs run in the same OS sandbox as the shell tool's commands
-                // (`policy.use_sandbox`).
-                sandbox: lua
-                    .app_data_ref::<super::policy::ToolSandbox>()
-                    .and_then(|s| s.0.clone()),
+                // Provider keys and other secrets never reach a job.
+                env_remove: ctx.hidden_env(),
+                sandbox: plan.sandbox,
             };
             match jobs::start(spec).await {
-                Ok(info) => super::success(info_table(&lua, &info)?),
+                Ok(info) => {
+                    let t = info_table(&lua, &info)?;
+                    t.set("unsandboxed_rule", plan.rule)?;
+                    super::success(t)
+                }
                 Err(e) => super::failure(&lua, e.to_string()),
             }
         })?,

@@ -15,21 +15,18 @@
 
 use mlua::{Lua, Table, Value};
 use std::io::IsTerminal;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, BufReader, Stdin};
+use tokio::io::AsyncBufReadExt;
 
 type Editor = rustyline::Editor<(), rustyline::history::FileHistory>;
 /// The editor, shared with the blocking thread that runs `readline`.
 type SharedEditor = Arc<Mutex<Option<Editor>>>;
-/// The buffered stdin of the non-terminal path (one per Lua state: a second reader would lose
-/// what the first buffered).
-type SharedStdin = Rc<tokio::sync::Mutex<BufReader<Stdin>>>;
 
 const HISTORY_LINES: usize = 1000;
 
-fn history_path() -> std::path::PathBuf {
-    crate::kernel::settings::Paths::from_env()
+fn history_path(lua: &Lua) -> std::path::PathBuf {
+    crate::host::run::run(lua)
+        .paths
         .state_dir
         .join("repl-history")
 }
@@ -80,6 +77,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
             e
         }
     };
+    let history = history_path(lua);
     let outcome = tokio::task::spawn_blocking(move || -> Result<Option<String>, String> {
         let mut guard = shared
             .lock()
@@ -92,7 +90,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
                 .build();
             let mut editor = Editor::with_config(config).map_err(|e| e.to_string())?;
             // No history yet is the usual first run.
-            let _ = editor.load_history(&history_path());
+            let _ = editor.load_history(&history);
             *guard = Some(editor);
         }
         let Some(editor) = guard.as_mut() else {
@@ -102,7 +100,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
             Ok(line) => {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
-                    let path = history_path();
+                    let path = &history;
                     if let Some(dir) = path.parent() {
                         let _ = std::fs::create_dir_all(dir);
                     }
@@ -133,15 +131,8 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
 
 /// A line as it comes, escape sequences removed.
 async fn read_plain(lua: &Lua) -> mlua::Result<(Value, usize)> {
-    let reader: SharedStdin = match lua.app_data_ref::<SharedStdin>() {
-        Some(r) => r.clone(),
-        None => {
-            let r: SharedStdin =
-                Rc::new(tokio::sync::Mutex::new(BufReader::new(tokio::io::stdin())));
-            lua.set_app_data(r.clone());
-            r
-        }
-    };
+    // The run's one buffered reader (shared with `term.read_line`).
+    let reader = crate::host::run::run(lua).stdin();
     let mut raw = Vec::new();
     let n = reader
         .lock()

@@ -52,17 +52,18 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
                 None => false,
             };
-            let paths = crate::kernel::settings::Paths::from_env();
-            let cwd = std::env::current_dir().map_err(mlua::Error::external)?;
-            let root = crate::kernel::trust::project_root(&cwd);
-            let (files, mut errors) = config::read_settings(&paths.config_dir, &root);
+            // The `lsp` tables of the settings files (user, then the project's two).
+            let ctx = crate::host::run::run(lua);
+            let (files, mut errors) = ctx.settings().files();
             let loaded = config::load(&files, trusted);
             errors.extend(loaded.errors.iter().cloned());
-            let hidden = lua
-                .app_data_ref::<crate::host::boot::HiddenEnv>()
-                .map(|h| h.0.clone())
-                .unwrap_or_default();
-            lsp::global().configure(&loaded, trusted, root, paths.state_dir.join("lsp"), hidden);
+            lsp::global().configure(
+                &loaded,
+                trusted,
+                ctx.project_root.clone(),
+                ctx.paths.state_dir.join("lsp"),
+                ctx.hidden_env(),
+            );
             let out = lua.create_table()?;
             out.set("errors", super::array(lua, &errors)?)?;
             let untrusted = lua.create_table()?;

@@ -124,15 +124,11 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
                 None => false,
             };
-            let paths = crate::kernel::settings::Paths::from_env();
-            let cwd = std::env::current_dir().map_err(mlua::Error::external)?;
-            let root = crate::kernel::trust::project_root(&cwd);
-            let files = config::files(&paths.config_dir, &cwd, &root);
+            let ctx = crate::host::run::run(lua);
+            let paths = &ctx.paths;
+            let files = config::files(&paths.config_dir, &ctx.cwd, &ctx.project_root);
             let loaded = config::load(&files, trusted, &|k| std::env::var(k).ok());
-            let hidden = lua
-                .app_data_ref::<crate::host::boot::HiddenEnv>()
-                .map(|h| h.0.clone())
-                .unwrap_or_default();
+            let hidden = ctx.hidden_env();
             let mut servers = loaded.servers;
             // Servers a client added (`add`) stay across a re-read of the files.
             for extra in lock_added().iter() {

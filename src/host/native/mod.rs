@@ -36,7 +36,6 @@ mod fs;
 mod http;
 mod image;
 mod jobs;
-mod ledger;
 mod line;
 mod lsp;
 mod markup;
@@ -50,7 +49,15 @@ mod subagent;
 mod term;
 mod text;
 
-pub use ledger::ReadLedger;
+/// The run's read ledger, for the file bindings (`crate::host::run::RunContext::ledger`).
+mod ledger {
+    pub fn with<R>(
+        lua: &mlua::Lua,
+        f: impl FnOnce(&mut crate::native::ledger::ReadLedger) -> R,
+    ) -> R {
+        f(&mut crate::host::run::run(lua).ledger.borrow_mut())
+    }
+}
 
 use mlua::{Lua, Table, Value};
 
@@ -116,11 +123,15 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     native.set("platform", platform)?;
     native.set("sleep", misc::sleep_fn(lua)?)?;
     native.set("clock_ms", misc::clock_ms_fn(lua)?)?;
-    // fen's directories, resolved in one place (`kernel::settings::Paths`).
-    let paths = crate::kernel::settings::Paths::from_env();
+    // fen's directories and the project folder, from the run context (resolved once).
+    let ctx = crate::host::run::run(lua);
     let dirs = lua.create_table()?;
-    dirs.set("config_dir", paths.config_dir.to_string_lossy().as_ref())?;
-    dirs.set("state_dir", paths.state_dir.to_string_lossy().as_ref())?;
+    dirs.set(
+        "config_dir",
+        ctx.paths.config_dir.to_string_lossy().as_ref(),
+    )?;
+    dirs.set("state_dir", ctx.paths.state_dir.to_string_lossy().as_ref())?;
+    dirs.set("project_root", ctx.project_root.to_string_lossy().as_ref())?;
     native.set("paths", dirs)?;
     let meta = lua.create_table()?;
     meta.set(

@@ -23,11 +23,13 @@
 //! - `policy.audit(record)`: one line of `$XDG_STATE_HOME/fen/permissions.jsonl`.
 
 use super::blocking;
+use crate::host::run::run;
+use crate::kernel::settings::{Layer, PermissionSettings, Scope};
 use crate::native::policy::{
-    decide, Decision, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, RuleSource, Source,
-    Verdict, Workspace,
+    decide, Mode, Request, Risk, RuleInput, RuleKind, RuleSet, RuleSource, Source, Verdict,
+    Workspace,
 };
-use crate::native::sandbox;
+use crate::native::sandbox::{self, Unsandboxed};
 use mlua::{Lua, LuaSerdeExt, Table, UserData, UserDataMethods, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -37,7 +39,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set("new", lua.create_function(new_fn)?)?;
     m.set(
         "settings_rules",
-        lua.create_function(|lua, path: String| match settings_rules(&path) {
+        lua.create_function(|lua, path: String| match settings_rules(lua, &path) {
             Ok(v) => Ok((lua.to_value(&v)?, Value::Nil)),
             Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
         })?,
@@ -69,9 +71,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "sandbox_scope",
         lua.create_async_function(|lua, command: String| async move {
-            let ws = Arc::new(session_workspace());
-            let rules = Arc::new(Mutex::new(RuleSet::default()));
-            let d = blocking(move || shell_decision(&command, &rules, &ws)).await?;
+            let rules = Unsandboxed::new(run(&lua).session_workspace());
+            let d = blocking(move || rules.shell_decision(&command)).await?;
             // Only a command that would ask in default mode has a prefix worth remembering.
             let scope = if d.verdict == Verdict::Ask {
                 d.scope
@@ -83,19 +84,12 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "allow_unsandboxed",
-        lua.create_function(|lua, rule: String| {
-            let (ws, rules) = unsandboxed(lua);
-            let mut rules = rules.lock().unwrap_or_else(|e| e.into_inner());
-            let input = RuleInput {
-                text: rule,
-                kind: RuleKind::Allow,
-                source: None,
-            };
-            match rules.add(&input, &ws) {
+        lua.create_function(
+            |lua, rule: String| match run(lua).unsandboxed().add(&rule) {
                 Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
-                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
-            }
-        })?,
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
+            },
+        )?,
     )?;
     m.set(
         "audit",
@@ -108,9 +102,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     httpdate::fmt_http_date(std::time::SystemTime::now()).into(),
                 );
             }
-            let path = crate::kernel::settings::Paths::from_env()
-                .state_dir
-                .join("permissions.jsonl");
+            let path = run(lua).paths.state_dir.join("permissions.jsonl");
             // One short line, appended: cheap enough for the Lua thread; a failure to write
             // the audit must not block the call it records.
             let _ = append_line(&path, &v.to_string());
@@ -189,7 +181,8 @@ fn new_fn(lua: &Lua, t: Table) -> mlua::Result<(Value, Value)> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"));
-    let paths = crate::kernel::settings::Paths::from_env();
+    let ctx = run(lua);
+    let paths = &ctx.paths;
     let config_dir = paths.config_dir.clone();
     let dirs: Vec<PathBuf> = o
         .additional_dirs
@@ -321,75 +314,19 @@ fn args_len(args: &Value) -> usize {
     }
 }
 
-/// What `settings.json` says about permissions and the sandbox, each rule with its line.
-#[derive(serde::Serialize, Default)]
-struct SettingsRules {
-    mode: Option<String>,
-    allow: Vec<RuleLine>,
-    ask: Vec<RuleLine>,
-    deny: Vec<RuleLine>,
-    additional_dirs: Vec<String>,
-    sandbox: serde_json::Value,
-}
-
-#[derive(serde::Serialize)]
-struct RuleLine {
-    text: String,
-    line: u32,
-}
-
-fn settings_rules(path: &str) -> Result<SettingsRules, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SettingsRules::default()),
-        Err(e) => return Err(format!("cannot read {path}: {e}")),
+/// What the settings file `path` says about permissions and the sandbox, each rule with its
+/// line: one of the run's settings layers as loaded (at boot or `/reload`), else the file read
+/// now (a file outside the three).
+fn settings_rules(lua: &Lua, path: &str) -> Result<PermissionSettings, String> {
+    let settings = run(lua).settings();
+    let layer = match settings.layers.iter().find(|l| l.path == Path::new(path)) {
+        Some(l) => l.clone(),
+        None => Layer::read(Scope::Local, PathBuf::from(path)),
     };
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{path}:{}:{}: not valid JSON: {e}", e.line(), e.column()))?;
-    let perms = v.get("permissions").cloned().unwrap_or_default();
-    let list = |key: &str| -> Vec<RuleLine> {
-        perms
-            .get(key)
-            .and_then(|a| a.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|r| r.as_str())
-                    .map(|r| RuleLine {
-                        text: r.to_string(),
-                        line: line_of(&text, r),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    Ok(SettingsRules {
-        mode: perms
-            .get("mode")
-            .and_then(|m| m.as_str())
-            .map(str::to_string),
-        allow: list("allow"),
-        ask: list("ask"),
-        deny: list("deny"),
-        additional_dirs: perms
-            .get("additional_dirs")
-            .or_else(|| perms.get("additionalDirectories"))
-            .and_then(|a| a.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        sandbox: v.get("sandbox").cloned().unwrap_or_default(),
-    })
-}
-
-/// The line (1-based) where a rule's JSON string first appears in the file.
-fn line_of(text: &str, rule: &str) -> u32 {
-    let needle = serde_json::to_string(rule).unwrap_or_default();
-    text.find(&needle)
-        .map(|at| text[..at].matches('\n').count() as u32 + 1)
-        .unwrap_or(0)
+    match &layer.error {
+        Some(e) => Err(e.clone()),
+        None => Ok(layer.permissions()),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -442,116 +379,22 @@ struct SandboxOpts {
     prestart: bool,
 }
 
-/// The sandbox tool commands run in (app data of the state; `process.run` reads it).
-#[derive(Clone)]
-pub struct ToolSandbox(pub Option<sandbox::Sandbox>);
-
-/// Rules whose commands run outside the sandbox ("always" answers to an escalation and
-/// `sandbox.unsandboxed` in settings), with the workspace they are resolved against.
-pub struct Unsandboxed {
-    workspace: Arc<Workspace>,
-    rules: Arc<Mutex<RuleSet>>,
-}
-
-/// The session's workspace as the permission analyser sees it (fen's working directory).
-fn session_workspace() -> Workspace {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"));
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let paths = crate::kernel::settings::Paths::from_env();
-    Workspace::new(&cwd, &[], &home, &paths.config_dir).with_state_dir(&paths.state_dir)
-}
-
-/// The unsandboxed rules of this state (created empty on first use).
-fn unsandboxed(lua: &Lua) -> (Arc<Workspace>, Arc<Mutex<RuleSet>>) {
-    if let Some(u) = lua.app_data_ref::<Unsandboxed>() {
-        return (u.workspace.clone(), u.rules.clone());
-    }
-    let (ws, rules) = (
-        Arc::new(session_workspace()),
-        Arc::new(Mutex::new(RuleSet::default())),
-    );
-    lua.set_app_data(Unsandboxed {
-        workspace: ws.clone(),
-        rules: rules.clone(),
-    });
-    (ws, rules)
-}
-
-/// How the analyser judges `command` as a bash call in default mode with `rules` only.
-fn shell_decision(command: &str, rules: &Mutex<RuleSet>, ws: &Workspace) -> Decision {
-    let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
-    decide(&Request {
-        tool: "bash",
-        risk: Risk::Shell,
-        args: &serde_json::json!({ "command": command }),
-        mode: Mode::Default,
-        rules: &rules,
-        workspace: ws,
-        sandbox_available: false,
-    })
-}
-
-/// The `sandbox.unsandboxed` rule that lets `command` run outside the sandbox, if one does:
-/// every segment that is not read-only must be allowed by such a rule (so `cargo test; rm -rf
-/// x` is not covered by `Bash(cargo test *)`), and at least one rule must have matched (a
-/// read-only command alone never leaves the sandbox). Long commands are analysed off the Lua
-/// thread.
-pub async fn unsandboxed_rule(lua: &Lua, command: &str) -> mlua::Result<Option<String>> {
-    let (ws, rules) = {
-        let Some(u) = lua.app_data_ref::<Unsandboxed>() else {
-            return Ok(None);
-        };
-        let rules = u.rules.lock().unwrap_or_else(|e| e.into_inner());
-        if rules.of_kind(RuleKind::Allow).next().is_none() {
-            return Ok(None);
-        }
-        drop(rules);
-        (u.workspace.clone(), u.rules.clone())
-    };
-    let long = command.len() > 1024;
-    let command = command.to_string();
-    let judge = move || {
-        let d = shell_decision(&command, &rules, &ws);
-        if d.verdict != Verdict::Allow {
-            return None;
-        }
-        d.items.iter().find_map(|i| match &i.source {
-            Source::Rule { rule, .. } => Some(rule.clone()),
-            _ => None,
-        })
-    };
-    if long {
-        blocking(judge).await
-    } else {
-        Ok(judge())
-    }
-}
-
 fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
     let o: SandboxOpts = super::options(lua, "policy.use_sandbox", t)?;
+    let ctx = run(lua);
     // The rules that send commands outside the sandbox (replaced as a whole: settings reload).
-    let ws = Arc::new(session_workspace());
-    let mut set = RuleSet::default();
+    let ws = ctx.session_workspace();
+    let set = Unsandboxed::new(ws.clone());
     let mut problems = Vec::new();
     for r in &o.unsandboxed {
-        let input = RuleInput {
-            text: r.clone(),
-            kind: RuleKind::Allow,
-            source: None,
-        };
-        if let Err(e) = set.add(&input, &ws) {
+        if let Err(e) = set.add(r) {
             problems.push(format!("sandbox.unsandboxed: {e}"));
         }
     }
-    lua.set_app_data(Unsandboxed {
-        workspace: ws.clone(),
-        rules: Arc::new(Mutex::new(set)),
-    });
+    ctx.set_unsandboxed(set);
     let problems = lua.to_value(&problems)?;
     if !o.enabled {
-        lua.set_app_data(ToolSandbox(None));
+        ctx.set_tool_sandbox(None);
         return Ok(problems);
     }
     let mut inputs = sandbox::inputs_from_env(PathBuf::from(&o.workspace));
@@ -577,6 +420,6 @@ fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
     if o.prestart {
         sandbox::prestart(&sb, Path::new(&o.workspace));
     }
-    lua.set_app_data(ToolSandbox(Some(sb)));
+    ctx.set_tool_sandbox(Some(sb));
     Ok(problems)
 }

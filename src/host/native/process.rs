@@ -1,6 +1,7 @@
 //! Binding of the process supervisor: `native.process.run`.
 
 use super::{expand_path, failure, success};
+use crate::host::run::run;
 use crate::native::process::{self, ProcessSpec};
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
@@ -74,31 +75,17 @@ async fn run_fn(
     spec.tail_bytes = opts
         .get::<Option<usize>>("tail_bytes")?
         .unwrap_or(spec.tail_bytes.min(budget));
-    spec.spill_dir = Some(
-        crate::kernel::settings::Paths::from_env()
-            .state_dir
-            .join("tool-output"),
-    );
-    // Provider keys and other secrets never reach the child (see `HiddenEnv`).
-    spec.env_remove = lua
-        .app_data_ref::<crate::host::boot::HiddenEnv>()
-        .map(|h| h.0.clone())
-        .unwrap_or_default();
+    let ctx = run(&lua);
+    spec.spill_dir = Some(ctx.paths.state_dir.join("tool-output"));
+    // Provider keys and other secrets never reach the child.
+    spec.env_remove = ctx.hidden_env();
     // Tool commands run in the sandbox the permissions extension chose (`policy.use_sandbox`),
     // unless the call says `sandbox = false` (a rerun the user approved outside it) or a
     // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation).
-    let mut unsandboxed_rule = None;
-    if opts.get::<Option<bool>>("sandbox")?.unwrap_or(true) {
-        spec.sandbox = lua
-            .app_data_ref::<super::policy::ToolSandbox>()
-            .and_then(|s| s.0.clone());
-        if spec.sandbox.is_some() {
-            unsandboxed_rule = super::policy::unsandboxed_rule(&lua, &spec.command).await?;
-            if unsandboxed_rule.is_some() {
-                spec.sandbox = None;
-            }
-        }
-    }
+    let requested = opts.get::<Option<bool>>("sandbox")?.unwrap_or(true);
+    let plan = ctx.plan(&spec.command, requested).await?;
+    spec.sandbox = plan.sandbox;
+    let unsandboxed_rule = plan.rule;
     let sandbox_policy = spec.sandbox.as_ref().map(|s| s.policy.clone());
     let cancel = super::cancel_token(&lua);
     let mut forward = |chunk: &str| {

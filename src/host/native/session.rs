@@ -72,10 +72,10 @@ fn writer_value(lua: &Lua, w: SessionWriter) -> mlua::Result<Value> {
 
 /// The sessions directory for a working directory: `FEN_SESSION_DIR` when set, else
 /// `$XDG_STATE_HOME/fen/sessions/<slug of cwd>/`.
-pub fn dir_for(cwd: &std::path::Path) -> PathBuf {
+pub fn dir_for(state_dir: &std::path::Path, cwd: &std::path::Path) -> PathBuf {
     match std::env::var_os("FEN_SESSION_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => jsonl::session_dir_for(&crate::kernel::settings::Paths::from_env().state_dir, cwd),
+        None => jsonl::session_dir_for(state_dir, cwd),
     }
 }
 
@@ -121,8 +121,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set("export", lua.create_async_function(export_fn)?)?;
     m.set(
         "dir_for",
-        lua.create_function(|_, cwd: String| {
-            Ok(dir_for(std::path::Path::new(&cwd))
+        lua.create_function(|lua, cwd: String| {
+            let state_dir = &crate::host::run::run(lua).paths.state_dir;
+            Ok(dir_for(state_dir, std::path::Path::new(&cwd))
                 .to_string_lossy()
                 .into_owned())
         })?,

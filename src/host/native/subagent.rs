@@ -122,10 +122,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "start",
         lua.create_async_function(|lua, (opts, handlers): (Table, Option<Table>)| async move {
             let o: StartOptions = super::options(&lua, "subagent.start", opts)?;
-            let hidden = lua
-                .app_data_ref::<crate::host::boot::HiddenEnv>()
-                .map(|h| h.0.clone())
-                .unwrap_or_default();
+            let hidden = crate::host::run::run(&lua).hidden_env();
             let program = std::env::current_exe()
                 .map_err(|e| mlua::Error::runtime(format!("cannot find fen's executable: {e}")))?;
             let spec = RunSpec {

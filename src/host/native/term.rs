@@ -42,26 +42,17 @@ use std::cell::{Cell, RefCell};
 use std::io::{IsTerminal, Write};
 use std::rc::Rc;
 use std::time::Instant;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Stdin};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
-
-type SharedStdin = Rc<Mutex<BufReader<Stdin>>>;
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set(
         "read_line",
         lua.create_async_function(|lua, ()| async move {
-            // One buffered reader per Lua state: a second one would lose what the first buffered.
-            let reader: SharedStdin = match lua.app_data_ref::<SharedStdin>() {
-                Some(r) => r.clone(),
-                None => {
-                    let r: SharedStdin = Rc::new(Mutex::new(BufReader::new(tokio::io::stdin())));
-                    lua.set_app_data(r.clone());
-                    r
-                }
-            };
+            // The run's one buffered reader (shared with `line.read`).
+            let reader = crate::host::run::run(&lua).stdin();
             // Bytes, not a String: a line that is not UTF-8 is taken lossily instead of ending
             // the session with a decoding error.
             let mut bytes = Vec::new();
@@ -652,11 +643,8 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                     )
                 }
             };
-            // Secrets never reach the notifier (see `HiddenEnv`).
-            let hidden = lua
-                .app_data_ref::<crate::host::boot::HiddenEnv>()
-                .map(|h| h.0.clone())
-                .unwrap_or_default();
+            // Secrets never reach the notifier.
+            let hidden = crate::host::run::run(&lua).hidden_env();
             match notify::run_command(argv, input, &hidden).await {
                 Ok(None) => Ok((Value::Boolean(true), Value::Nil)),
                 Ok(Some(msg)) => super::failure(&lua, msg),

@@ -84,18 +84,6 @@ pub enum Prompt {
     DeviceCode { url: String, code: String },
 }
 
-/// Settings a flow reads: the endpoints (each overridable in settings.json `auth.NAME`).
-pub fn settings_section(config_dir: &std::path::Path, name: &str) -> serde_json::Value {
-    let path = config_dir.join("settings.json");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return serde_json::Value::Null;
-    };
-    serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("auth").and_then(|a| a.get(name)).cloned())
-        .unwrap_or(serde_json::Value::Null)
-}
-
 /// A string setting of a section, or the default.
 pub(crate) fn setting(section: &serde_json::Value, key: &str, default: &str) -> String {
     section

@@ -299,15 +299,22 @@ impl Default for Settings {
 /// include patterns add up). Missing or unreadable files count as empty; a field of the
 /// wrong type is named in the returned problems.
 pub fn read_settings(files: &[PathBuf]) -> (Settings, Vec<String>) {
+    let parsed: Vec<(PathBuf, serde_json::Value)> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            let v = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+            Some((f.clone(), v))
+        })
+        .collect();
+    settings_of(&parsed)
+}
+
+/// [`read_settings`] of files already parsed (the run's settings).
+pub fn settings_of(files: &[(PathBuf, serde_json::Value)]) -> (Settings, Vec<String>) {
     let mut s = Settings::default();
     let mut problems = Vec::new();
-    for f in files {
-        let Ok(text) = std::fs::read_to_string(f) else {
-            continue;
-        };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-            continue;
-        };
+    for (f, v) in files {
         let Some(c) = v.get("checkpoints") else {
             continue;
         };

@@ -144,31 +144,6 @@ pub fn builtins() -> Vec<ServerDef> {
         .collect()
 }
 
-/// The settings files that may hold an `lsp` table, parsed, in the order they apply (the
-/// user's `CONFIG_DIR/settings.json`, then the project's `.fen/settings.json` and
-/// `.fen/settings.local.json`, flagged as project files), and the ones that are not JSON.
-pub fn read_settings(
-    config_dir: &Path,
-    project_root: &Path,
-) -> (Vec<(PathBuf, Value, bool)>, Vec<String>) {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    for (path, project) in [
-        (config_dir.join("settings.json"), false),
-        (project_root.join(".fen/settings.json"), true),
-        (project_root.join(".fen/settings.local.json"), true),
-    ] {
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        match serde_json::from_str::<Value>(&text) {
-            Ok(v) => files.push((path, v, project)),
-            Err(e) => errors.push(format!("{}: not valid JSON ({e})", path.display())),
-        }
-    }
-    (files, errors)
-}
-
 /// What [`load`] made of the settings.
 #[derive(Clone, Debug, Default)]
 pub struct Loaded {

@@ -7,8 +7,8 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::shell::{glob_base, join_path, Access, PathRef};
 use super::table::{table, Program, Role, Slot};
+use super::types::{glob_base, join_path, Access, PathRef};
 
 /// What to do with a leading wrapper word.
 pub(crate) enum Peel<'a> {

@@ -31,6 +31,7 @@ pub mod rules;
 pub mod secrets;
 pub mod shell;
 pub mod table;
+pub mod types;
 
 pub use decide::{
     decide, scope_rule, Decision, Item, ItemKind, Mode, Request, Risk, Source, Verdict,

@@ -52,21 +52,6 @@ pub fn live_groups() -> Vec<i32> {
         .collect()
 }
 
-/// Makes the child lead its own session and process group, with no controlling terminal: a
-/// terminal's Ctrl-C reaches only fen (which decides what to cancel), nothing the child
-/// writes to a tty reaches the user's screen, and fen can end the whole group as one.
-pub fn own_session(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
-}
-
 /// Ids of the live processes whose process group is `pgid` (zombies excluded), from /proc.
 pub fn group_members(pgid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {

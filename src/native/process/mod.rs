@@ -20,10 +20,11 @@ mod kept;
 mod live;
 pub mod spill;
 
+pub use crate::native::setsid::own_session;
 pub use clean::{clean_all, Cleaner};
 pub use groups::{
-    group_members, is_dead, live_groups, own_session, proc_stat, terminate_all_groups,
-    terminate_group, terminate_groups, EXIT_GRACE,
+    group_members, is_dead, live_groups, proc_stat, terminate_all_groups, terminate_group,
+    terminate_groups, EXIT_GRACE,
 };
 pub use kept::{Kept, KeptText};
 

@@ -241,7 +241,7 @@ fn keep(req: &Request, out: &OwnedFd, chan: &OwnedFd) -> i32 {
         return 1;
     };
     cmd.stdin(Stdio::null()).stdout(o1).stderr(o2);
-    crate::native::process::own_session(&mut cmd);
+    crate::native::setsid::own_session(&mut cmd);
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {

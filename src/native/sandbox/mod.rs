@@ -14,6 +14,7 @@ pub mod git;
 pub mod launcher;
 #[cfg(target_os = "linux")]
 mod lsm;
+pub mod plan;
 pub mod policy;
 pub mod stamp;
 mod tier;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 pub use bwrap::{args as bwrap_args, BwrapArgs, Prepared as BwrapPrepared};
 pub use classify::{classify, Blocked, Boundary};
+pub use plan::{plan, plan_is_slow, Plan, Unsandboxed};
 pub use policy::{PolicyInputs, RootKind, SandboxPolicy, WritableRoot};
 pub use tier::{
     available, detect, detect_without_trial, detected, find_on_path, landlock_abi, probe, Tier,

@@ -39,7 +39,8 @@ local ERR_MARK = "<<fen-hook-stderr>>"
 
 local project_root = require("fen.lib.project").root
 
--- Settings files are a few small files read once per load (as the permissions extension does).
+-- Claude Code's settings files are a few small files read once per load (fen's own come from
+-- `api.settings`, read once per run).
 local function read_json(path)
   if not native.fs.stat(path) then return nil end
   local text, err = native.fs.read_text(path)
@@ -80,8 +81,9 @@ return function(api)
     local root = project_root(cwd)
     local home = os.getenv("HOME") or ""
     local out, problems = {}, {}
-    local function take(path, scope)
-      local s, err = read_json(path)
+    --- One settings file: `s, err` when already loaded (fen's, from `api.settings`), else read.
+    local function take(path, scope, loaded, s, err)
+      if not loaded then s, err = read_json(path) end
       if err then problems[#problems + 1] = err end
       if type(s) ~= "table" or type(s.hooks) ~= "table" then return s end
       if scope == "project" and not opts.trusted then
@@ -107,7 +109,12 @@ return function(api)
       end
       return s
     end
-    local user = take(native.paths.config_dir .. "/settings.json", "user")
+    local fen_files = {}
+    for _, f in ipairs(api.settings.files()) do fen_files[f.scope] = f end
+    local function take_fen(f, scope)
+      if f then return take(f.path, scope, true, f.value, f.error) end
+    end
+    local user = take_fen(fen_files.user, "user")
     local idle = DEFAULT_IDLE
     if type(user) == "table" and type(user.hooks) == "table" then
       if user.hooks.import_claude == true then take(home .. "/.claude/settings.json", "user") end
@@ -118,8 +125,9 @@ return function(api)
         problems[#problems + 1] = "settings.json: hooks.idle_after must be a number of seconds above 0 (default 60)"
       end
     end
-    for _, f in ipairs({ "/.fen/settings.json", "/.fen/settings.local.json", "/.claude/settings.json",
-      "/.claude/settings.local.json" }) do
+    take_fen(fen_files.project, "project")
+    take_fen(fen_files["local"], "project")
+    for _, f in ipairs({ "/.claude/settings.json", "/.claude/settings.local.json" }) do
       take(root .. f, "project")
     end
     for _, p in ipairs(problems) do api.log("warn", "hooks: " .. p) end

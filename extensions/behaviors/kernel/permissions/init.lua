@@ -15,18 +15,6 @@ local native = require("fen.native")
 -- By strictness (an untrusted project may only pick a stricter one); plan refuses all but reads.
 local MODES = { plan = 0, safe = 1, default = 2, auto = 3, yolo = 4 }
 
---- The nearest ancestor of `dir` holding `.git`, else `dir`.
-local function project_root(dir)
-  local d = dir
-  while d and d ~= "" do
-    if native.fs.stat(d .. "/.git") then return d end
-    local parent = d:match("^(.*)/[^/]*$")
-    if parent == d then break end
-    d = parent
-  end
-  return dir
-end
-
 local function read_json(path)
   local fh = io.open(path, "rb")
   if not fh then return nil end
@@ -76,8 +64,8 @@ return function(api)
     local function str(v) return type(v) == "string" and v or nil end
     local opts = { permission_mode = str(raw.permission_mode), on_ask = str(raw.on_ask),
       headless = raw.headless == true, trusted = raw.trusted == true }
-    local cwd = native.fs.cwd()
-    local root = project_root(cwd)
+    -- The project folder (the repository root of fen's working directory), found once at start.
+    local root = require("fen.lib.project").root(native.fs.cwd())
     local trusted = opts.trusted
     local merged = { rules = {}, dirs = {}, sandbox = {}, unsandboxed = {}, problems = {}, files = {}, root = root }
     local user_mode, project_mode

@@ -1,14 +1,14 @@
-//! What this session has read: the stamp of every file the `read` tool showed, so `edit` and
+//! What a session has read: the stamp of every file the `read` tool showed, so `edit` and
 //! `write` can refuse to act on a file that changed on disk since (stale-read protection).
-//! Kept in the Lua state's app data; `strict` is turned on by the agent loop, where overwriting
-//! a file the session never read is refused too (a one-shot `fen tool` call is not strict).
+//! `strict` is turned on by the agent loop, where overwriting a file the session never read
+//! is refused too (a one-shot `fen tool` call is not strict). The run context owns the one
+//! ledger of a run (`crate::host::run`).
 
 use crate::native::fs::FileStamp;
-use mlua::Lua;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct ReadLedger {
     pub strict: bool,
     stamps: HashMap<PathBuf, FileStamp>,
@@ -24,15 +24,5 @@ impl ReadLedger {
     }
     pub fn get(&self, path: &Path) -> Option<FileStamp> {
         self.stamps.get(&Self::key(path)).cloned()
-    }
-}
-
-pub fn with<R>(lua: &Lua, f: impl FnOnce(&mut ReadLedger) -> R) -> R {
-    if lua.app_data_ref::<ReadLedger>().is_none() {
-        lua.set_app_data(ReadLedger::default());
-    }
-    match lua.app_data_mut::<ReadLedger>() {
-        Some(mut ledger) => f(&mut ledger),
-        None => f(&mut ReadLedger::default()),
     }
 }
