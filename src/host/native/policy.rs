@@ -146,32 +146,32 @@ fn risk_of(s: &str) -> Risk {
     }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewOpts {
-    cwd: String,
-    #[serde(default)]
-    additional_dirs: Vec<String>,
-    mode: String,
-    #[serde(default)]
-    rules: Vec<RuleOpt>,
-    #[serde(default)]
-    tools: Vec<String>,
-    #[serde(default)]
-    sandbox: bool,
+crate::lua_options! {
+    pub(crate) struct NewOpts as "fen.opts.PolicyNew" for "policy.new" {
+        cwd: String => "string", "The workspace.",
+        #[serde(default)]
+        additional_dirs: Vec<String> => "string[]?", "More directories that count as the workspace.",
+        mode: String => "\"safe\"|\"default\"|\"auto\"|\"yolo\"", "",
+        #[serde(default)]
+        rules: Vec<RuleOpt> => "fen.opts.PolicyRule[]?", "",
+        #[serde(default)]
+        tools: Vec<String> => "string[]?", "",
+        #[serde(default)]
+        sandbox: bool => "boolean?", "",
+    }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleOpt {
-    text: String,
-    kind: String,
-    file: Option<String>,
-    line: Option<u32>,
+crate::lua_options! {
+    pub(crate) struct RuleOpt as "fen.opts.PolicyRule" for "policy.new (a rule)" {
+        text: String => "string", "`Bash(git *)`, `Read(./.env)`, ...",
+        kind: String => "\"allow\"|\"ask\"|\"deny\"", "",
+        file: Option<String> => "string?", "Where the rule was written.",
+        line: Option<u32> => "integer?", "",
+    }
 }
 
 fn new_fn(lua: &Lua, t: Table) -> mlua::Result<(Value, Value)> {
-    let o: NewOpts = super::options(lua, "policy.new", t)?;
+    let o: NewOpts = super::options(lua, Value::Table(t))?;
     let mode: Mode = o.mode.parse().map_err(mlua::Error::runtime)?;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -379,23 +379,21 @@ fn line_of(text: &str, rule: &str) -> u32 {
         .unwrap_or(0)
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxOpts {
-    enabled: bool,
-    #[serde(default)]
-    required: bool,
-    #[serde(default)]
-    network: bool,
-    #[serde(default)]
-    writable_roots: Vec<String>,
-    workspace: String,
-    #[serde(default)]
-    unsandboxed: Vec<String>,
-    /// Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable
-    /// to sandboxed commands; every other secret file there is masked.
-    #[serde(default)]
-    allow_rules: Vec<String>,
+crate::lua_options! {
+    pub(crate) struct SandboxOpts as "fen.opts.PolicyUseSandbox" for "policy.use_sandbox" {
+        enabled: bool => "boolean", "",
+        #[serde(default)]
+        required: bool => "boolean?", "Refuse commands when no sandbox is available.",
+        #[serde(default)]
+        network: bool => "boolean?", "Allow network access.",
+        #[serde(default)]
+        writable_roots: Vec<String> => "string[]?", "More writable directories.",
+        workspace: String => "string", "",
+        #[serde(default)]
+        unsandboxed: Vec<String> => "string[]?", "Rules of commands run outside the sandbox.",
+        #[serde(default)]
+        allow_rules: Vec<String> => "string[]?", "Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable to sandboxed commands; every other secret file there is masked.",
+    }
 }
 
 /// The sandbox tool commands run in (app data of the state; `process.run` reads it).
@@ -486,7 +484,7 @@ pub async fn unsandboxed_rule(lua: &Lua, command: &str) -> mlua::Result<Option<S
 }
 
 fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
-    let o: SandboxOpts = super::options(lua, "policy.use_sandbox", t)?;
+    let o: SandboxOpts = super::options(lua, Value::Table(t))?;
     // The rules that send commands outside the sandbox (replaced as a whole: settings reload).
     let ws = Arc::new(session_workspace());
     let mut set = RuleSet::default();

@@ -63,10 +63,8 @@ return function(api)
   --- settings.json's `tui` table ({} when absent or unreadable).
   function impl.settings()
     local path = (native.paths and native.paths.config_dir or "") .. "/settings.json"
-    local fh = io.open(path, "rb")
-    if not fh then return {} end
-    local text = fh:read("a")
-    fh:close()
+    local text = native.fs.read_text(path)
+    if not text then return {} end
     local ok, v = pcall(native.json.decode, text)
     if ok and type(v) == "table" and type(v.tui) == "table" then return v.tui end
     return {}
@@ -525,13 +523,13 @@ return function(api)
     if S.history then return end
     S.history = {}
     local _, path = history_path()
-    local fh = io.open(path, "rb")
-    if not fh then return end
-    for line in fh:lines() do
+    -- The last MiB holds well over the 1000 entries kept (a cut first line fails to decode).
+    local text = native.fs.read_text(path, 1 << 20, "tail")
+    if not text then return end
+    for line in text:gmatch("[^\n]+") do
       local ok, v = pcall(native.json.decode, line)
       if ok and type(v) == "string" then S.history[#S.history + 1] = v end
     end
-    fh:close()
     while #S.history > 1000 do table.remove(S.history, 1) end
   end
 
@@ -539,18 +537,8 @@ return function(api)
     load_history()
     if S.history[#S.history] == line then return end
     S.history[#S.history + 1] = line
-    local dir, path = history_path()
-    local fh = io.open(path, "ab")
-    if not fh and not S.hist_dir_made then
-      -- Once per session: a shell on every submit would cost milliseconds on the Lua thread.
-      S.hist_dir_made = true
-      os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
-      fh = io.open(path, "ab")
-    end
-    if fh then
-      fh:write(native.json.encode(line), "\n")
-      fh:close()
-    end
+    local _, path = history_path()
+    native.fs.append(path, native.json.encode(line) .. "\n")
   end
 
   local function history_step(delta)
