@@ -731,13 +731,29 @@ return table.concat(out, "\n")
         "{}",
         lines[0]
     );
-    assert!(lines[1].contains("fs.list: unknown option `dept`"), "{}", lines[1]);
+    assert!(
+        lines[1].contains("fs.list: unknown option `dept`"),
+        "{}",
+        lines[1]
+    );
     assert!(
         lines[2].contains("fs.read: limit:") && lines[2].contains("limit is integer?"),
         "{}",
         lines[2]
     );
-    assert!(lines[3].contains("jobs.output: unknown option `wait`"), "{}", lines[3]);
-    assert!(lines[4].contains("mcp.servers: unknown option `tool`"), "{}", lines[4]);
-    assert!(lines[5].contains("term.open: unknown option `inlined`"), "{}", lines[5]);
+    assert!(
+        lines[3].contains("jobs.output: unknown option `wait`"),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[4].contains("mcp.servers: unknown option `tool`"),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[5].contains("term.open: unknown option `inlined`"),
+        "{}",
+        lines[5]
+    );
 }

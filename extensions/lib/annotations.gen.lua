@@ -22,21 +22,21 @@
 
 --- Options of `checkpoint.rewind`.
 ---@class fen.opts.CheckpointRewind
----@field session_path string
+---@field session_path string The session file (its records name the snapshots).
 ---@field turn integer Rewind to before this turn.
 ---@field code? boolean Restore the files.
 ---@field conversation? boolean Branch the conversation.
 ---@field apply? boolean Do it (default: only the plan).
 ---@field force? boolean Overwrite files changed since.
----@field include? string[]
----@field max_file_bytes? integer
+---@field include? string[] Ignored files to snapshot all the same (globs).
+---@field max_file_bytes? integer Larger files are skipped.
 
 --- Options of `checkpoint.snapshot`.
 ---@class fen.opts.CheckpointSnapshot
----@field workspace string
+---@field workspace string The directory snapshotted.
 ---@field session string The session id.
----@field session_path? string
----@field name string
+---@field session_path? string The session file (its records name the snapshots).
+---@field name string A label for the snapshot.
 ---@field include? string[] Ignored files to snapshot all the same (globs).
 ---@field max_file_bytes? integer Larger files are skipped.
 ---@field since? string Diff against this commit and return the changed paths as `files`.
@@ -93,7 +93,7 @@
 --- Options of `lsp.query`.
 ---@class fen.opts.LspQuery
 ---@field operation? string definition, references, hover, symbols, ...
----@field path? string
+---@field path? string The file asked about.
 ---@field line? integer 1-based (default 1).
 ---@field column? integer 1-based (default 1).
 ---@field query? string For workspace symbols.
@@ -111,25 +111,25 @@
 ---@class fen.opts.PolicyNew
 ---@field cwd string The workspace.
 ---@field additional_dirs? string[] More directories that count as the workspace.
----@field mode "safe"|"default"|"auto"|"yolo"
----@field rules? fen.opts.PolicyRule[]
----@field tools? string[]
----@field sandbox? boolean
+---@field mode "safe"|"default"|"auto"|"yolo" The permission mode.
+---@field rules? fen.opts.PolicyRule[] The permission rules, each with where it was written.
+---@field tools? string[] The active tools.
+---@field sandbox? boolean Shell commands run in the OS sandbox.
 
 --- Options of `policy.new (a rule)`.
 ---@class fen.opts.PolicyRule
 ---@field text string `Bash(git *)`, `Read(./.env)`, ...
----@field kind "allow"|"ask"|"deny"
+---@field kind "allow"|"ask"|"deny" What the rule decides.
 ---@field file? string Where the rule was written.
----@field line? integer
+---@field line? integer Its line in that file.
 
 --- Options of `policy.use_sandbox`.
 ---@class fen.opts.PolicyUseSandbox
----@field enabled boolean
+---@field enabled boolean Run tool shell commands in the OS sandbox.
 ---@field required? boolean Refuse commands when no sandbox is available.
 ---@field network? boolean Allow network access.
 ---@field writable_roots? string[] More writable directories.
----@field workspace string
+---@field workspace string The writable workspace.
 ---@field unsandboxed? string[] Rules of commands run outside the sandbox.
 ---@field allow_rules? string[] Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable to sandboxed commands; every other secret file there is masked.
 
@@ -154,8 +154,8 @@
 ---@field pattern string A glob.
 ---@field path? string Directory searched (default `.`).
 ---@field limit? integer Paths at most.
----@field follow_symlinks? boolean
----@field include_hidden? boolean
+---@field follow_symlinks? boolean Follow symbolic links to directories.
+---@field include_hidden? boolean Include hidden files.
 ---@field no_ignore? boolean Do not honour .gitignore.
 
 --- Options of `search.grep`.
@@ -163,7 +163,7 @@
 ---@field pattern string A regular expression (or text with `literal`).
 ---@field path? string File or directory searched (default `.`).
 ---@field glob? string Only files matching this glob.
----@field ignore_case? boolean
+---@field ignore_case? boolean Case-insensitive matching.
 ---@field literal? boolean The pattern is plain text.
 ---@field context? integer Lines of context around each match.
 ---@field output_mode? ("content"|"files_with_matches"|"count") Default files_with_matches.
@@ -186,12 +186,12 @@
 --- Options of `subagent.start`.
 ---@class fen.opts.SubagentStart
 ---@field args string[] fen's arguments for the child.
----@field cwd? string
+---@field cwd? string The child's working directory.
 ---@field label string Shown in listings.
 ---@field background? boolean Keep running after the starting call returns.
 ---@field transcript? string A file the child's JSON lines are copied to.
 ---@field keep_env? string[] Hidden variables this child may see after all (the provider's key).
----@field env? table<string, string>
+---@field env? table<string, string> Variables added to the child's environment.
 
 --- Options of `subagent.wait`.
 ---@class fen.opts.SubagentWait

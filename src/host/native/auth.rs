@@ -17,8 +17,8 @@
 //! - `refusal(name)` -> why fen refuses that subscription login (Anthropic, Google), or nil.
 //! - `path()` -> the auth.json path.
 
-use crate::native::auth::{self, copilot, oauth::Http, openai, store::Store, AuthError, Prompt};
 use crate::host::options::LuaFunction;
+use crate::native::auth::{self, copilot, oauth::Http, openai, store::Store, AuthError, Prompt};
 use mlua::{Function, Lua, LuaSerdeExt, Table, Value};
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {

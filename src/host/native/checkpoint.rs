@@ -15,10 +15,10 @@ fn state_dir() -> PathBuf {
 
 crate::lua_options! {
     pub(crate) struct SnapshotOptions as "fen.opts.CheckpointSnapshot" for "checkpoint.snapshot" {
-        workspace: String => "string", "",
+        workspace: String => "string", "The directory snapshotted.",
         session: String => "string", "The session id.",
-        session_path: Option<String> => "string?", "",
-        name: String => "string", "",
+        session_path: Option<String> => "string?", "The session file (its records name the snapshots).",
+        name: String => "string", "A label for the snapshot.",
         #[serde(default)]
         include: Vec<String> => "string[]?", "Ignored files to snapshot all the same (globs).",
         max_file_bytes: Option<u64> => "integer?", "Larger files are skipped.",
@@ -30,7 +30,7 @@ crate::lua_options! {
 
 crate::lua_options! {
     pub(crate) struct RewindOptions as "fen.opts.CheckpointRewind" for "checkpoint.rewind" {
-        session_path: String => "string", "",
+        session_path: String => "string", "The session file (its records name the snapshots).",
         turn: u64 => "integer", "Rewind to before this turn.",
         #[serde(default)]
         code: bool => "boolean?", "Restore the files.",
@@ -41,8 +41,8 @@ crate::lua_options! {
         #[serde(default)]
         force: bool => "boolean?", "Overwrite files changed since.",
         #[serde(default)]
-        include: Vec<String> => "string[]?", "",
-        max_file_bytes: Option<u64> => "integer?", "",
+        include: Vec<String> => "string[]?", "Ignored files to snapshot all the same (globs).",
+        max_file_bytes: Option<u64> => "integer?", "Larger files are skipped.",
     }
 }
 

@@ -69,7 +69,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             let bytes = content.as_bytes();
             let target = expand_path(&path);
             let r = if bytes.len() > SMALL_WRITE_MAX {
-                Err(format!("{path}: {} bytes is too large for write_small", bytes.len()))
+                Err(format!(
+                    "{path}: {} bytes is too large for write_small",
+                    bytes.len()
+                ))
             } else {
                 nfs::write_atomic_create_dirs(&target, &bytes, None).map_err(|e| e.to_string())
             };
@@ -426,7 +429,11 @@ fn read_bounded(path: &std::path::Path, max: usize, keep: Keep) -> Result<Vec<u8
 fn append_small(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
     if bytes.len() > SMALL_WRITE_MAX {
-        return Err(format!("{}: {} bytes is too large to append at once", path.display(), bytes.len()));
+        return Err(format!(
+            "{}: {} bytes is too large to append at once",
+            path.display(),
+            bytes.len()
+        ));
     }
     let open = || {
         std::fs::OpenOptions::new()
@@ -476,7 +483,10 @@ mod read_small_tests {
         std::fs::write(&f, "0123456789").expect("write");
         assert_eq!(read_bounded(&f, 4, Keep::Head).expect("head"), b"0123");
         assert_eq!(read_bounded(&f, 4, Keep::Tail).expect("tail"), b"6789");
-        assert_eq!(read_bounded(&f, 40, Keep::Tail).expect("all"), b"0123456789");
+        assert_eq!(
+            read_bounded(&f, 40, Keep::Tail).expect("all"),
+            b"0123456789"
+        );
     }
 
     #[test]

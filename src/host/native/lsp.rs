@@ -52,7 +52,7 @@ crate::lua_options! {
 crate::lua_options! {
     pub(crate) struct QueryOpts as "fen.opts.LspQuery" for "lsp.query" {
         operation: Option<String> => "string?", "definition, references, hover, symbols, ...",
-        path: Option<String> => "string?", "",
+        path: Option<String> => "string?", "The file asked about.",
         line: Option<u32> => "integer?", "1-based (default 1).",
         column: Option<u32> => "integer?", "1-based (default 1).",
         query: Option<String> => "string?", "For workspace symbols.",

@@ -151,22 +151,22 @@ crate::lua_options! {
         cwd: String => "string", "The workspace.",
         #[serde(default)]
         additional_dirs: Vec<String> => "string[]?", "More directories that count as the workspace.",
-        mode: String => "\"safe\"|\"default\"|\"auto\"|\"yolo\"", "",
+        mode: String => "\"safe\"|\"default\"|\"auto\"|\"yolo\"", "The permission mode.",
         #[serde(default)]
-        rules: Vec<RuleOpt> => "fen.opts.PolicyRule[]?", "",
+        rules: Vec<RuleOpt> => "fen.opts.PolicyRule[]?", "The permission rules, each with where it was written.",
         #[serde(default)]
-        tools: Vec<String> => "string[]?", "",
+        tools: Vec<String> => "string[]?", "The active tools.",
         #[serde(default)]
-        sandbox: bool => "boolean?", "",
+        sandbox: bool => "boolean?", "Shell commands run in the OS sandbox.",
     }
 }
 
 crate::lua_options! {
     pub(crate) struct RuleOpt as "fen.opts.PolicyRule" for "policy.new (a rule)" {
         text: String => "string", "`Bash(git *)`, `Read(./.env)`, ...",
-        kind: String => "\"allow\"|\"ask\"|\"deny\"", "",
+        kind: String => "\"allow\"|\"ask\"|\"deny\"", "What the rule decides.",
         file: Option<String> => "string?", "Where the rule was written.",
-        line: Option<u32> => "integer?", "",
+        line: Option<u32> => "integer?", "Its line in that file.",
     }
 }
 
@@ -381,14 +381,14 @@ fn line_of(text: &str, rule: &str) -> u32 {
 
 crate::lua_options! {
     pub(crate) struct SandboxOpts as "fen.opts.PolicyUseSandbox" for "policy.use_sandbox" {
-        enabled: bool => "boolean", "",
+        enabled: bool => "boolean", "Run tool shell commands in the OS sandbox.",
         #[serde(default)]
         required: bool => "boolean?", "Refuse commands when no sandbox is available.",
         #[serde(default)]
         network: bool => "boolean?", "Allow network access.",
         #[serde(default)]
         writable_roots: Vec<String> => "string[]?", "More writable directories.",
-        workspace: String => "string", "",
+        workspace: String => "string", "The writable workspace.",
         #[serde(default)]
         unsandboxed: Vec<String> => "string[]?", "Rules of commands run outside the sandbox.",
         #[serde(default)]

@@ -54,7 +54,7 @@ crate::lua_options! {
         path: Option<String> => "string?", "File or directory searched (default `.`).",
         glob: Option<String> => "string?", "Only files matching this glob.",
         #[serde(default)]
-        ignore_case: bool => "boolean?", "",
+        ignore_case: bool => "boolean?", "Case-insensitive matching.",
         #[serde(default)]
         literal: bool => "boolean?", "The pattern is plain text.",
         #[serde(default)]
@@ -75,9 +75,9 @@ crate::lua_options! {
         path: Option<String> => "string?", "Directory searched (default `.`).",
         limit: Option<usize> => "integer?", "Paths at most.",
         #[serde(default)]
-        follow_symlinks: bool => "boolean?", "",
+        follow_symlinks: bool => "boolean?", "Follow symbolic links to directories.",
         #[serde(default)]
-        include_hidden: bool => "boolean?", "",
+        include_hidden: bool => "boolean?", "Include hidden files.",
         #[serde(default)]
         no_ignore: bool => "boolean?", "Do not honour .gitignore.",
     }

@@ -42,7 +42,7 @@ fn info_table(lua: &Lua, info: &RunInfo) -> mlua::Result<Table> {
 crate::lua_options! {
     pub(crate) struct StartOptions as "fen.opts.SubagentStart" for "subagent.start" {
         args: Vec<String> => "string[]", "fen's arguments for the child.",
-        cwd: Option<String> => "string?", "",
+        cwd: Option<String> => "string?", "The child's working directory.",
         label: String => "string", "Shown in listings.",
         #[serde(default)]
         background: bool => "boolean?", "Keep running after the starting call returns.",
@@ -50,7 +50,7 @@ crate::lua_options! {
         #[serde(default)]
         keep_env: Vec<String> => "string[]?", "Hidden variables this child may see after all (the provider's key).",
         #[serde(default)]
-        env: std::collections::BTreeMap<String, String> => "table<string, string>?", "",
+        env: std::collections::BTreeMap<String, String> => "table<string, string>?", "Variables added to the child's environment.",
     }
 }
 
