@@ -35,6 +35,10 @@ struct State {
     deny: bool,
     /// The MCP server refuses tool calls with 401 (a token revoked while connected).
     reject_calls: bool,
+    /// Tokens the MCP server refuses for tool calls (expired while connected).
+    expired: Vec<String>,
+    /// The GitHub device flow stays pending until this is false.
+    hold_device: bool,
     revoked: Vec<String>,
     refreshes: usize,
     refresh_delay_ms: u64,
@@ -283,10 +287,16 @@ fn route(req: &Req, st: &Mutex<State>, addr: std::net::SocketAddr) -> Resp {
                 return ok(json!({"error": "access_denied"}));
             }
             s.device_polls += 1;
-            if s.device_polls < 2 {
+            if s.device_polls < 2 || s.hold_device {
                 return ok(json!({"error": "authorization_pending"}));
             }
             ok(json!({"access_token": "ghu_secret", "token_type": "bearer"}))
+        }
+        ("GET", "/user") => {
+            if req.header("authorization") != Some("token ghu_secret") {
+                return status(401, json!({"message": "bad credentials"}));
+            }
+            ok(json!({"login": "ada-gh", "id": 42, "email": null}))
         }
         ("GET", "/copilot_internal/v2/token") => {
             if req.header("authorization") != Some("token ghu_secret") {
@@ -327,7 +337,12 @@ fn route(req: &Req, st: &Mutex<State>, addr: std::net::SocketAddr) -> Resp {
             let Some(id) = msg.get("id").cloned() else {
                 return (202, vec![], String::new());
             };
-            if msg["method"] == "tools/call" && st.lock().unwrap().reject_calls {
+            let token = req.header("authorization").unwrap_or("").trim_start_matches("Bearer ");
+            let refused = {
+                let s = st.lock().unwrap();
+                s.reject_calls || s.expired.iter().any(|t| t == token)
+            };
+            if msg["method"] == "tools/call" && refused {
                 return (401, vec![("www-authenticate".into(), "Bearer error=\"invalid_token\"".into())], "{}".into());
             }
             let result = match msg["method"].as_str() {
@@ -407,6 +422,7 @@ fn settings(s: &Sandbox, oauth: &OAuth, api_base: &str) {
                 "api_base": api_base,
             },
             "github-copilot": {
+                "api_url": oauth.url(""),
                 "device_code_url": oauth.url("/login/device/code"),
                 "access_token_url": oauth.url("/login/oauth/access_token"),
                 "copilot_token_url": oauth.url("/copilot_internal/v2/token"),
@@ -884,20 +900,51 @@ fn copilot_device_login_exchange_headers_and_models() {
     let entry = &stored(&s)["github-copilot"];
     assert_eq!(entry["host"], "github.com");
     assert_eq!(entry["api_base"], oauth.url("/copilot"));
+    // The account, from the GitHub API's /user (the configured API base), in --status.
+    assert_eq!(oauth.requests_to("/user").len(), 1);
+    let st = fen(&s, &["login", "--status"]);
+    let st_out = text(&st.stdout);
+    assert!(
+        st_out.contains("github-copilot") && st_out.contains("user ada-gh"),
+        "{st_out}"
+    );
+    let js = fen(&s, &["login", "--status", "--json"]);
+    let rows: Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(rows[0]["user"], "ada-gh", "{rows}");
+    for out in [&st_out, &text(&js.stdout)] {
+        assert!(
+            !out.contains("ghu_secret") && !out.contains("cop-secret"),
+            "{out}"
+        );
+    }
 
-    let run = fen(
+    let run = fen_cmd(
         &s,
         &[
             "-p",
-            "hi",
+            "say hi to copilot",
             "--provider",
             "github-copilot",
             "--model",
             "gpt-4.1",
         ],
-    );
+    )
+    .env("FEN_LOG", "debug")
+    .output()
+    .unwrap();
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert!(text(&run.stdout).contains("copilot says hi"));
+    // Neither the GitHub token nor the Copilot token reaches the output, a log or a session.
+    for secret in ["ghu_secret", "cop-secret"] {
+        let all = format!("{}{}", text(&run.stdout), text(&run.stderr));
+        assert!(!all.contains(secret), "{all}");
+        let leaks = files_containing(s.root(), secret);
+        assert!(leaks.is_empty(), "{secret} was written to {leaks:?}");
+    }
+    assert!(
+        !files_containing(&s.state(), "say hi to copilot").is_empty(),
+        "no session was written"
+    );
     let chat = oauth.requests_to("/copilot/chat/completions");
     assert_eq!(chat.len(), 1);
     let h = |n: &str| {
@@ -1109,24 +1156,30 @@ fn an_mcp_server_requiring_oauth_needs_login_then_works_after_fen_mcp_login() {
         .map(|(_, v)| v.clone());
     assert_eq!(last_auth.as_deref(), Some("Bearer at-secret-1"));
 
-    // A token refused mid-session: the call says how to get a new one.
+    // A token refused mid-session even after a refresh: the call says how to log in again.
     oauth.st().reject_calls = true;
     let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(
-        all.contains("needs login") && all.contains("/mcp reconnect web"),
+        all.contains("needs login") && all.contains("fen mcp login web"),
         "{all}"
     );
+    assert!(!all.contains("at-secret"), "{all}");
     oauth.st().reject_calls = false;
 
     // An expiring token is refreshed at connect.
+    let before = oauth.st().refreshes;
     let mut v = stored(&s);
     v[key.as_str()]["expires_at"] = json!(now() + 30);
     std::fs::write(auth_path(&s), v.to_string()).unwrap();
     let list = text(&fen(&s, &["mcp", "list"]).stdout);
     assert!(list.contains("connected"), "{list}");
-    assert_eq!(oauth.st().refreshes, 1);
-    assert_eq!(stored(&s)[key.as_str()]["access_token"], "at-secret-r1");
+    let after = oauth.st().refreshes;
+    assert_eq!(after, before + 1);
+    assert_eq!(
+        stored(&s)[key.as_str()]["access_token"],
+        format!("at-secret-r{after}")
+    );
 
     // Logout: needs login again.
     let out = fen(&s, &["mcp", "logout", "web"]);
@@ -1156,6 +1209,14 @@ fn read_until(
     None
 }
 
+/// Reads lines until a URL and follows it like a browser would; returns it.
+fn follow_printed(lines: &mut Lines, seen: &mut String) -> String {
+    let url = read_until(lines, seen, |l| l.trim_start().starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL: {seen}"));
+    follow(url.trim());
+    url
+}
+
 /// Follows a printed authorize URL like a browser would.
 fn follow(url: &str) {
     let (code, location) = get(url);
@@ -1164,51 +1225,61 @@ fn follow(url: &str) {
     assert_eq!(code, 200);
 }
 
-#[test]
-fn login_commands_inside_a_session() {
-    let s = Sandbox::new();
-    let oauth = OAuth::start();
-    settings(&s, &oauth, "http://127.0.0.1:9");
-    let mcp =
-        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
-    s.write("config/fen/mcp.json", &mcp.to_string());
-    let script = s.write("script.json", r#"[{"text":"ok"}]"#);
-    let mut child = fen_cmd(
-        &s,
+type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// The line REPL (`--presenter stdio`, yolo) on `script`, with `path` as PATH when given; it
+/// is killed after 30 s so that a hang fails the test instead of wedging it.
+fn repl(
+    s: &Sandbox,
+    script: &std::path::Path,
+    path: Option<&str>,
+) -> (std::process::Child, std::process::ChildStdin, Lines) {
+    let mut cmd = fen_cmd(
+        s,
         &[
             "--presenter",
             "stdio",
             "--mock-script",
             script.to_str().unwrap(),
+            "--yolo",
         ],
-    )
-    .stdin(Stdio::piped())
-    .spawn()
-    .unwrap();
-    // A hang must fail the test, not wedge it: end fen after a minute.
+    );
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
     let pid = child.id() as i32;
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(20));
+        std::thread::sleep(Duration::from_secs(30));
         unsafe { libc::kill(pid, libc::SIGKILL) };
     });
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
+    let stdin = child.stdin.take().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, lines)
+}
+
+#[test]
+fn login_commands_inside_a_session() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    mcp_web(&s, &oauth);
+    let script = s.write("script.json", r#"[{"text":"ok"}]"#);
+    let (mut child, mut stdin, mut lines) = repl(&s, &script, None);
     let mut seen = String::new();
-    writeln!(stdin, "/mcp login web --no-browser").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| {
-        l.trim_start().starts_with("http://")
+    // The server answered 401: the session offers a login; not now.
+    read_until(&mut lines, &mut seen, |l| {
+        l.contains("needs login") && l.contains("Log in now?")
     })
-    .unwrap_or_else(|| panic!("no URL: {seen}"));
-    follow(url.trim());
+    .unwrap_or_else(|| panic!("no login offer: {seen}"));
+    writeln!(stdin, "2").unwrap();
+    read_until(&mut lines, &mut seen, |l| l.contains("type /mcp login web"))
+        .unwrap_or_else(|| panic!("no notice: {seen}"));
+    writeln!(stdin, "/mcp login web --no-browser").unwrap();
+    follow_printed(&mut lines, &mut seen);
     read_until(&mut lines, &mut seen, |l| l.contains("web connected"))
         .unwrap_or_else(|| panic!("no connection: {seen}"));
     writeln!(stdin, "/login openai-chatgpt --no-browser").unwrap();
-    let url = read_until(&mut lines, &mut seen, |l| {
-        l.trim_start().starts_with("http://")
-    })
-    .unwrap_or_else(|| panic!("no URL: {seen}"));
-    follow(url.trim());
+    follow_printed(&mut lines, &mut seen);
     read_until(&mut lines, &mut seen, |l| l.contains("Logged in"))
         .unwrap_or_else(|| panic!("no login: {seen}"));
     writeln!(stdin, "/logout openai-chatgpt").unwrap();
@@ -1222,4 +1293,243 @@ fn login_commands_inside_a_session() {
     assert!(seen.contains(EMAIL), "{seen}");
     assert!(!seen.contains("at-secret"), "{seen}");
     assert!(stored(&s).get("openai-chatgpt").is_none());
+}
+
+/// settings and an mcp.json naming the OAuth-protected server `web`.
+fn mcp_web(s: &Sandbox, oauth: &OAuth) {
+    settings(s, oauth, "http://127.0.0.1:9");
+    let mcp =
+        json!({"mcpServers": {"web": {"url": oauth.url("/mcp"), "startup_timeout_ms": 5000}}});
+    s.write("config/fen/mcp.json", &mcp.to_string());
+}
+
+/// The "browser": an `xdg-open` that records the URL it was asked to open. Returns that
+/// record's path and a PATH that finds it first.
+fn fake_browser(s: &Sandbox) -> (PathBuf, String) {
+    let bin = s.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = s.root().join("opened.txt");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (opened, path)
+}
+
+/// `mcp_web`, and its login done.
+fn mcp_logged_in(s: &Sandbox, oauth: &OAuth) -> String {
+    mcp_web(s, oauth);
+    let login = play_browser(s, &["mcp", "login", "web", "--no-browser"]);
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    oauth.url("/mcp")
+}
+
+/// The bearer tokens of the MCP tool calls the server saw, in order.
+fn tool_call_tokens(oauth: &OAuth) -> Vec<String> {
+    oauth
+        .requests_to("/mcp")
+        .into_iter()
+        .filter(|r| r.3.contains("\"tools/call\""))
+        .map(|r| {
+            r.2.iter()
+                .find(|(k, _)| k == "authorization")
+                .map(|(_, v)| v.trim_start_matches("Bearer ").to_string())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn an_mcp_token_expiring_mid_session_is_refreshed_once_and_the_call_retried() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    let key = mcp_logged_in(&s, &oauth);
+    // The token still opens the session but has expired by the time of the call.
+    oauth.st().expired.push("at-secret-1".into());
+    let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("you are ada"), "{all}");
+    assert_eq!(oauth.st().refreshes, 1);
+    assert_eq!(tool_call_tokens(&oauth), ["at-secret-1", "at-secret-r1"]);
+    assert_eq!(stored(&s)[key.as_str()]["access_token"], "at-secret-r1");
+    assert!(!all.contains("at-secret"), "{all}");
+
+    // Expired again, and the refresh token revoked: one refresh attempt, no retry, and the
+    // error names the command that logs in again.
+    oauth.st().expired.push("at-secret-r1".into());
+    oauth.st().revoked.push("rt-r1".into());
+    let calls = tool_call_tokens(&oauth).len();
+    let out = fen(&s, &["tool", "mcp__web__whoami", "{}"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("fen mcp login web"), "{all}");
+    assert_eq!(
+        tool_call_tokens(&oauth).len(),
+        calls + 1,
+        "retried without a new token"
+    );
+    assert_eq!(oauth.st().refreshes, 1);
+    assert!(
+        !all.contains("at-secret") && !all.contains("rt-r1"),
+        "{all}"
+    );
+    let leaks = files_containing(s.root(), "at-secret");
+    assert!(leaks.is_empty(), "the token was written to {leaks:?}");
+}
+
+#[test]
+fn an_mcp_server_answering_401_offers_a_login_in_a_session() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    mcp_web(&s, &oauth);
+    let (opened, path) = fake_browser(&s);
+
+    // Headless (-p): a notice naming the command, and the run goes on.
+    let script = s.write(
+        "slow.json",
+        r#"[{"text":"answered anyway","delay_ms":1500}]"#,
+    );
+    let out = fen_cmd(&s, &["-p", "hi", "--mock-script", script.to_str().unwrap()])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("answered anyway"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("needs login") && err.contains("fen mcp login web"),
+        "{err}"
+    );
+    assert!(!opened.exists(), "a headless run opened a browser");
+
+    // The line REPL: asked at once; yes opens the browser, and the server connects.
+    let script = s.write(
+        "script.json",
+        r#"[{"tool_calls":[{"name":"mcp__web__whoami","arguments":{}}]},{"text":"all done"}]"#,
+    );
+    let (mut child, mut stdin, mut lines) = repl(&s, &script, Some(&path));
+    let mut seen = String::new();
+    read_until(&mut lines, &mut seen, |l| {
+        l.contains("web needs login") && l.contains("Log in now?")
+    })
+    .unwrap_or_else(|| panic!("no login offer: {seen}"));
+    writeln!(stdin, "1").unwrap();
+    let url = follow_printed(&mut lines, &mut seen);
+    read_until(&mut lines, &mut seen, |l| l.contains("web connected"))
+        .unwrap_or_else(|| panic!("no connection: {seen}"));
+    assert_eq!(
+        std::fs::read_to_string(&opened).unwrap_or_default().trim(),
+        url.trim(),
+        "the browser was not opened on the authorize URL"
+    );
+    // Its tool now runs in this session with the new token.
+    writeln!(stdin, "who am i").unwrap();
+    read_until(&mut lines, &mut seen, |l| l.contains("all done"))
+        .unwrap_or_else(|| panic!("no answer: {seen}"));
+    drop(stdin);
+    let _ = child.wait();
+    assert_eq!(tool_call_tokens(&oauth), ["at-secret-1"], "{seen}");
+    assert!(!seen.contains("at-secret"), "{seen}");
+    let leaks = files_containing(s.root(), "at-secret");
+    assert!(leaks.is_empty(), "the token was written to {leaks:?}");
+}
+
+#[test]
+fn login_in_the_tui_shows_the_device_code_until_the_server_approves() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    settings(&s, &oauth, "http://127.0.0.1:9");
+    oauth.st().hold_device = true;
+    let script = crate::tui::script(&s, r#"[{"text":"hi"}]"#);
+    let data = data_dir(&s);
+    let mut t = crate::tui::Tui::spawn(
+        &s,
+        &["--mock-script", &script],
+        100,
+        30,
+        &[("XDG_DATA_HOME", data.to_str().unwrap())],
+    );
+    t.wait_for("Ask anything");
+    t.send("/login github-copilot\r");
+    let screen = t.wait_for("WXYZ-9876");
+    assert!(screen.contains("/login/device"), "{screen}");
+    assert!(!screen.contains("Logged in"), "{screen}");
+    // Still pending after a few polls.
+    t.wait("a few polls", |_| oauth.st().device_polls >= 3);
+    assert!(!t.screen().contains("Logged in"));
+    oauth.st().hold_device = false;
+    let screen = t.wait_for("Logged in: github-copilot");
+    assert!(screen.contains("user ada-gh"), "{screen}");
+    assert_eq!(stored(&s)["github-copilot"]["user"], "ada-gh");
+    let raw = String::from_utf8_lossy(&t.raw.lock().unwrap()).into_owned();
+    assert!(
+        !raw.contains("ghu_secret") && !raw.contains("cop-secret"),
+        "a token reached the screen"
+    );
+}
+
+#[test]
+fn the_tui_offers_the_login_of_an_mcp_server_that_answers_401() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    mcp_web(&s, &oauth);
+    let (opened, path) = fake_browser(&s);
+    let script = crate::tui::script(&s, r#"[{"text":"hi"}]"#);
+    let data = data_dir(&s);
+    let mut t = crate::tui::Tui::spawn(
+        &s,
+        &["--mock-script", &script],
+        120,
+        30,
+        &[("XDG_DATA_HOME", data.to_str().unwrap()), ("PATH", &path)],
+    );
+    let screen = t.wait_for("Log in now?");
+    assert!(screen.contains("web needs login"), "{screen}");
+    t.send("\r");
+    t.wait("the browser", |_| {
+        std::fs::read_to_string(&opened).is_ok_and(|u| u.ends_with('\n'))
+    });
+    let url = std::fs::read_to_string(&opened).unwrap();
+    follow(url.trim());
+    let screen = t.wait_for("web connected");
+    assert!(!screen.contains("at-secret"), "{screen}");
+    assert_eq!(
+        stored(&s)[oauth.url("/mcp").as_str()]["access_token"],
+        "at-secret-1"
+    );
+}
+
+#[test]
+fn an_mcp_entry_s_own_client_id_is_used_instead_of_registration() {
+    let s = Sandbox::new();
+    let oauth = OAuth::start();
+    settings(&s, &oauth, "http://127.0.0.1:9");
+    let mcp = json!({"mcpServers": {"web": {"url": oauth.url("/mcp"),
+        "oauth": {"client_id": "pre-registered", "scopes": ["mcp:read", "mcp:write"]}}}});
+    s.write("config/fen/mcp.json", &mcp.to_string());
+    let login = play_browser(&s, &["mcp", "login", "web", "--no-browser"]);
+    let err = text(&login.stderr);
+    assert!(login.status.success(), "{err}");
+    assert!(
+        oauth.requests_to("/register").is_empty(),
+        "registered anyway"
+    );
+    assert!(
+        err.contains("client_id=pre-registered") && err.contains("scope=mcp%3Aread+mcp%3Awrite"),
+        "{err}"
+    );
+    let token = oauth.requests_to("/oauth/token");
+    assert!(
+        token[0].3.contains("client_id=pre-registered"),
+        "{}",
+        token[0].3
+    );
+    assert!(!text(&login.stdout).contains("at-secret") && !err.contains("at-secret"));
 }

@@ -213,7 +213,7 @@
 ---@field refresh? function `(ctx) -> {token, expires_at?, headers?, base_url?}` Called once after a request was refused with HTTP 401 (`ctx.token` is the refused token); the request is retried once with the answer. Without it, the 401 ends the call.
 ---@field login? function `(opts) -> status | nil, message` Drives `fen login NAME` and `/login NAME`: opts `{device, no_browser, host, on_prompt}`; `on_prompt({kind = "url" | "code", url, code?, opened?})` shows what the person must do.
 ---@field logout? function `() -> boolean` Drives `fen logout NAME` and `/logout NAME`: forgets the stored credentials; true when there were some.
----@field status? function `() -> {provider, email?, plan?, expires_at?, host?} | nil` What `fen login --status` shows of this backend's login (never the token); nil when not logged in.
+---@field status? function `() -> {provider, email?, user?, plan?, expires_at?, host?} | nil` What `fen login --status` shows of this backend's login (never the token); nil when not logged in.
 ---@field description? string One line for listings.
 
 --- `api.register("command", spec)`: Slash command contribution. Looked up by name when the user submits `/<name> <args>` from a presenter.

@@ -368,7 +368,7 @@ function native.clock_ms() end
 ---@field login fun(provider: string, opts: fen.opts.AuthLogin?): table?, string? async: runs the provider's login flow; the status row, or nil and why
 ---@field credential fun(provider: string, stale_token: string?): {token: string, expires_at: integer?, headers: table<string, string>, base_url: string?}?, string? async: the request credential (refreshed under a lock when under 5 minutes remain, or when `stale_token` is still the stored one)
 ---@field models fun(provider: string): table[]?, string? async: the models the login's plan offers
----@field status fun(): {provider: string, email: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
+---@field status fun(): {provider: string, email: string?, user: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
 ---@field logout fun(provider: string): boolean?, string? async: forgets a login; true when there was one
 ---@field mcp_login fun(server: string, opts: fen.opts.AuthMcpLogin?): true?, string? async: the OAuth login of a configured HTTP MCP server
 ---@field mcp_logout fun(server: string, opts: fen.opts.AuthMcpLogout?): boolean?, string? async: forgets an MCP server's OAuth login

@@ -169,10 +169,13 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// One status row as words: provider, email, host, plan, expiry.
+/// One status row as words: provider, user, email, host, plan, expiry.
 fn describe(t: &Table, name: &str) -> String {
     let s = |k: &str| t.get::<Option<String>>(k).ok().flatten();
     let mut parts = vec![s("provider").unwrap_or_else(|| name.to_string())];
+    if let Some(u) = s("user") {
+        parts.push(format!("user {u}"));
+    }
     if let Some(e) = s("email") {
         parts.push(e);
     }

@@ -23,6 +23,7 @@ local COPILOT_MODELS = {
 
 local function describe(st)
   local parts = { st.provider }
+  if st.user then parts[#parts + 1] = "user " .. st.user end
   if st.email then parts[#parts + 1] = st.email end
   if st.host and st.host ~= "github.com" then parts[#parts + 1] = "host " .. st.host end
   if st.plan then parts[#parts + 1] = "plan " .. st.plan end

@@ -9,7 +9,7 @@
 //!   | nil, message (refreshed under the store's lock when under 5 minutes remain, or when
 //!   `stale_token` is the stored one).
 //! - `models(provider)` *async* -> `{ {id, context_window?, ...} }` | nil, message.
-//! - `status()` *async* -> `{ {provider, email, plan, expires_at, host} }`, or nil, message.
+//! - `status()` *async* -> `{ {provider, email, user, plan, expires_at, host} }`, or nil, message.
 //! - `logout(provider)` *async* -> true when a login was forgotten | nil, message.
 //! - `mcp_login(server, {trusted, no_browser, on_prompt})` *async* -> true | nil, message: the
 //!   OAuth login of a configured HTTP MCP server (`native::auth::mcp`); `mcp_logout(server,
@@ -79,6 +79,7 @@ fn status_table(lua: &Lua, s: &auth::Status) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("provider", s.provider.as_str())?;
     t.set("email", s.email.as_deref())?;
+    t.set("user", s.user.as_deref())?;
     t.set("plan", s.plan.as_deref())?;
     t.set("expires_at", s.expires_at)?;
     t.set("host", s.host.as_deref())?;
@@ -132,9 +133,8 @@ async fn login_fn(lua: Lua, (provider, opts): (String, Value)) -> mlua::Result<(
     let no_browser = o.no_browser.unwrap_or(false);
     let host = o.host;
     let on_prompt = on_prompt_of(&opts)?;
-    // The flow reports prompts through a channel; they are shown by awaiting `on_prompt`
-    // beside it (so `on_prompt` may itself wait, e.g. on `api.ui.notify`).
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    // The flow reports prompts through a channel; `show_prompts` shows them.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
     let store = Store::from_env();
     let flow = async {
         let notify = move |p: Prompt| {
@@ -149,32 +149,40 @@ async fn login_fn(lua: Lua, (provider, opts): (String, Value)) -> mlua::Result<(
             Which::Copilot(ep) => copilot::login(&http, &store, &ep, &notify).await,
         }
     };
-    let show = async {
-        while let Some(p) = rx.recv().await {
-            let Some(f) = &on_prompt else { continue };
-            let t = lua.create_table()?;
-            match p {
-                Prompt::OpenUrl { url, opened } => {
-                    t.set("kind", "url")?;
-                    t.set("url", url)?;
-                    t.set("opened", opened)?;
-                }
-                Prompt::DeviceCode { url, code } => {
-                    t.set("kind", "code")?;
-                    t.set("url", url)?;
-                    t.set("code", code)?;
-                }
-            }
-            f.call_async::<()>(t).await?;
-        }
-        Ok::<(), mlua::Error>(())
-    };
-    let (result, shown) = tokio::join!(flow, show);
+    let (result, shown) = tokio::join!(flow, show_prompts(&lua, rx, on_prompt.as_ref()));
     shown?;
     match result {
         Ok(status) => Ok((Value::Table(status_table(&lua, &status)?), Value::Nil)),
         Err(e) => fail(&lua, e),
     }
+}
+
+/// Shows a flow's prompts through `on_prompt({kind = "url" | "code", url, code?, opened?})`,
+/// awaited beside the flow (so `on_prompt` may itself wait, e.g. on `api.ui.notify`), until
+/// the flow drops its sender.
+async fn show_prompts(
+    lua: &Lua,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Prompt>,
+    on_prompt: Option<&Function>,
+) -> mlua::Result<()> {
+    while let Some(p) = rx.recv().await {
+        let Some(f) = on_prompt else { continue };
+        let t = lua.create_table()?;
+        match p {
+            Prompt::OpenUrl { url, opened } => {
+                t.set("kind", "url")?;
+                t.set("url", url)?;
+                t.set("opened", opened)?;
+            }
+            Prompt::DeviceCode { url, code } => {
+                t.set("kind", "code")?;
+                t.set("url", url)?;
+                t.set("code", code)?;
+            }
+        }
+        f.call_async::<()>(t).await?;
+    }
+    Ok(())
 }
 
 async fn credential_fn(
@@ -276,7 +284,7 @@ async fn mcp_login_fn(lua: Lua, (name, opts): (String, Value)) -> mlua::Result<(
         Ok(v) => v,
         Err(e) => return super::failure(&lua, e),
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
     let store = Store::from_env();
     let flow = async {
         let notify = move |p: Prompt| {
@@ -293,20 +301,7 @@ async fn mcp_login_fn(lua: Lua, (name, opts): (String, Value)) -> mlua::Result<(
         )
         .await
     };
-    let show = async {
-        while let Some(p) = rx.recv().await {
-            let (Some(f), Prompt::OpenUrl { url, opened }) = (&on_prompt, p) else {
-                continue;
-            };
-            let t = lua.create_table()?;
-            t.set("kind", "url")?;
-            t.set("url", url)?;
-            t.set("opened", opened)?;
-            f.call_async::<()>(t).await?;
-        }
-        Ok::<(), mlua::Error>(())
-    };
-    let (result, shown) = tokio::join!(flow, show);
+    let (result, shown) = tokio::join!(flow, show_prompts(&lua, rx, on_prompt.as_ref()));
     shown?;
     match result {
         Ok(()) => Ok((Value::Boolean(true), Value::Nil)),

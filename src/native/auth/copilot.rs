@@ -27,6 +27,8 @@ pub struct Endpoints {
     pub device_code_url: String,
     pub access_token_url: String,
     pub copilot_token_url: String,
+    /// The GitHub API base (`/user` names the account in `fen login --status`).
+    pub api_url: String,
     pub client_id: String,
 }
 
@@ -38,10 +40,13 @@ impl Endpoints {
             .trim_end_matches('/')
             .to_string();
         let api = if host == "github.com" {
-            "api.github.com".to_string()
+            "https://api.github.com".to_string()
         } else {
-            format!("api.{host}")
+            format!("https://api.{host}")
         };
+        let api_url = setting(s, "api_url", &api)
+            .trim_end_matches('/')
+            .to_string();
         Endpoints {
             device_code_url: setting(
                 s,
@@ -56,8 +61,9 @@ impl Endpoints {
             copilot_token_url: setting(
                 s,
                 "copilot_token_url",
-                &format!("https://{api}/copilot_internal/v2/token"),
+                &format!("{api_url}/copilot_internal/v2/token"),
             ),
+            api_url,
             client_id: setting(s, "client_id", CLIENT_ID),
             host,
         }
@@ -83,6 +89,10 @@ pub async fn login(
     let github = tokens.access_token;
     let exchanged = exchange(http, ep, &github).await?;
     let mut entry = exchanged;
+    if let Some(user) = user(http, ep, &github).await {
+        entry["user"] = field(&user, "login").into();
+        entry["email"] = field(&user, "email").into();
+    }
     entry["github_token"] = github.into();
     entry["host"] = ep.host.clone().into();
     entry["type"] = "oauth".into();
@@ -90,6 +100,18 @@ pub async fn login(
     let s = store.clone();
     blocking(move || s.put(PROVIDER, Some(entry)).map(|_| ())).await?;
     Ok(status)
+}
+
+/// The account the GitHub token belongs to (`login`, `email`), from the API's `/user`; None
+/// when it cannot be read (the login works without it).
+async fn user(http: &Http, ep: &Endpoints, github: &str) -> Option<Value> {
+    let auth = format!("token {github}");
+    let url = format!("{}/user", ep.api_url);
+    let a = http
+        .get(&url, &[("authorization", &auth), HEADERS[3]])
+        .await
+        .ok()?;
+    a.ok().then_some(a.body)
 }
 
 /// GitHub token → Copilot token: `{copilot_token, expires_at, api_base, plan}`.
@@ -140,6 +162,7 @@ pub fn status_of(entry: &Value) -> Status {
     Status {
         provider: PROVIDER.into(),
         email: field(entry, "email"),
+        user: field(entry, "user"),
         plan: field(entry, "plan"),
         expires_at: entry["expires_at"].as_i64(),
         host: field(entry, "host"),
@@ -173,52 +196,28 @@ pub async fn stored_host(store: &Store) -> Option<String> {
 }
 
 /// The credential for a request: the Copilot token while it has more than 5 minutes left,
-/// else a new exchange under the store's lock. `stale` forces one unless another process
-/// already replaced that token.
+/// else a new exchange (one across processes: see [`super::renew_entry`]). `stale` forces one
+/// unless another process already replaced that token.
 pub async fn credential(
     http: &Http,
     store: &Store,
     ep: &Endpoints,
     stale: Option<&str>,
 ) -> Result<Credential, AuthError> {
-    let get = || {
-        let s = store.clone();
-        async move {
-            blocking(move || s.get(PROVIDER))
-                .await?
-                .ok_or(AuthError::NotLoggedIn {
-                    provider: PROVIDER.into(),
-                })
+    let usable = |e: &Value| super::usable(e, "copilot_token", stale, false);
+    let not_logged_in = || AuthError::NotLoggedIn {
+        provider: PROVIDER.into(),
+    };
+    let entry = super::renew_entry(store, PROVIDER, usable, |mut entry| async move {
+        let github = field(&entry, "github_token").ok_or_else(not_logged_in)?;
+        let fresh = exchange(http, ep, &github).await?;
+        for k in ["copilot_token", "expires_at", "api_base", "plan"] {
+            entry[k] = fresh[k].clone();
         }
-    };
-    let usable = |e: &Value| match stale {
-        Some(st) => field(e, "copilot_token").as_deref() != Some(st),
-        None => e["expires_at"]
-            .as_i64()
-            .is_some_and(|t| t - now() > super::REFRESH_MARGIN_SECS),
-    };
-    let entry = get().await?;
-    if usable(&entry) {
-        return Ok(credential_of(&entry));
-    }
-    let s = store.clone();
-    let lock = blocking(move || s.lock()).await?;
-    let mut entry = get().await?;
-    if usable(&entry) {
-        return Ok(credential_of(&entry));
-    }
-    let Some(github) = field(&entry, "github_token") else {
-        return Err(AuthError::NotLoggedIn {
-            provider: PROVIDER.into(),
-        });
-    };
-    let fresh = exchange(http, ep, &github).await?;
-    for k in ["copilot_token", "expires_at", "api_base", "plan"] {
-        entry[k] = fresh[k].clone();
-    }
-    let s = store.clone();
-    let saved = entry.clone();
-    blocking(move || s.put_locked(&lock, PROVIDER, saved)).await?;
+        Ok(entry)
+    })
+    .await?
+    .ok_or_else(not_logged_in)?;
     Ok(credential_of(&entry))
 }
 
@@ -226,21 +225,8 @@ pub async fn credential(
 pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Value>, AuthError> {
     let cred = credential(http, store, ep, None).await?;
     let base = cred.base_url.clone().unwrap_or_else(|| DEFAULT_API.into());
-    let url = format!("{base}/models");
-    let bearer = format!("Bearer {}", cred.token);
-    let mut headers: Vec<(&str, &str)> = vec![("authorization", &bearer)];
-    for (k, v) in &cred.headers {
-        headers.push((k, v));
-    }
-    let a = http.get(&url, &headers).await?;
-    if !a.ok() {
-        return Err(AuthError::Http(format!(
-            "the model list of {} failed: {}",
-            origin(&url),
-            a.error_text()
-        )));
-    }
-    Ok(a.body["data"]
+    let body = super::get_with(http, &format!("{base}/models"), &cred).await?;
+    Ok(body["data"]
         .as_array()
         .cloned()
         .unwrap_or_default()
@@ -262,8 +248,7 @@ pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Va
 }
 
 pub async fn logout(store: &Store) -> Result<bool, AuthError> {
-    let s = store.clone();
-    blocking(move || s.put(PROVIDER, None)).await
+    super::forget(store, PROVIDER).await
 }
 
 #[cfg(test)]
@@ -280,6 +265,7 @@ mod tests {
         );
         let ghe = Endpoints::from_settings(&Value::Null, "https://ghe.example.com/");
         assert_eq!(ghe.host, "ghe.example.com");
+        assert_eq!(ghe.api_url, "https://api.ghe.example.com");
         assert_eq!(
             ghe.access_token_url,
             "https://ghe.example.com/login/oauth/access_token"

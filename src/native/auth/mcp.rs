@@ -236,75 +236,63 @@ pub async fn login(
     blocking(move || s.put(&key, Some(entry)).map(|_| ())).await
 }
 
-/// The bearer token for `server_url`: the stored one, refreshed (under the lock) when under 5
-/// minutes remain. None when there is no login or the refresh was refused (log in again).
+/// The bearer token for `server_url`: the stored one, refreshed (once across processes, see
+/// [`super::renew_entry`]) when under 5 minutes remain or when `stale` (a token the server just
+/// refused) is still the stored one. `Ok(None)` without a login; an `Expired` error when the
+/// refresh was refused or impossible (log in again).
 pub async fn token(
     http: &Http,
     store: &Store,
     server_url: &str,
+    stale: Option<&str>,
 ) -> Result<Option<String>, AuthError> {
-    let key = server_url.to_string();
-    let s = store.clone();
-    let k = key.clone();
-    let Some(entry) = blocking(move || s.get(&k)).await? else {
-        return Ok(None);
+    // A token without an expiry is used until the server refuses it.
+    let usable = |e: &Value| super::usable(e, "access_token", stale, true);
+    let expired = |detail: String| AuthError::Expired {
+        provider: server_url.to_string(),
+        detail,
     };
-    let fresh = |e: &Value| {
-        e["expires_at"]
-            .as_i64()
-            .is_none_or(|t| t - now() > super::REFRESH_MARGIN_SECS)
-    };
-    if fresh(&entry) {
-        return Ok(field(&entry, "access_token"));
-    }
-    let s = store.clone();
-    let lock = blocking(move || s.lock()).await?;
-    let s = store.clone();
-    let k = key.clone();
-    let Some(entry) = blocking(move || s.get(&k)).await? else {
-        return Ok(None);
-    };
-    if fresh(&entry) {
-        return Ok(field(&entry, "access_token"));
-    }
-    let (Some(rt), Some(token_url), Some(client_id)) = (
-        field(&entry, "refresh_token"),
-        field(&entry, "token_url"),
-        field(&entry, "client_id"),
-    ) else {
-        return Ok(None);
-    };
-    let secret = field(&entry, "client_secret");
-    let mut fields = vec![
-        ("grant_type", "refresh_token"),
-        ("refresh_token", rt.as_str()),
-        ("client_id", client_id.as_str()),
-        ("resource", server_url),
-    ];
-    if let Some(s) = &secret {
-        fields.push(("client_secret", s));
-    }
-    let a = http.post_form(&token_url, &fields, &[]).await?;
-    if !a.ok() {
-        return Ok(None);
-    }
-    let t = Tokens::from_answer(&a, "the token refresh")?;
-    let mut new = entry.clone();
-    new["access_token"] = t.access_token.clone().into();
-    if let Some(r) = t.refresh_token {
-        new["refresh_token"] = r.into();
-    }
-    new["expires_at"] = t.expires_in.map(|s| now() + s).into();
-    let s = store.clone();
-    blocking(move || s.put_locked(&lock, &key, new)).await?;
-    Ok(Some(t.access_token))
+    let entry = super::renew_entry(store, server_url, usable, |entry| async move {
+        let (Some(rt), Some(token_url), Some(client_id)) = (
+            field(&entry, "refresh_token"),
+            field(&entry, "token_url"),
+            field(&entry, "client_id"),
+        ) else {
+            return Err(expired("no refresh token is stored".into()));
+        };
+        let secret = field(&entry, "client_secret");
+        let mut fields = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", rt.as_str()),
+            ("client_id", client_id.as_str()),
+            ("resource", server_url),
+        ];
+        if let Some(s) = &secret {
+            fields.push(("client_secret", s));
+        }
+        let a = http.post_form(&token_url, &fields, &[]).await?;
+        if !a.ok() {
+            return Err(expired(format!(
+                "the refresh was refused: {}",
+                a.error_text()
+            )));
+        }
+        let t = Tokens::from_answer(&a, "the token refresh")?;
+        let mut new = entry.clone();
+        new["access_token"] = t.access_token.into();
+        if let Some(r) = t.refresh_token {
+            new["refresh_token"] = r.into();
+        }
+        new["expires_at"] = t.expires_in.map(|s| now() + s).into();
+        Ok(new)
+    })
+    .await?;
+    Ok(entry.and_then(|e| field(&e, "access_token")))
 }
 
 /// Forgets the login of `server_url`; true when there was one.
 pub async fn logout(store: &Store, server_url: &str) -> Result<bool, AuthError> {
-    let s = store.clone();
-    let k = server_url.to_string();
-    blocking(move || s.put(&k, None)).await
+    super::forget(store, server_url).await
 }
 
 #[cfg(test)]

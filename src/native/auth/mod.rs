@@ -68,6 +68,8 @@ pub struct Credential {
 pub struct Status {
     pub provider: String,
     pub email: Option<String>,
+    /// The account's login name where the provider has one (GitHub).
+    pub user: Option<String>,
     pub plan: Option<String>,
     pub expires_at: Option<i64>,
     pub host: Option<String>,
@@ -131,6 +133,89 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| AuthError::Other(e.to_string()))?
+}
+
+/// The stored entry of `key`, renewed when it is not `usable`: under the store's lock the entry
+/// is read again (another process may have renewed it meanwhile), and only when it is still
+/// not usable does `renew` run, its result stored before the lock is let go. So two fen
+/// processes never both refresh one token. None when nothing is stored under `key`.
+pub(crate) async fn renew_entry<F, Fut>(
+    store: &store::Store,
+    key: &str,
+    usable: impl Fn(&serde_json::Value) -> bool,
+    renew: F,
+) -> Result<Option<serde_json::Value>, AuthError>
+where
+    F: FnOnce(serde_json::Value) -> Fut,
+    Fut: std::future::Future<Output = Result<serde_json::Value, AuthError>>,
+{
+    let get = || {
+        let (s, k) = (store.clone(), key.to_string());
+        blocking(move || s.get(&k))
+    };
+    match get().await? {
+        None => return Ok(None),
+        Some(e) if usable(&e) => return Ok(Some(e)),
+        Some(_) => {}
+    }
+    let s = store.clone();
+    let lock = blocking(move || s.lock()).await?;
+    let Some(entry) = get().await? else {
+        return Ok(None);
+    };
+    if usable(&entry) {
+        return Ok(Some(entry));
+    }
+    let new = renew(entry).await?;
+    let (s, k, saved) = (store.clone(), key.to_string(), new.clone());
+    blocking(move || s.put_locked(&lock, &k, saved)).await?;
+    Ok(Some(new))
+}
+
+/// Whether a stored entry's token (its field `token_key`) serves as it is. With `stale` (a
+/// token a server just refused): when the stored one is another (someone renewed it already).
+/// Else while more than [`REFRESH_MARGIN_SECS`] remain; `no_expiry` is the answer for an entry
+/// without `expires_at`.
+pub(crate) fn usable(
+    entry: &serde_json::Value,
+    token_key: &str,
+    stale: Option<&str>,
+    no_expiry: bool,
+) -> bool {
+    match stale {
+        Some(st) => field(entry, token_key).as_deref() != Some(st),
+        None => entry["expires_at"]
+            .as_i64()
+            .map_or(no_expiry, |t| t - now() > REFRESH_MARGIN_SECS),
+    }
+}
+
+/// Forgets the entry of `key`; true when there was one.
+pub(crate) async fn forget(store: &store::Store, key: &str) -> Result<bool, AuthError> {
+    let (s, k) = (store.clone(), key.to_string());
+    blocking(move || s.put(&k, None)).await
+}
+
+/// GETs a model list (or another JSON document) with a provider's credential.
+pub(crate) async fn get_with(
+    http: &oauth::Http,
+    url: &str,
+    cred: &Credential,
+) -> Result<serde_json::Value, AuthError> {
+    let bearer = format!("Bearer {}", cred.token);
+    let mut headers: Vec<(&str, &str)> = vec![("authorization", &bearer)];
+    for (k, v) in &cred.headers {
+        headers.push((k, v));
+    }
+    let a = http.get(url, &headers).await?;
+    if !a.ok() {
+        return Err(AuthError::Http(format!(
+            "the model list of {} failed: {}",
+            oauth::origin(url),
+            a.error_text()
+        )));
+    }
+    Ok(a.body)
 }
 
 /// The string field `k` of a JSON entry.

@@ -251,6 +251,7 @@ pub fn status_of(entry: &Value) -> Status {
     Status {
         provider: PROVIDER.into(),
         email: field(entry, "email"),
+        user: None,
         plan: field(entry, "plan"),
         expires_at: entry["expires_at"].as_i64(),
         host: None,
@@ -276,77 +277,50 @@ fn credential_of(entry: &Value, ep: &Endpoints) -> Credential {
     }
 }
 
-fn fresh(entry: &Value) -> bool {
-    entry["expires_at"]
-        .as_i64()
-        .is_some_and(|t| t - now() > super::REFRESH_MARGIN_SECS)
-}
-
 /// The credential for a request: the stored token while it has more than 5 minutes left,
-/// else a refreshed one. `stale` (the token a request was refused with) forces a refresh
-/// unless another process already replaced that token.
+/// else a refreshed one (one refresh across processes: see [`super::renew_entry`]). `stale`
+/// (the token a request was refused with) forces a refresh unless another process already
+/// replaced that token.
 pub async fn credential(
     http: &Http,
     store: &Store,
     ep: &Endpoints,
     stale: Option<&str>,
 ) -> Result<Credential, AuthError> {
-    let s = store.clone();
-    let entry = blocking(move || s.get(PROVIDER))
-        .await?
-        .ok_or(AuthError::NotLoggedIn {
-            provider: PROVIDER.into(),
-        })?;
-    let usable = |e: &Value| match stale {
-        Some(st) => field(e, "access_token").as_deref() != Some(st),
-        None => fresh(e),
-    };
-    if usable(&entry) {
-        return Ok(credential_of(&entry, ep));
-    }
-    // One refresh across processes: whoever holds the lock refreshes; the others find the
-    // new token when they get it.
-    let s = store.clone();
-    let lock = blocking(move || s.lock()).await?;
-    let s = store.clone();
-    let entry = blocking(move || s.get(PROVIDER))
-        .await?
-        .ok_or(AuthError::NotLoggedIn {
-            provider: PROVIDER.into(),
-        })?;
-    if usable(&entry) {
-        return Ok(credential_of(&entry, ep));
-    }
-    let Some(refresh_token) = field(&entry, "refresh_token") else {
-        return Err(AuthError::Expired {
-            provider: PROVIDER.into(),
-            detail: "no refresh token is stored".into(),
-        });
-    };
-    let a = http
-        .post_form(
-            &ep.token_url,
-            &[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", &refresh_token),
-                ("client_id", &ep.client_id),
-                ("scope", "openid profile email"),
-            ],
-            &[],
-        )
-        .await?;
-    if a.status == 400 || a.status == 401 {
-        return Err(AuthError::Expired {
-            provider: PROVIDER.into(),
-            detail: format!("the refresh was refused: {}", a.error_text()),
-        });
-    }
-    let tokens = Tokens::from_answer(&a, "the token refresh")?;
-    let new = entry_of(tokens, Some(&entry));
-    let s = store.clone();
-    let saved = new.clone();
-    blocking(move || s.put_locked(&lock, PROVIDER, saved)).await?;
-    Ok(credential_of(&new, ep))
+    let usable = |e: &Value| super::usable(e, "access_token", stale, false);
+    let entry = super::renew_entry(store, PROVIDER, usable, |entry| async move {
+        let Some(refresh_token) = field(&entry, "refresh_token") else {
+            return Err(AuthError::Expired {
+                provider: PROVIDER.into(),
+                detail: "no refresh token is stored".into(),
+            });
+        };
+        let a = http
+            .post_form(
+                &ep.token_url,
+                &[
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", &refresh_token),
+                    ("client_id", &ep.client_id),
+                    ("scope", "openid profile email"),
+                ],
+                &[],
+            )
+            .await?;
+        if a.status == 400 || a.status == 401 {
+            return Err(AuthError::Expired {
+                provider: PROVIDER.into(),
+                detail: format!("the refresh was refused: {}", a.error_text()),
+            });
+        }
+        let tokens = Tokens::from_answer(&a, "the token refresh")?;
+        Ok(entry_of(tokens, Some(&entry)))
+    })
+    .await?
+    .ok_or(AuthError::NotLoggedIn {
+        provider: PROVIDER.into(),
+    })?;
+    Ok(credential_of(&entry, ep))
 }
 
 /// The models the account's plan offers (the backend's model list).
@@ -356,22 +330,10 @@ pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Va
         "{}/models?client_version=0.99.0",
         ep.api_base.trim_end_matches('/')
     );
-    let bearer = format!("Bearer {}", cred.token);
-    let mut headers: Vec<(&str, &str)> = vec![("authorization", &bearer)];
-    for (k, v) in &cred.headers {
-        headers.push((k, v));
-    }
-    let a = http.get(&url, &headers).await?;
-    if !a.ok() {
-        return Err(AuthError::Http(format!(
-            "the model list of {} failed: {}",
-            origin(&url),
-            a.error_text()
-        )));
-    }
-    let list = a.body["models"]
+    let body = super::get_with(http, &url, &cred).await?;
+    let list = body["models"]
         .as_array()
-        .or_else(|| a.body["data"].as_array())
+        .or_else(|| body["data"].as_array())
         .cloned()
         .unwrap_or_default();
     Ok(list
@@ -390,6 +352,5 @@ pub async fn models(http: &Http, store: &Store, ep: &Endpoints) -> Result<Vec<Va
 
 /// Forgets the login; true when there was one.
 pub async fn logout(store: &Store) -> Result<bool, AuthError> {
-    let s = store.clone();
-    blocking(move || s.put(PROVIDER, None)).await
+    super::forget(store, PROVIDER).await
 }

@@ -21,9 +21,47 @@ use std::sync::Arc;
 const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
 const MAX_ERROR_BODY: usize = 4 * 1024;
 
-/// fen's HTTP client as an rmcp transport client.
+/// fen's HTTP client as an rmcp transport client; `oauth` when the server's requests carry a
+/// login from `fen mcp login` (it then overrides rmcp's fixed auth header).
 #[derive(Clone)]
-pub struct FenHttpClient(pub reqwest::Client);
+pub struct FenHttpClient {
+    pub client: reqwest::Client,
+    pub oauth: Option<Arc<OAuthLogin>>,
+}
+
+/// The OAuth login of one HTTP server: the token its requests carry. A request the server
+/// refuses with 401 gets one refresh (the refresh_token grant, see `native::auth::mcp::token`)
+/// and is sent once more; a second 401, or a refresh that fails, is the caller's error.
+pub struct OAuthLogin {
+    url: String,
+    token: std::sync::Mutex<String>,
+}
+
+impl OAuthLogin {
+    pub fn new(url: &str, token: String) -> Arc<OAuthLogin> {
+        Arc::new(OAuthLogin {
+            url: url.to_string(),
+            token: std::sync::Mutex::new(token),
+        })
+    }
+
+    fn current(&self) -> String {
+        self.token.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A new token after `refused` was refused, None when none can be had.
+    async fn renew(&self, refused: &str) -> Option<String> {
+        use crate::native::auth::{mcp, oauth::Http, store::Store};
+        let http = Http::new(tokio_util::sync::CancellationToken::new()).ok()?;
+        let fresh = mcp::token(&http, &Store::from_env(), &self.url, Some(refused))
+            .await
+            .ok()
+            .flatten()
+            .filter(|t| t != refused)?;
+        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = fresh.clone();
+        Some(fresh)
+    }
+}
 
 /// A reqwest failure, as the transport's client error.
 #[derive(Debug, thiserror::Error)]
@@ -108,18 +146,30 @@ impl StreamableHttpClient for FenHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse> {
         let body = serde_json::to_vec(&message)?;
-        let req = self
-            .0
-            .post(uri.as_ref())
-            .header(
-                reqwest::header::ACCEPT,
-                format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
-            )
-            .header(reqwest::header::CONTENT_TYPE, JSON_MIME_TYPE)
-            .body(body);
+        let send = |auth: Option<String>| {
+            let req = self
+                .client
+                .post(uri.as_ref())
+                .header(
+                    reqwest::header::ACCEPT,
+                    format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
+                )
+                .header(reqwest::header::CONTENT_TYPE, JSON_MIME_TYPE)
+                .body(body.clone());
+            with_headers(req, session_id.as_deref(), auth, custom_headers.clone()).send()
+        };
         let had_session = session_id.is_some();
-        let req = with_headers(req, session_id.as_deref(), auth_header, custom_headers);
-        let resp = req.send().await.map_err(client_err)?;
+        let auth = self.oauth.as_ref().map(|o| o.current()).or(auth_header);
+        let mut resp = send(auth.clone()).await.map_err(client_err)?;
+        // A refused login token (expired or revoked while connected): refresh it once and
+        // send the same message once more.
+        if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
+            if let (Some(o), Some(refused)) = (&self.oauth, &auth) {
+                if let Some(fresh) = o.renew(refused).await {
+                    resp = send(Some(fresh)).await.map_err(client_err)?;
+                }
+            }
+        }
         let status = resp.status();
         if status == reqwest::StatusCode::ACCEPTED || status == reqwest::StatusCode::NO_CONTENT {
             return Ok(StreamableHttpPostResponse::Accepted);
@@ -184,8 +234,9 @@ impl StreamableHttpClient for FenHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<()> {
+        let auth_header = self.oauth.as_ref().map(|o| o.current()).or(auth_header);
         let req = with_headers(
-            self.0.delete(uri.as_ref()),
+            self.client.delete(uri.as_ref()),
             Some(&session_id),
             auth_header,
             custom_headers,
@@ -206,7 +257,8 @@ impl StreamableHttpClient for FenHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, std::result::Result<Sse, SseError>>> {
-        let mut req = self.0.get(uri.as_ref()).header(
+        let auth_header = self.oauth.as_ref().map(|o| o.current()).or(auth_header);
+        let mut req = self.client.get(uri.as_ref()).header(
             reqwest::header::ACCEPT,
             format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
         );

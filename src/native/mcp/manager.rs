@@ -8,7 +8,7 @@
 //! gets SIGKILL from the kernel should fen itself be killed (`PR_SET_PDEATHSIG`).
 
 use super::config::{ServerConfig, Transport};
-use super::http::FenHttpClient;
+use super::http::{FenHttpClient, OAuthLogin};
 use super::names;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
@@ -463,14 +463,16 @@ impl Manager {
                         .map_err(|_| format!("bad value for header \"{k}\""))?;
                     custom.insert(name, value);
                 }
-                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
-                // A login from `fen mcp login` (refreshed when it nears its expiry).
-                if let Some(token) = oauth_token(url).await {
-                    cfg = cfg.auth_header(token);
-                }
+                // A login from `fen mcp login` (refreshed when it nears its expiry, and when
+                // the server refuses it).
+                let oauth = oauth_token(url).await.map(|t| OAuthLogin::new(url, t));
                 let transport = StreamableHttpClientTransport::with_client(
-                    FenHttpClient(self.shared.http.clone()),
+                    FenHttpClient {
+                        client: self.shared.http.clone(),
+                        oauth,
+                    },
                     cfg,
                 );
                 info.serve(transport).await.map_err(|e| {
@@ -671,10 +673,10 @@ impl Manager {
             Ok(Err(e)) => {
                 let mut message = e.to_string();
                 if is_auth_required(&message) {
-                    // The token expired or was revoked while connected: a reconnect refreshes
-                    // it when it can, else the login is needed again.
+                    // The transport already refreshed the token once and retried (see
+                    // `http::OAuthLogin`): the login itself is gone.
                     message = format!(
-                        "needs login (the server answered 401): run `/mcp reconnect {server}` to refresh the token, or `fen mcp login {server}`"
+                        "needs login (the server refused the token, and a refresh did not help): run `fen mcp login {server}`, or `/mcp login {server}` in a session"
                     );
                 }
                 if peer.is_transport_closed()
@@ -734,7 +736,7 @@ fn is_auth_required(text: &str) -> bool {
 async fn oauth_token(url: &str) -> Option<String> {
     let store = crate::native::auth::store::Store::from_env();
     let http = crate::native::auth::oauth::Http::new(CancellationToken::new()).ok()?;
-    crate::native::auth::mcp::token(&http, &store, url)
+    crate::native::auth::mcp::token(&http, &store, url, None)
         .await
         .ok()
         .flatten()

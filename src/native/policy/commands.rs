@@ -1,11 +1,13 @@
-//! Per-command knowledge for the shell analyser: which wrappers to peel (`env`, `sudo`,
-//! `timeout`, ...), which commands carry more shell (`bash -c`, `eval`, `xargs`, `find -exec`),
-//! and which operands of file commands are read, written or deleted.
+//! The mechanism that applies the command table (`commands.toml`) to a segment: peeling the
+//! wrappers it lists, and naming the paths a command reads, writes or deletes from its
+//! options and its operand layout. Also the containers whose arguments are more shell (`bash
+//! -c`, `eval`, `xargs`, `find -exec`) and the two path judges rows name by `paths` (tar's
+//! mode letters, git's subcommands).
 
 use std::path::Path;
 
 use super::shell::{glob_base, join_path, Access, PathRef};
-use super::table::{table, Program};
+use super::table::{table, Program, Role, Slot};
 
 /// What to do with a leading wrapper word.
 pub(crate) enum Peel<'a> {
@@ -27,205 +29,89 @@ fn is_opt(a: &str) -> bool {
     a.starts_with('-') && a.len() > 1
 }
 
-/// Skips options of a wrapper: `with_arg` lists options taking a separate value; returns the
-/// index of the first non-option word.
-fn skip_opts(argv: &[&str], with_arg: &[&str]) -> usize {
+/// Recognises a wrapper at the head of `argv` (`argv[0]` already normalised to `name`), from
+/// its row in the command table: its options (by `value_options`), assignments, then
+/// `wrapper_operands` more words.
+pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
+    let Some(row) = table().program(name).filter(|r| r.wrapper) else {
+        return Peel::No;
+    };
+    let with = row.valued_options();
     let mut i = 1;
     while i < argv.len() {
         let a = argv[i];
         if a == "--" {
-            return i + 1;
+            i += 1;
+            break;
+        }
+        if row.skip_words.iter().any(|w| w == a) {
+            i += 1;
+            continue;
         }
         if !is_opt(a) {
-            return i;
+            break;
         }
-        if with_arg.contains(&a) {
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    i
-}
-
-/// Recognises a wrapper at the head of `argv` (`argv[0]` already normalised to `name`).
-pub(crate) fn peel<'a>(name: &str, argv: &[&'a str]) -> Peel<'a> {
-    // Wrappers the command table describes: options, then `wrapper_operands` words.
-    if let Some(row) = table().program(name).filter(|r| r.wrapper) {
-        let with: Vec<&str> = row
-            .value_options
-            .iter()
-            .chain(&row.writes)
-            .chain(&row.reads)
-            .map(String::as_str)
-            .collect();
-        return Peel::Skip((skip_opts(argv, &with) + row.wrapper_operands).min(argv.len()));
-    }
-    match name {
-        "env" => {
-            let mut i = 1;
-            while i < argv.len() {
-                let a = argv[i];
-                match a {
-                    "--" => {
-                        i += 1;
-                        break;
-                    }
-                    "-u" | "--unset" | "-C" | "--chdir" => i += 2,
-                    "-S" | "--split-string" => {
-                        return match argv.get(i + 1) {
-                            Some(s) => Peel::Split {
-                                skip: i + 2,
-                                string: s,
-                            },
-                            None => Peel::Skip(argv.len()),
-                        };
-                    }
-                    _ if a.starts_with("--split-string=") => {
-                        return Peel::Split {
-                            skip: i + 1,
-                            string: &a["--split-string=".len()..],
-                        };
-                    }
-                    _ if a.starts_with("-S") => {
-                        return Peel::Split {
-                            skip: i + 1,
-                            string: &a[2..],
-                        };
-                    }
-                    _ if is_opt(a) || a == "-" => i += 1,
-                    _ if is_assignment(a) => i += 1,
-                    _ => break,
-                }
-            }
-            Peel::Skip(i.min(argv.len()))
-        }
-        "command" => {
-            if argv
-                .iter()
-                .skip(1)
-                .take_while(|a| is_opt(a))
-                .any(|a| a.contains('v') || a.contains('V'))
-            {
-                Peel::No
-            } else {
-                Peel::Skip(skip_opts(argv, &[]))
-            }
-        }
-        // `coproc cmd args` runs the command in the background; `coproc NAME { ...; }` runs a
-        // compound command the parser does not see as one.
-        "coproc" => {
-            if argv.iter().any(|a| *a == "{" || *a == "(") {
-                Peel::Opaque("`coproc` runs a compound command in the background".into())
-            } else {
-                Peel::Skip(1)
-            }
-        }
-        "sudo" | "doas" => {
-            let with_arg = [
-                "-u",
-                "-g",
-                "-C",
-                "-D",
-                "-h",
-                "-p",
-                "-r",
-                "-t",
-                "-U",
-                "-T",
-                "-R",
-                "--user",
-                "--group",
-                "--chdir",
-                "--host",
-                "--prompt",
-                "--role",
-                "--type",
-                "--other-user",
-                "--command-timeout",
-                "--chroot",
-                "--close-from",
-            ];
-            let mut i = 1;
-            let mut shell = false;
-            let mut no_cmd = false;
-            while i < argv.len() {
-                let a = argv[i];
-                if a == "--" {
-                    i += 1;
-                    break;
-                }
-                if !is_opt(a) {
-                    break;
-                }
-                if with_arg.contains(&a) {
-                    i += 2;
-                    continue;
-                }
-                if !a.starts_with("--") {
-                    shell |= a.contains('s') || a.contains('i');
-                    no_cmd |=
-                        a.contains('l') || a.contains('v') || a.contains('k') || a.contains('K');
-                    if a.contains('e') {
-                        // sudoedit: edits its operands.
-                        return Peel::No;
-                    }
-                } else {
-                    shell |= a == "--shell" || a == "--login";
-                    no_cmd |= a == "--list" || a == "--validate";
-                    if a == "--edit" {
-                        return Peel::No;
-                    }
-                }
-                i += 1;
-            }
-            while i < argv.len() && is_assignment(argv[i]) {
-                i += 1;
-            }
-            if i >= argv.len() {
-                if shell {
-                    return Peel::Opaque(format!("`{name}` opens an interactive root shell"));
-                }
-                if no_cmd {
-                    return Peel::No;
-                }
-            }
-            Peel::Skip(i.min(argv.len()))
-        }
-        "watch" => {
-            let i = skip_opts(
-                argv,
-                &["-n", "--interval", "-d", "--differences", "-q", "--equexit"],
-            );
-            match argv.get(i) {
-                Some(s) => Peel::Split {
+        // `env -S 'cmd args'`: the string is parsed as shell, the words after it appended.
+        if let Some(hit) = Program::find(&row.split_string, &argv[i..i + 1]) {
+            let attached = hit.value.is_some() && a != hit.option;
+            return match (attached, argv.get(i + 1)) {
+                (true, _) => Peel::Split {
                     skip: i + 1,
+                    string: a
+                        .strip_prefix(hit.option)
+                        .map(|v| v.strip_prefix('=').unwrap_or(v))
+                        .unwrap_or(""),
+                },
+                (false, Some(s)) => Peel::Split {
+                    skip: i + 2,
                     string: s,
                 },
-                None => Peel::No,
-            }
+                (false, None) => Peel::Skip(argv.len()),
+            };
         }
-        _ => Peel::No,
+        i += if with.contains(&a) { 2 } else { 1 };
     }
-}
-
-/// `env -C DIR` / `env --chdir=DIR`.
-pub(crate) fn env_chdir<'a>(argv: &[&'a str]) -> Option<&'a str> {
-    let mut i = 1;
-    while i < argv.len() {
-        let a = argv[i];
-        if a == "-C" || a == "--chdir" {
-            return argv.get(i + 1).copied();
-        }
-        if let Some(d) = a.strip_prefix("--chdir=") {
-            return Some(d);
-        }
-        if !is_opt(a) && !is_assignment(a) {
-            return None;
-        }
+    let i = i.min(argv.len());
+    let own = &argv[1..i];
+    if Program::has(&row.not_wrapper_with, own) {
+        return Peel::No;
+    }
+    let mut i = i;
+    while row.wrapper_assignments && i < argv.len() && is_assignment(argv[i]) {
         i += 1;
     }
-    None
+    if argv[i..]
+        .iter()
+        .any(|a| row.opaque_operands.iter().any(|o| o == a))
+    {
+        return Peel::Opaque(format!(
+            "`{name}` runs a compound command the analyser cannot see"
+        ));
+    }
+    if i >= argv.len() {
+        if Program::has(&row.shell_without_command, own) {
+            return Peel::Opaque(format!("`{name}` opens an interactive shell"));
+        }
+        if Program::has(&row.self_without_command, own) {
+            return Peel::No;
+        }
+    }
+    if row.command_string {
+        return match argv.get(i) {
+            Some(s) => Peel::Split {
+                skip: i + 1,
+                string: s,
+            },
+            None => Peel::No,
+        };
+    }
+    Peel::Skip((i + row.wrapper_operands).min(argv.len()))
+}
+
+/// The directory a wrapper's options move the command to (`env -C DIR`, `sudo -D DIR`).
+pub(crate) fn wrapper_chdir(name: &str, own: &[&str]) -> Option<String> {
+    let row = table().program(name)?;
+    Program::find(&row.chdir_options, own).and_then(|h| h.value)
 }
 
 pub(crate) fn is_assignment(a: &str) -> bool {
@@ -493,6 +379,15 @@ fn pr(raw: &str, access: Access, cwd: Option<&Path>) -> PathRef {
 /// Splits `args` (after argv[0]) into operands, given the options that take a separate value.
 /// Returns (operands, option values keyed by option).
 fn operands<'a>(args: &[&'a str], with_arg: &[&str]) -> (Vec<&'a str>, Vec<(&'a str, &'a str)>) {
+    operands2(args, with_arg, &[])
+}
+
+/// [`operands`], with options that take two values (`jq --arg NAME VALUE`).
+fn operands2<'a>(
+    args: &[&'a str],
+    with_arg: &[&str],
+    with_two: &[&str],
+) -> (Vec<&'a str>, Vec<(&'a str, &'a str)>) {
     let mut ops = Vec::new();
     let mut vals = Vec::new();
     let mut i = 0;
@@ -514,6 +409,10 @@ fn operands<'a>(args: &[&'a str], with_arg: &[&str]) -> (Vec<&'a str>, Vec<(&'a 
             i += 1;
             continue;
         }
+        if with_two.contains(&a) {
+            i += 3;
+            continue;
+        }
         if with_arg.contains(&a) {
             if let Some(v) = args.get(i + 1) {
                 vals.push((a, v));
@@ -530,12 +429,6 @@ fn operands<'a>(args: &[&'a str], with_arg: &[&str]) -> (Vec<&'a str>, Vec<(&'a 
         i += 1;
     }
     (ops, vals)
-}
-
-fn has_short(args: &[&str], flag: char) -> bool {
-    args.iter()
-        .take_while(|a| **a != "--")
-        .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(flag))
 }
 
 /// The files a command's options name, from the command table (`sort -o FILE`, `grep -f
@@ -556,600 +449,238 @@ pub(crate) fn option_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>, 
     (out, ())
 }
 
-/// The paths a (peeled) command reads, writes or deletes through its operands. The second
-/// value is an opaque reason when the command's effect on files cannot be told.
+/// The paths a (peeled) command reads, writes or deletes, from its row in the command table:
+/// files its options name, then its operands by the row's layout. The second value is an
+/// opaque reason when the command's effect on files cannot be told.
 pub(crate) fn collect_paths(argv: &[&str], cwd: Option<&Path>) -> (Vec<PathRef>, Option<String>) {
-    let mut out = Vec::new();
-    let Some(&name) = argv.first() else {
-        return (out, None);
+    let Some(row) = argv.first().and_then(|n| table().program(n)) else {
+        return (Vec::new(), None);
     };
+    // `tar czf a.tgz src`: an old-style first word is a cluster of options.
+    let dashed;
+    let mut argv = argv;
+    let owned: Vec<&str>;
+    if row.old_style_options && argv.get(1).is_some_and(|a| !a.starts_with('-')) {
+        dashed = format!("-{}", argv[1]);
+        owned = std::iter::once(argv[0])
+            .chain(std::iter::once(dashed.as_str()))
+            .chain(argv[2..].iter().copied())
+            .collect();
+        argv = &owned;
+    }
+    let mut out = option_paths(argv, cwd).0;
     let args = &argv[1..];
-    macro_rules! each {
-        ($ops:expr, $acc:expr) => {
-            for o in $ops.iter() {
-                out.push(pr(o, $acc, cwd));
-            }
-        };
-    }
-    // The command table: files named by option values, and operands with one role.
-    if let Some(row) = table().program(name) {
-        out = option_paths(argv, cwd).0;
-        let role = match row.operands.as_deref() {
-            Some("read") => Some(Access::Read),
-            Some("write") => Some(Access::Write),
-            Some("delete") => Some(Access::Delete),
-            _ => None,
-        };
-        if let Some(role) = role {
-            let with: Vec<&str> = row
-                .value_options
-                .iter()
-                .chain(&row.writes)
-                .chain(&row.reads)
-                .map(String::as_str)
-                .collect();
-            let (ops, _) = operands(args, &with);
-            if ops.is_empty() {
-                for d in &row.default_operands {
-                    out.push(pr(d, role, cwd));
-                }
-            }
-            each!(&ops, role);
-            return (out, None);
-        }
-    }
-    match name {
-        "mv" => {
-            let (ops, vals) = operands(args, &["-t", "-S", "--target-directory", "--suffix"]);
-            if let Some((_, t)) = vals
-                .iter()
-                .find(|(k, _)| *k == "-t" || *k == "--target-directory")
-            {
-                each!(&ops, Access::Delete);
-                each!(&[t], Access::Write);
-            } else if let Some((last, rest)) = ops.split_last() {
-                each!(rest, Access::Delete);
-                each!(&[last], Access::Write);
-            }
-        }
-        "cp" | "install" | "rsync" | "scp" => {
-            let with = [
-                "-t",
-                "-S",
-                "-m",
-                "-o",
-                "-g",
-                "--target-directory",
-                "--suffix",
-                "-e",
-                "--exclude",
-                "--include",
-                "-P",
-                "-i",
-                "-F",
-                "-c",
-                "-l",
-                "--rsh",
-                "--filter",
-                "-f",
-            ];
-            let (ops, vals) = operands(args, &with);
-            let del = args
-                .iter()
-                .any(|a| a.starts_with("--delete") || *a == "--remove-source-files");
-            let dst_access = if del { Access::Delete } else { Access::Write };
-            let local = |o: &&str| !(name == "rsync" || name == "scp") || !o.contains(':');
-            if let Some((_, t)) = vals
-                .iter()
-                .find(|(k, _)| *k == "-t" || *k == "--target-directory")
-            {
-                let ops: Vec<&str> = ops.into_iter().filter(local).collect();
-                each!(&ops, Access::Read);
-                each!(&[t], dst_access);
-            } else if let Some((last, rest)) = ops.split_last() {
-                if name == "install" && has_short(args, 'd') {
-                    each!(&ops, Access::Write);
-                } else {
-                    let rest: Vec<&str> = rest.iter().copied().filter(local).collect();
-                    each!(&rest, Access::Read);
-                    if local(last) {
-                        each!(&[last], dst_access);
-                    }
-                }
-            }
-        }
-        "ln" | "link" => {
-            let (ops, vals) = operands(args, &["-t", "-S", "--target-directory", "--suffix"]);
-            if let Some((_, t)) = vals
-                .iter()
-                .find(|(k, _)| *k == "-t" || *k == "--target-directory")
-            {
-                each!(&[t], Access::Write);
-            } else if ops.len() >= 2 {
-                each!(&ops[ops.len() - 1..], Access::Write);
-            } else if let Some(one) = ops.first() {
-                let base = one.rsplit('/').next().unwrap_or(one);
-                each!(&[base], Access::Write);
-            }
-        }
-        "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "chcon" => {
-            // chmod modes like `-x` look like options.
-            let mut ops: Vec<&str> = Vec::new();
-            let mut reference = false;
-            let mut only = false;
-            for a in args {
-                if only {
-                    ops.push(a);
-                } else if *a == "--" {
-                    only = true;
-                } else if a.starts_with("--reference") {
-                    reference = true;
-                } else if is_opt(a)
-                    && !(matches!(name, "chmod" | "chattr") && ops.is_empty() && is_mode_like(a))
-                {
-                } else {
-                    ops.push(a);
-                }
-            }
-            let skip = usize::from(!reference && name != "setfacl");
-            if ops.len() > skip {
-                each!(&ops[skip..], Access::Write);
-            }
-        }
-        "dd" => {
-            for a in args {
-                if let Some(f) = a.strip_prefix("of=") {
-                    out.push(pr(f, Access::Write, cwd));
-                } else if let Some(f) = a.strip_prefix("if=") {
-                    out.push(pr(f, Access::Read, cwd));
-                }
-            }
-        }
-        "sed" | "gsed" => {
-            let (ops, vals) = operands(
-                args,
-                &["-e", "-f", "--expression", "--file", "-l", "--line-length"],
-            );
-            let in_place = args.iter().take_while(|a| **a != "--").any(|a| {
-                a.starts_with("--in-place")
-                    || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i'))
-            });
-            let script_given = vals
-                .iter()
-                .any(|(k, _)| matches!(*k, "-e" | "-f" | "--expression" | "--file"));
-            for (k, v) in &vals {
-                if matches!(*k, "-f" | "--file") {
-                    out.push(pr(v, Access::Read, cwd));
-                }
-            }
-            let files = if script_given {
-                &ops[..]
-            } else {
-                ops.get(1..).unwrap_or(&[])
-            };
-            for f in files {
-                out.push(pr(
-                    f,
-                    if in_place {
-                        Access::Write
-                    } else {
-                        Access::Read
-                    },
-                    cwd,
-                ));
-            }
-        }
-        "perl" => {
-            let in_place = args
-                .iter()
-                .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains('i'));
-            if in_place {
-                let (ops, vals) = operands(args, &["-e", "-E", "-I", "-M", "-m"]);
-                let files = if vals.iter().any(|(k, _)| *k == "-e" || *k == "-E") {
-                    &ops[..]
-                } else {
-                    ops.get(1..).unwrap_or(&[])
-                };
-                for f in files {
-                    out.push(pr(f, Access::Write, cwd));
-                }
-            }
-        }
-        "head" | "tail" => {
-            let (ops, _) = operands(
-                args,
-                &[
-                    "-n",
-                    "-c",
-                    "--lines",
-                    "--bytes",
-                    "-s",
-                    "--sleep-interval",
-                    "--pid",
-                    "--max-unchanged-stats",
-                ],
-            );
-            // `head -20 file`.
-            let ops: Vec<&str> = ops
-                .into_iter()
-                .filter(|o| !(o.starts_with('+') && o[1..].chars().all(|c| c.is_ascii_digit())))
-                .collect();
-            each!(&ops, Access::Read);
-        }
-        "sort" | "uniq" | "cut" | "tr" | "shuf" | "split" | "csplit" => {
-            let (ops, vals) = operands(
-                args,
-                &[
-                    "-o",
-                    "--output",
-                    "-k",
-                    "--key",
-                    "-t",
-                    "--field-separator",
-                    "-S",
-                    "--buffer-size",
-                    "-T",
-                    "--temporary-directory",
-                    "-d",
-                    "-f",
-                    "-s",
-                    "-w",
-                    "-b",
-                    "-l",
-                    "-n",
-                    "-c",
-                    "-C",
-                    "-a",
-                    "--parallel",
-                    "--batch-size",
-                    "--random-source",
-                    "-i",
-                    "--input-range",
-                    "--head-count",
-                    "-e",
-                ],
-            );
-            for (k, v) in &vals {
-                if matches!(*k, "-o" | "--output") && name != "split" {
-                    out.push(pr(v, Access::Write, cwd));
-                }
-            }
-            match name {
-                "tr" => {}
-                "uniq" => {
-                    if let Some(i) = ops.first() {
-                        out.push(pr(i, Access::Read, cwd));
-                    }
-                    if let Some(o) = ops.get(1) {
-                        out.push(pr(o, Access::Write, cwd));
-                    }
-                }
-                "split" | "csplit" => {
-                    if let Some(i) = ops.first() {
-                        out.push(pr(i, Access::Read, cwd));
-                    }
-                    let prefix = ops
-                        .get(if name == "split" { 1 } else { usize::MAX })
-                        .copied()
-                        .unwrap_or("x");
-                    out.push(pr(&format!("{prefix}*"), Access::Write, cwd));
-                }
-                "shuf" if args.contains(&"-e") => {}
-                _ => each!(&ops, Access::Read),
-            }
-        }
-        "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "zgrep" => {
-            let with = [
-                "-e",
-                "-f",
-                "-m",
-                "-A",
-                "-B",
-                "-C",
-                "-d",
-                "-D",
-                "--regexp",
-                "--file",
-                "--max-count",
-                "--context",
-                "--after-context",
-                "--before-context",
-                "-g",
-                "--glob",
-                "--iglob",
-                "-t",
-                "--type",
-                "-T",
-                "--type-not",
-                "-j",
-                "--threads",
-                "-M",
-                "--max-columns",
-                "-r",
-                "--replace",
-                "-E",
-                "--encoding",
-                "--max-depth",
-                "--maxdepth",
-                "--sort",
-                "--sortr",
-                "--color",
-                "--colors",
-                "--pre",
-                "--pre-glob",
-                "--type-add",
-                "--ignore-file",
-                "--label",
-                "--exclude",
-                "--include",
-                "--exclude-dir",
-                "--include-dir",
-                "--binary-files",
-                "--devices",
-                "--directories",
-                "--path-separator",
-                "--max-filesize",
-                "--engine",
-                "-p",
-            ];
-            // grep's -r is a flag (recursive); rg's -r takes the replacement.
-            let with: Vec<&str> = with
-                .iter()
-                .copied()
-                .filter(|o| {
-                    let rg_valued = matches!(*o, "-r" | "-E" | "-T");
-                    *o != "-p" && (name == "rg" || !rg_valued)
-                })
-                .collect();
-            let (ops, vals) = operands(args, &with);
-            let pattern_given = vals
-                .iter()
-                .any(|(k, _)| matches!(*k, "-e" | "-f" | "--regexp" | "--file"));
-            for (k, v) in &vals {
-                if matches!(*k, "-f" | "--file" | "--ignore-file") {
-                    out.push(pr(v, Access::Read, cwd));
-                }
-            }
-            let files_list = args.iter().any(|a| *a == "--files" || *a == "--type-list");
-            let files = if pattern_given || files_list {
-                &ops[..]
-            } else {
-                ops.get(1..).unwrap_or(&[])
-            };
-            // rg, and grep -r, search the working directory when given no path.
-            let recursive = name == "rg"
-                || name == "ag"
-                || name == "ack"
-                || has_short(args, 'r')
-                || has_short(args, 'R')
-                || args.iter().any(|a| {
-                    a.starts_with("--recursive") || a.starts_with("--dereference-recursive")
-                });
-            if files.is_empty() && recursive {
-                each!(["."], Access::Read);
-            }
-            each!(files, Access::Read);
-        }
-        "find" | "fd" | "fdfind" => {
-            if name == "find" {
-                let roots: Vec<&str> = args
-                    .iter()
-                    .take_while(|a| !(a.starts_with('-') || **a == "(" || **a == "!" || **a == ")"))
-                    .copied()
-                    .collect();
-                let roots = if roots.is_empty() { vec!["."] } else { roots };
-                let deletes = args.contains(&"-delete");
-                for r in &roots {
-                    let mut p = pr(
-                        r,
-                        if deletes {
-                            Access::Delete
-                        } else {
-                            Access::Read
-                        },
-                        cwd,
-                    );
-                    p.contents |= deletes;
-                    out.push(p);
-                }
-                let mut i = 0;
-                while i < args.len() {
-                    if matches!(args[i], "-fprint" | "-fprint0" | "-fls" | "-fprintf") {
-                        if let Some(f) = args.get(i + 1) {
-                            out.push(pr(f, Access::Write, cwd));
-                        }
-                    }
-                    i += 1;
-                }
-            } else {
-                let (ops, _) = operands(
-                    args,
-                    &[
-                        "-e",
-                        "--extension",
-                        "-t",
-                        "--type",
-                        "-E",
-                        "--exclude",
-                        "-d",
-                        "--max-depth",
-                        "--min-depth",
-                        "-x",
-                        "--exec",
-                        "-X",
-                        "--exec-batch",
-                        "-j",
-                        "--threads",
-                        "-S",
-                        "--size",
-                        "--changed-within",
-                        "--changed-before",
-                        "-o",
-                        "--owner",
-                        "--base-directory",
-                        "--search-path",
-                        "-c",
-                        "--color",
-                        "--max-results",
-                        "--ignore-file",
-                    ],
-                );
-                let paths = ops.get(1..).unwrap_or(&[]);
-                if paths.is_empty() {
-                    each!(&["."], Access::Read);
-                } else {
-                    each!(paths, Access::Read);
-                }
-            }
-        }
-        "awk" | "gawk" | "mawk" | "jq" | "yq" | "gojq" => {
-            let (ops, vals) = operands(
-                args,
-                &[
-                    "-f",
-                    "-v",
-                    "-F",
-                    "--from-file",
-                    "--arg",
-                    "--argjson",
-                    "--slurpfile",
-                    "--rawfile",
-                    "--indent",
-                    "-L",
-                ],
-            );
-            let prog_file = vals.iter().any(|(k, _)| *k == "-f" || *k == "--from-file");
-            let files = if prog_file {
-                &ops[..]
-            } else {
-                ops.get(1..).unwrap_or(&[])
-            };
-            let in_place = name == "gawk" && args.windows(2).any(|w| w == ["-i", "inplace"])
-                || (name == "yq" && has_short(args, 'i'));
-            each!(
-                files,
-                if in_place {
-                    Access::Write
-                } else {
-                    Access::Read
-                }
-            );
-        }
-        "tar" | "bsdtar" => {
-            let first = args.first().copied().unwrap_or("");
-            let cluster = first.trim_start_matches('-');
-            let mode_of = |c: char| {
-                args.iter().any(|a| {
-                    (a.starts_with('-') && !a.starts_with("--") && a.contains(c))
-                        || (*a == first && !first.starts_with('-') && cluster.contains(c))
-                })
-            };
-            let create = mode_of('c') || mode_of('r') || mode_of('u') || args.contains(&"--create");
-            let extract = mode_of('x') || args.contains(&"--extract") || args.contains(&"--get");
-            // The archive: `-f FILE`, or the word after a cluster containing f.
-            let mut archive = None;
-            let mut dir = None;
-            let mut i = 0;
-            while i < args.len() {
-                let a = args[i];
-                if let Some(f) = a.strip_prefix("--file=") {
-                    archive = Some(f);
-                } else if let Some(d) = a.strip_prefix("--directory=") {
-                    dir = Some(d);
-                } else if a == "-C" || a == "--directory" {
-                    dir = args.get(i + 1).copied();
-                    i += 1;
-                } else if a == "--file"
-                    || ((a.starts_with('-') && !a.starts_with("--") || i == 0) && a.ends_with('f'))
-                {
-                    archive = args.get(i + 1).copied();
-                    i += 1;
-                }
-                i += 1;
-            }
-            if let Some(a) = archive.filter(|a| *a != "-") {
-                out.push(pr(
-                    a,
-                    if create { Access::Write } else { Access::Read },
-                    cwd,
-                ));
-            }
-            if extract {
-                let d = dir.unwrap_or(".");
-                let mut p = pr(d, Access::Write, cwd);
-                p.contents = true;
-                out.push(p);
-            }
-        }
-        "unzip" => {
-            let (ops, vals) = operands(args, &["-d", "-x", "-P"]);
-            if let Some(a) = ops.first() {
-                out.push(pr(a, Access::Read, cwd));
-            }
-            if !has_short(args, 'l') && !has_short(args, 't') && !has_short(args, 'p') {
-                let d = vals
-                    .iter()
-                    .find(|(k, _)| *k == "-d")
-                    .map(|(_, v)| *v)
-                    .unwrap_or(".");
-                let mut p = pr(d, Access::Write, cwd);
-                p.contents = true;
-                out.push(p);
-            }
-        }
-        "curl" | "wget" => {
-            let mut i = 0;
-            while i < args.len() {
-                let a = args[i];
-                let next = args.get(i + 1).copied();
-                match a {
-                    "-o" | "--output" | "-O" if name == "wget" || a != "-O" => {
-                        if let Some(f) = next {
-                            out.push(pr(f, Access::Write, cwd));
-                        }
-                        i += 1;
-                    }
-                    "-P" | "--directory-prefix" if name == "wget" => {
-                        if let Some(f) = next {
-                            let mut p = pr(f, Access::Write, cwd);
-                            p.contents = true;
-                            out.push(p);
-                        }
-                        i += 1;
-                    }
-                    "-T" | "--upload-file" | "-K" | "--config" | "--post-file" | "--body-file"
-                    | "-i" | "--input-file" => {
-                        if let Some(f) = next {
-                            out.push(pr(f, Access::Read, cwd));
-                        }
-                        i += 1;
-                    }
-                    "-d" | "--data" | "--data-binary" | "--data-raw" | "--data-urlencode"
-                    | "-F" | "--form" | "--json" => {
-                        if let Some(v) = next {
-                            if let Some(pos) = v.find('@') {
-                                let f = &v[pos + 1..];
-                                if !f.is_empty() && f != "-" {
-                                    out.push(pr(f, Access::Read, cwd));
-                                }
-                            }
-                        }
-                        i += 1;
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        "git" => git_paths(args, cwd, &mut out),
+    match row.paths.as_deref() {
+        Some("tar") => tar_paths(args, cwd, &mut out),
+        Some("git") => git_paths(args, cwd, &mut out),
         _ => {}
+    }
+    let mut roles = operand_roles(row, args);
+    if row.remote_operands {
+        // `host:path` is on another machine.
+        roles.retain(|(_, text)| !text.contains(':'));
+    }
+    for (opt, changes) in &row.role_changes {
+        if Program::has(std::slice::from_ref(opt), args) {
+            for (role, _) in roles.iter_mut() {
+                if let Some((_, to)) = changes
+                    .iter()
+                    .find(|(from, _)| from.is_none_or(|f| f == *role))
+                {
+                    *role = *to;
+                }
+            }
+        }
+    }
+    for (role, raw) in roles {
+        let (access, contents) = match role {
+            Role::Read => (Access::Read, false),
+            Role::Write | Role::WritePrefix | Role::WriteName => (Access::Write, false),
+            Role::Delete => (Access::Delete, false),
+            Role::WriteInto => (Access::Write, true),
+            Role::DeleteTree => (Access::Delete, true),
+            Role::Skip | Role::Pattern => continue,
+        };
+        let raw = match role {
+            Role::WritePrefix => format!("{raw}*"),
+            Role::WriteName => raw.rsplit('/').next().unwrap_or(&raw).to_string(),
+            _ => raw,
+        };
+        let mut p = pr(&raw, access, cwd);
+        p.contents |= contents;
+        out.push(p);
     }
     (out, None)
 }
 
-fn is_mode_like(a: &str) -> bool {
-    let body = a.trim_start_matches(['-', '+', '=']);
-    !body.is_empty() && body.chars().all(|c| "rwxXstugoa,+-=0123456789".contains(c))
+/// Each operand (and option value) the row's layout gives a role, with its text.
+fn operand_roles(row: &Program, args: &[&str]) -> Vec<(Role, String)> {
+    let mut out: Vec<(Role, String)> = Vec::new();
+    let with = row.valued_options();
+    let mut ops: Vec<&str> = if row.roots_only {
+        args.iter()
+            .take_while(|a| !(is_opt(a) || matches!(**a, "(" | "!" | ")")))
+            .copied()
+            .collect()
+    } else {
+        let two: Vec<&str> = row.two_value_options.iter().map(String::as_str).collect();
+        operands2(args, &with, &two).0
+    };
+    if let Some(letters) = row.mode_operand.as_deref() {
+        // `chmod -x FILE`: a mode that looks like an option is the first operand.
+        let mode_like = |a: &str| {
+            let body = a.trim_start_matches(['-', '+', '=']);
+            !body.is_empty() && body.chars().all(|c| letters.contains(c))
+        };
+        if let Some(m) = args
+            .iter()
+            .take_while(|a| **a != "--")
+            .find(|a| is_opt(a) && mode_like(a))
+        {
+            ops.insert(0, m);
+        }
+    }
+    if !row.assignments.is_empty() {
+        ops.retain(|o| match o.split_once('=') {
+            Some((k, v)) => match row.assignments.get(k) {
+                Some(role) => {
+                    out.push((*role, v.to_string()));
+                    false
+                }
+                None => true,
+            },
+            None => true,
+        });
+    }
+    for hit in Program::find_all(&row.at_file_options, args) {
+        if let Some(f) = hit.value.as_deref().and_then(|v| v.split_once('@')) {
+            if !f.1.is_empty() && f.1 != "-" {
+                out.push((Role::Read, f.1.to_string()));
+            }
+        }
+    }
+    let mut named: Vec<Role> = Vec::new();
+    for (opt, role) in &row.value_roles {
+        for hit in Program::find_all(std::slice::from_ref(opt), args) {
+            if let Some(v) = hit.value.filter(|v| !v.is_empty()) {
+                out.push((*role, v));
+                named.push(*role);
+            }
+        }
+    }
+    out.extend(
+        row.implied_paths
+            .iter()
+            .filter(|(role, _)| !named.contains(role))
+            .cloned(),
+    );
+    if row.layout.is_empty() {
+        return out;
+    }
+    let mut layout: Vec<&Slot> = row.layout.iter().collect();
+    if Program::has(&row.pattern_options, args) {
+        layout.retain(|s| s.role != Role::Pattern);
+    }
+    let target = Program::find(&row.target_options, args).and_then(|h| h.value);
+    let many = layout.iter().position(|s| s.many);
+    if let (Some(t), Some(m)) = (target, many) {
+        // `cp -t DIR a b`: every operand is a source, the value the destination.
+        for o in &ops {
+            out.push((layout[m].role, o.to_string()));
+        }
+        if let Some(dest) = layout.iter().enumerate().find(|(i, _)| *i != m) {
+            out.push((dest.1.role, t));
+        }
+        return out;
+    }
+    if ops.len() == 1 {
+        if let Some(role) = row.lone_operand {
+            out.push((role, ops[0].to_string()));
+            return out;
+        }
+    }
+    // Single slots before the repeated one take operands from the front, those after it
+    // from the back; the repeated slot takes the rest. Without a repeated slot, extra
+    // operands take the last slot's role.
+    let (front, back) = match many {
+        Some(m) => (&layout[..m], &layout[m + 1..]),
+        None => (&layout[..], &layout[layout.len()..]),
+    };
+    let mut rest: &[&str] = &ops;
+    for slot in front {
+        match rest.split_first() {
+            Some((o, r)) => {
+                out.push((slot.role, o.to_string()));
+                rest = r;
+            }
+            None => out.extend(slot.default.iter().map(|d| (slot.role, d.clone()))),
+        }
+    }
+    let mut tail = Vec::new();
+    for slot in back.iter().rev() {
+        match rest.split_last() {
+            Some((o, r)) => {
+                tail.push((slot.role, o.to_string()));
+                rest = r;
+            }
+            None => tail.extend(slot.default.iter().map(|d| (slot.role, d.clone()))),
+        }
+    }
+    let rest_role = match many {
+        Some(m) => layout[m].role,
+        None => layout.last().map_or(Role::Read, |s| s.role),
+    };
+    // `ls`, `rg x`, `grep -r x`: no path means the working directory.
+    if rest.is_empty()
+        && many.is_some()
+        && (row.default_operands_with.is_empty() || Program::has(&row.default_operands_with, args))
+    {
+        out.extend(row.default_operands.iter().map(|d| (rest_role, d.clone())));
+    }
+    out.extend(rest.iter().map(|o| (rest_role, o.to_string())));
+    out.extend(tail.into_iter().rev());
+    out
+}
+
+/// tar: the archive (`-f FILE`) is written when creating, read otherwise; extracting writes
+/// into `-C DIR` (or the working directory).
+fn tar_paths(args: &[&str], cwd: Option<&Path>, out: &mut Vec<PathRef>) {
+    let mode = |letters: &[&str]| {
+        Program::has(
+            &letters.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+            args,
+        )
+    };
+    let create = mode(&[
+        "-c",
+        "-r",
+        "-u",
+        "-A",
+        "--create",
+        "--append",
+        "--update",
+        "--concatenate",
+        "--delete",
+    ]);
+    let extract = mode(&["-x", "--extract", "--get"]);
+    let archive = Program::find(&["-f".to_string(), "--file".to_string()], args)
+        .and_then(|h| h.value)
+        .filter(|a| a != "-");
+    if let Some(a) = archive {
+        out.push(pr(
+            &a,
+            if create { Access::Write } else { Access::Read },
+            cwd,
+        ));
+    }
+    if extract {
+        let dir = Program::find(&["-C".to_string(), "--directory".to_string()], args)
+            .and_then(|h| h.value)
+            .unwrap_or_else(|| ".".into());
+        let mut p = pr(&dir, Access::Write, cwd);
+        p.contents = true;
+        out.push(p);
+    }
 }
 
 /// Git global options before the subcommand: returns (index of the subcommand, `-C` dirs).

@@ -704,12 +704,8 @@ fn implicit_may_be_secret(ws: &Workspace, p: &PathRef, cache: &mut ResolveCache)
     if p.contents {
         return true;
     }
-    let by_name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(super::paths::secret_name);
-    by_name
-        || ws.is_secret(path)
+    // By name or place (`is_secret` checks the name too).
+    ws.is_secret(path)
         || cache.is_link(path)
         || path.parent().is_some_and(|d| cache.is_link(d))
 }

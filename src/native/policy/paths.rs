@@ -130,14 +130,18 @@ impl Workspace {
     /// fen's own permission and code files: writing them would let a model change what it
     /// may do, or plant code fen runs outside the sandbox.
     fn is_fen_settings(&self, path: &Path, contents: bool, exists: bool) -> bool {
-        let fen_dir = |d: &Path| {
-            d.file_name().is_some_and(|n| n == ".fen") || d == self.config_dir.join("fen")
+        let user_fen = |d: &Path| {
+            d.strip_prefix(&self.config_dir)
+                .is_ok_and(|r| r == Path::new("fen"))
         };
+        let fen_dir = |d: &Path| d.file_name().is_some_and(|n| n == ".fen") || user_fen(d);
         if (contents || exists) && (fen_dir(path) || path == self.fen_state_dir) {
             return true;
         }
-        if path == self.fen_state_dir.join("trusted.json")
-            || path == self.fen_state_dir.join("approved.json")
+        if path.parent() == Some(self.fen_state_dir.as_path())
+            && path
+                .file_name()
+                .is_some_and(|n| n == "trusted.json" || n == "approved.json")
         {
             return true;
         }
@@ -267,17 +271,18 @@ impl Workspace {
             return true;
         }
         if let Ok(rel) = path.strip_prefix(&self.home) {
-            for dir in [
-                ".ssh",
-                ".aws",
-                ".gnupg",
-                ".docker/config.json",
-                ".kube/config",
-                ".config/gh/hosts.yml",
-            ] {
-                if rel.starts_with(dir) {
-                    return true;
-                }
+            let mut parts = rel.components();
+            let first = parts.next().and_then(|c| c.as_os_str().to_str());
+            let rest = parts.as_path();
+            let hit = match first {
+                Some(".ssh" | ".aws" | ".gnupg") => true,
+                Some(".docker") => rest.starts_with("config.json"),
+                Some(".kube") => rest.starts_with("config"),
+                Some(".config") => rest.starts_with("gh/hosts.yml"),
+                _ => false,
+            };
+            if hit {
+                return true;
             }
         }
         // fen's credential files, compared without building their paths.
@@ -299,44 +304,56 @@ impl Workspace {
 
 /// A file name that looks like it holds a secret.
 pub fn secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    if lower == ".env" || lower == ".netrc" || lower == "_netrc" || lower == ".pgpass" {
+    // Called for every word of every command: compared in place, without a lowercase copy.
+    let b = name.as_bytes();
+    let is = |w: &str| b.eq_ignore_ascii_case(w.as_bytes());
+    let starts = |w: &str| b.len() >= w.len() && b[..w.len()].eq_ignore_ascii_case(w.as_bytes());
+    if is(".env") || is(".netrc") || is("_netrc") || is(".pgpass") {
         return true;
     }
-    if let Some(rest) = lower.strip_prefix(".env.") {
+    if starts(".env.") {
         // Conventionally committed templates.
-        return !matches!(
-            rest,
-            "example" | "sample" | "template" | "dist" | "defaults"
-        );
+        let rest = &b[5..];
+        return !["example", "sample", "template", "dist", "defaults"]
+            .iter()
+            .any(|t| rest.eq_ignore_ascii_case(t.as_bytes()));
     }
-    if lower.ends_with(".pem")
-        || lower.starts_with("id_rsa")
-        || lower.starts_with("id_ed25519")
-        || lower.starts_with("id_ecdsa")
-        || lower.starts_with("id_dsa")
+    if (b.len() >= 4 && b[b.len() - 4..].eq_ignore_ascii_case(b".pem"))
+        || starts("id_rsa")
+        || starts("id_ed25519")
+        || starts("id_ecdsa")
+        || starts("id_dsa")
     {
         return true;
     }
     // `token`, `secret`, `credential`, `private_key` as a word: `api_token.txt`,
     // `secrets.yaml`, `credentials.json`, but not `tokenizer.rs` or `secretary.md`.
-    for key in [
-        "secret",
-        "token",
-        "credential",
-        "private_key",
-        "private-key",
-        "privatekey",
-    ] {
-        let mut from = 0;
-        while let Some(pos) = lower[from..].find(key) {
-            let end = from + pos + key.len();
-            let tail = &lower.as_bytes()[end..];
-            let tail = tail.strip_prefix(b"s").unwrap_or(tail);
+    const KEYS: [&[u8]; 6] = [
+        b"secret",
+        b"token",
+        b"credential",
+        b"private_key",
+        b"private-key",
+        b"privatekey",
+    ];
+    for start in 0..b.len() {
+        let first = b[start].to_ascii_lowercase();
+        if !matches!(first, b's' | b't' | b'c' | b'p') {
+            continue;
+        }
+        for key in KEYS {
+            let end = start + key.len();
+            if key[0] != first || end > b.len() || !b[start..end].eq_ignore_ascii_case(key) {
+                continue;
+            }
+            let tail = &b[end..];
+            let tail = match tail.first() {
+                Some(b's' | b'S') => &tail[1..],
+                _ => tail,
+            };
             if tail.first().is_none_or(|c| !c.is_ascii_alphabetic()) {
                 return true;
             }
-            from = end;
         }
     }
     false
@@ -434,11 +451,11 @@ pub fn resolve(p: &Path) -> PathBuf {
 /// Directories resolved during one decision, keyed by their path as written.
 #[derive(Debug, Default)]
 pub struct ResolveCache {
-    dirs: std::collections::HashMap<PathBuf, (PathBuf, bool)>,
+    dirs: rustc_hash::FxHashMap<PathBuf, (PathBuf, bool)>,
     /// Classifications by (path as written, contents).
-    infos: std::collections::HashMap<(PathBuf, bool), PathInfo>,
+    infos: rustc_hash::FxHashMap<(PathBuf, bool), PathInfo>,
     /// Whether a path is a symlink, by path (one lstat per path per decision).
-    links: std::collections::HashMap<PathBuf, bool>,
+    links: rustc_hash::FxHashMap<PathBuf, bool>,
 }
 
 impl ResolveCache {

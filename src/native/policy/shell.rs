@@ -1047,15 +1047,13 @@ impl Walker {
                     if let Some((why, _)) = commands::runs_code(&own) {
                         seg.opaque.get_or_insert(why);
                     }
-                    if name == "env" {
-                        // `env -C DIR` changes the directory; `env -S STRING` splits a string.
-                        if let Some(dir) = commands::env_chdir(&texts) {
-                            let d = Val {
-                                text: dir.to_string(),
-                                ..Val::default()
-                            };
-                            seg.cwd = join_cwd(seg.cwd.as_deref(), &d);
-                        }
+                    // `env -C DIR`, `sudo -D DIR`: the command runs in another directory.
+                    if let Some(dir) = commands::wrapper_chdir(&name, &own_texts[1..]) {
+                        let d = Val {
+                            text: dir,
+                            ..Val::default()
+                        };
+                        seg.cwd = join_cwd(seg.cwd.as_deref(), &d);
                     }
                     words.drain(..n.min(words.len()));
                 }

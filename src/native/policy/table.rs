@@ -35,9 +35,93 @@ pub struct Program {
     pub inline_code: Vec<String>,
     #[serde(default)]
     pub exec_operands: Vec<String>,
-    /// The role of every operand (word that is not an option or an option's value): `read`,
-    /// `write` or `delete`.
-    pub operands: Option<String>,
+    /// What the operands (words that are not options or option values) are: one role for
+    /// all, or a layout by position (`["read...", "write"]`); parsed into `layout`.
+    #[serde(default)]
+    operands: Option<OperandSpec>,
+    /// The parsed `operands`.
+    #[serde(skip)]
+    pub layout: Vec<Slot>,
+    /// Options carrying the pattern or script: with one, there is no `pattern` operand.
+    #[serde(default)]
+    pub pattern_options: Vec<String>,
+    /// Options whose value is the destination (`cp -t DIR`): the layout's single-role slot
+    /// takes the value and its repeated slot takes every operand.
+    #[serde(default)]
+    pub target_options: Vec<String>,
+    /// Options that change roles: `"-i" = ["read>write"]` (`*` for any role, `skip` drops).
+    #[serde(default)]
+    role_options: HashMap<String, Vec<String>>,
+    /// The parsed `role_options`: (option, [(from, to)]), `from` None for any role.
+    #[serde(skip)]
+    pub role_changes: Vec<(String, Vec<(Option<Role>, Role)>)>,
+    /// The role of a lone operand (`ln TARGET` links `./basename`).
+    pub lone_operand: Option<Role>,
+    /// Operands with `:` are remote (`host:path`), not local paths.
+    #[serde(default)]
+    pub remote_operands: bool,
+    /// The first operand may look like an option made of these characters (`chmod -x FILE`).
+    pub mode_operand: Option<String>,
+    /// `KEY=VALUE` operands naming files (`dd of=FILE`).
+    #[serde(default)]
+    pub assignments: HashMap<String, Role>,
+    /// Options that take two separate values (`jq --arg NAME VALUE`).
+    #[serde(default)]
+    pub two_value_options: Vec<String>,
+    /// Options whose value names a file after `@` (`curl -d @FILE`).
+    #[serde(default)]
+    pub at_file_options: Vec<String>,
+    /// Operands end at the first option or `(`/`!` (find's start points).
+    #[serde(default)]
+    pub roots_only: bool,
+    /// Options whose value has a role (`unzip -d DIR` writes into DIR).
+    #[serde(default)]
+    pub value_roles: HashMap<String, Role>,
+    /// Paths it touches unless an option of `value_roles` with the same role names another:
+    /// `"write_into ."` (unzip extracts into the working directory).
+    #[serde(default)]
+    implied: Vec<String>,
+    /// Every option that takes a separate value (`valued_options`).
+    #[serde(skip)]
+    valued: Vec<String>,
+    /// The parsed `implied`.
+    #[serde(skip)]
+    pub implied_paths: Vec<(Role, String)>,
+    /// `default_operands` apply only with one of these options (`grep -r`).
+    #[serde(default)]
+    pub default_operands_with: Vec<String>,
+    /// A first word without `-` is a cluster of options (`tar czf`).
+    #[serde(default)]
+    pub old_style_options: bool,
+    /// Judged by code (commands.rs): `tar` (modes by letter), `git` (by subcommand).
+    pub paths: Option<String>,
+    /// Wrapper: `VAR=value` words before the command are assignments for it.
+    #[serde(default)]
+    pub wrapper_assignments: bool,
+    /// Wrapper: words skipped like options (`env -`).
+    #[serde(default)]
+    pub skip_words: Vec<String>,
+    /// Wrapper: options whose value is a command string, followed by its arguments (`env -S`).
+    #[serde(default)]
+    pub split_string: Vec<String>,
+    /// Wrapper: the command is one shell string, then its arguments (`watch 'cmd'`).
+    #[serde(default)]
+    pub command_string: bool,
+    /// Wrapper: options whose value is the command's directory (`env -C DIR`).
+    #[serde(default)]
+    pub chdir_options: Vec<String>,
+    /// Wrapper: options that make it not a wrapper (`command -v`, `sudo -e`).
+    #[serde(default)]
+    pub not_wrapper_with: Vec<String>,
+    /// Wrapper: options that open an interactive shell when no command follows (`sudo -s`).
+    #[serde(default)]
+    pub shell_without_command: Vec<String>,
+    /// Wrapper: options that make it a command of its own when no command follows (`sudo -l`).
+    #[serde(default)]
+    pub self_without_command: Vec<String>,
+    /// Wrapper: words after which the command cannot be seen (`coproc NAME { ...; }`).
+    #[serde(default)]
+    pub opaque_operands: Vec<String>,
     /// Options that take a separate value (so the value is not an operand).
     #[serde(default)]
     pub value_options: Vec<String>,
@@ -57,6 +141,56 @@ pub struct Program {
     #[serde(default)]
     pub examples: Vec<String>,
 }
+
+/// What an operand, or an option's value, is to the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Read,
+    Write,
+    Delete,
+    /// Not a path (a mode, a host, a member name).
+    Skip,
+    /// A leading pattern or script, absent when a `pattern_options` option gives it.
+    Pattern,
+    /// Writes files whose names start with it (`split IN PREFIX`).
+    WritePrefix,
+    /// Writes anywhere inside this directory (`unzip -d DIR`).
+    WriteInto,
+    /// Deletes this and everything inside (`find DIR -delete`).
+    DeleteTree,
+    /// Writes `./basename` of it (`ln -s TARGET`).
+    WriteName,
+}
+
+impl Role {
+    fn parse(s: &str) -> Result<Role, String> {
+        serde::Deserialize::deserialize(
+            serde::de::value::StrDeserializer::<serde::de::value::Error>::new(s),
+        )
+        .map_err(|_| format!("unknown role `{s}`"))
+    }
+}
+
+/// One position of an operand layout.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub role: Role,
+    /// Takes every operand the single slots leave (`read...`).
+    pub many: bool,
+    /// Used when the operand is missing (`write_prefix=x`).
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OperandSpec {
+    One(String),
+    Layout(Vec<String>),
+}
+
+/// The code that judges the operands of rows with `paths`.
+pub const PATH_JUDGES: &[&str] = &["tar", "git"];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,8 +213,9 @@ struct File {
 
 /// The loaded table: rows by name (aliases included) and the code-running variables.
 pub struct Table {
-    rows: HashMap<String, String>,
-    programs: HashMap<String, Program>,
+    /// Row index by name and alias (looked up for every segment: a fast hash).
+    rows: rustc_hash::FxHashMap<String, usize>,
+    programs: Vec<(String, Program)>,
     env: Env,
 }
 
@@ -92,8 +227,8 @@ pub fn table() -> &'static Table {
         // The file is embedded and checked by a unit test; an empty table fails closed
         // (nothing is read-only).
         Err(_) => Table {
-            rows: HashMap::new(),
-            programs: HashMap::new(),
+            rows: Default::default(),
+            programs: Vec::new(),
             env: Env::default(),
         },
     })
@@ -116,25 +251,81 @@ pub fn parse(text: &str) -> Result<Table, String> {
             }
             *list = expanded;
         }
-        if let Some(role) = p.operands.as_deref() {
-            if !matches!(role, "read" | "write" | "delete") {
-                return Err(format!(
-                    "row `{name}`: operands is read, write or delete, not `{role}`"
-                ));
+        let err = |e: String| format!("row `{name}`: {e}");
+        p.layout = match p.operands.take() {
+            None => Vec::new(),
+            Some(OperandSpec::One(role)) => vec![Slot {
+                role: Role::parse(&role).map_err(err)?,
+                many: true,
+                default: None,
+            }],
+            Some(OperandSpec::Layout(slots)) => {
+                let mut layout = Vec::new();
+                for s in &slots {
+                    let (s, default) = match s.split_once('=') {
+                        Some((r, d)) => (r, Some(d.to_string())),
+                        None => (s.as_str(), None),
+                    };
+                    let (r, many) = match s.strip_suffix("...") {
+                        Some(r) => (r, true),
+                        None => (s, false),
+                    };
+                    layout.push(Slot {
+                        role: Role::parse(r).map_err(err)?,
+                        many,
+                        default,
+                    });
+                }
+                if layout.iter().filter(|s| s.many).count() > 1 {
+                    return Err(err("at most one `...` slot".into()));
+                }
+                layout
+            }
+        };
+        let mut changes = Vec::new();
+        for (opt, list) in p.role_options.drain() {
+            let mut pairs = Vec::new();
+            for c in &list {
+                let (from, to) = c
+                    .split_once('>')
+                    .ok_or_else(|| err(format!("role change `{c}` is not FROM>TO")))?;
+                let from = if from == "*" {
+                    None
+                } else {
+                    Some(Role::parse(from).map_err(err)?)
+                };
+                pairs.push((from, Role::parse(to).map_err(err)?));
+            }
+            changes.push((opt, pairs));
+        }
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        p.role_changes = changes;
+        for i in &p.implied {
+            let (role, path) = i
+                .split_once(' ')
+                .ok_or_else(|| err(format!("implied `{i}` is not ROLE PATH")))?;
+            p.implied_paths
+                .push((Role::parse(role).map_err(err)?, path.to_string()));
+        }
+        p.valued = p.gather_valued();
+        if let Some(judge) = p.paths.as_deref() {
+            if !PATH_JUDGES.contains(&judge) {
+                return Err(err(format!("no path judge `{judge}`")));
             }
         }
     }
-    let mut rows = HashMap::new();
-    for (name, p) in &file.program {
+    let programs: Vec<(String, Program)> = file.program.into_iter().collect();
+    let mut rows = rustc_hash::FxHashMap::default();
+    for (i, (name, p)) in programs.iter().enumerate() {
         for n in std::iter::once(name).chain(&p.aliases) {
-            if rows.insert(n.clone(), name.clone()).is_some() {
+            if rows.insert(n.clone(), i).is_some() {
                 return Err(format!("`{n}` is named by two rows"));
             }
         }
     }
     Ok(Table {
         rows,
-        programs: file.program,
+        programs,
         env: file.env,
     })
 }
@@ -154,7 +345,7 @@ impl Table {
         } else {
             name
         };
-        self.rows.get(key).and_then(|r| self.programs.get(r))
+        self.rows.get(key).map(|&i| &self.programs[i].1)
     }
 
     /// Every row by its name, for tests and docs.
@@ -203,6 +394,37 @@ impl Program {
             }
         }
         hits
+    }
+
+    /// Options that take a separate value, so the word after them is not an operand
+    /// (gathered once, when the table is parsed).
+    pub fn valued_options(&self) -> Vec<&str> {
+        self.valued.iter().map(String::as_str).collect()
+    }
+
+    fn gather_valued(&self) -> Vec<String> {
+        [
+            &self.value_options,
+            &self.writes,
+            &self.reads,
+            &self.target_options,
+            &self.at_file_options,
+            &self.chdir_options,
+        ]
+        .into_iter()
+        .flatten()
+        .chain(self.value_roles.keys())
+        .cloned()
+        .collect()
+    }
+
+    /// Is one of `patterns` among the option words of `args` (before `--`)? A short
+    /// pattern matches any cluster holding its letter; `"-i inplace"` needs that next word.
+    pub fn has(patterns: &[String], args: &[&str]) -> bool {
+        patterns.iter().any(|p| match p.split_once(' ') {
+            Some((opt, value)) => args.windows(2).any(|w| w[0] == opt && w[1] == value),
+            None => Program::find(std::slice::from_ref(p), args).is_some(),
+        })
     }
 
     /// The subcommand position (first word after the program), if the row lists subcommands.

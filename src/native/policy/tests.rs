@@ -247,6 +247,33 @@ fn plan_mode_runs_reads_and_refuses_writes_asks_and_rule_allowed_commands() {
 
 /// Every row of the command table carries test rows (`examples`), checked here in a scratch
 /// workspace: adding a program is adding a row with its test rows beside it.
+/// The paths the analyser names for a command, as `ROLE PATH, ...` (`write_into` and
+/// `delete_tree` for a directory's contents; words only judged for secrets left out).
+fn named_paths(cmd: &str) -> String {
+    let seg = analyze(cmd, &ctx())
+        .segments
+        .into_iter()
+        .next()
+        .expect("a segment");
+    let mut got: Vec<String> = seg
+        .paths
+        .iter()
+        .filter(|p| !p.implicit && !p.redirect)
+        .map(|p| {
+            let role = match (p.access, p.contents && !p.raw.contains(['*', '?', '['])) {
+                (Access::Read, _) => "read",
+                (Access::Write, false) => "write",
+                (Access::Write, true) => "write_into",
+                (Access::Delete, false) => "delete",
+                (Access::Delete, true) => "delete_tree",
+            };
+            format!("{role} {}", p.raw)
+        })
+        .collect::<Vec<_>>();
+    got.sort_unstable();
+    got.join(", ")
+}
+
 #[test]
 fn every_command_table_example_gets_its_verdict() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -307,6 +334,18 @@ fn every_command_table_example_gets_its_verdict() {
                     )
                     .expect("rule");
                     judge(Mode::Auto, &rule, true).verdict == Verdict::Ask
+                }
+                // `paths: CMD => ROLE PATH, ...`: what the row's operand layout names.
+                "paths" => {
+                    let (cmd, want) = cmd.split_once(" =>").expect("paths: CMD => ROLES");
+                    let got = named_paths(cmd);
+                    let mut want: Vec<&str> = want.split(',').map(str::trim).collect();
+                    want.sort_unstable();
+                    let want = want.join(", ").trim_start_matches(", ").to_string();
+                    if got != want {
+                        wrong.push(format!("[{name}] {cmd}: named `{got}`, want `{want}`"));
+                    }
+                    true
                 }
                 other => panic!("row `{name}`: unknown expectation `{other}`"),
             };

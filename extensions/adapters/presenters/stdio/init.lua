@@ -4,6 +4,8 @@
 -- (/help lists them). Ctrl-C cancels a running turn; Ctrl-D (end of input), /quit and /exit
 -- quit. On a terminal the line is edited with the cursor keys and Up/Down walk the history
 -- (fen.native.line); without one, escape sequences in the input are dropped, never sent.
+-- A question asked while the REPL waits for a line (an MCP server's login offer) takes the
+-- next line typed as its answer.
 local native = require("fen.native")
 local rows = require("fen.lib.rows")
 
@@ -48,6 +50,16 @@ return function(api)
   --- One answer line from the person (nil at end of input). Without a terminal the line
   --- editor shows no prompt, so the question is written out first.
   local function answer(prompt)
+    if S.reading then
+      -- The REPL already waits for a line (a question from the background, e.g. an MCP
+      -- server's login offer): the line it reads next is handed over as this answer.
+      while S.handover do native.sleep(50) end
+      out(prompt .. "\n")
+      local slot = {}
+      S.handover = slot
+      while not slot.done do native.sleep(50) end
+      return slot.line and slot.line:match("^%s*(.-)%s*$") or nil
+    end
     if not native.line.interactive() then
       out(prompt .. "\n")
       prompt = ""
@@ -109,7 +121,14 @@ return function(api)
           end
           after_turn = false
           local removed
+          S.reading = true
           line, removed = line_in.read(interactive and "you> " or "")
+          S.reading = false
+          if S.handover then
+            S.handover.line, S.handover.done = line, true
+            S.handover = nil
+            line = line and ""
+          end
           -- (On a terminal the line editor ends the prompt line itself at Ctrl-D.)
           if not line then break end
           if (removed or 0) > 0 then

@@ -5,6 +5,8 @@
 -- a prompt or a request), and their tools register as they arrive, as `mcp__SERVER__TOOL`.
 --   /mcp                  lists the servers: status, tools, transport, log
 --   /mcp reconnect NAME   restarts one
+--   /mcp login NAME       the OAuth login of a server that answered 401 (offered at once in
+--                         a session; headless runs name `fen mcp login NAME`), then reconnects
 -- When all MCP schemas together would take more than 10% of the context window, the tools are
 -- registered with `exposure = "search"` (callable, not offered) and one `mcp_search{query}`
 -- tool returns matching schemas, offering those tools from then on.
@@ -32,13 +34,18 @@ return function(api)
   local configured, watching = false, false
 
   local pending = {}   -- notices not shown yet
+  local offers = {}    -- servers that answered 401: a login is offered (interactive runs)
 
-  --- Shows what waits: on stderr when nobody watches a screen (one-shot commands, `-p`,
-  --- `--mode json`), else through the presenter (which may wait, so only from a coroutine).
+  --- Nobody watches a screen: one-shot commands, `-p`, `--mode json`.
+  local function headless()
+    return (api.kernel.run_options() or {}).headless ~= false
+  end
+
+  --- Shows what waits: on stderr when nobody watches a screen, else through the presenter
+  --- (which may wait, so only from a coroutine).
   local function flush()
     if #pending == 0 then return end
-    local headless = (api.kernel.run_options() or {}).headless ~= false
-    if headless then
+    if headless() then
       for _, text in ipairs(pending) do io.stderr:write("fen: " .. text .. "\n") end
       pending = {}
     elseif coroutine.isyieldable() then
@@ -128,8 +135,13 @@ return function(api)
       if s.status == "failed" and not state.noticed[key] then
         state.noticed[key] = true
         if (s.error or ""):find("needs login", 1, true) then
-          -- An OAuth server answered 401: say how to log in without leaving the session.
-          notify(string.format("mcp: server %s needs login: type /mcp login %s", s.name, s.name))
+          -- An OAuth server answered 401: a person is asked whether to log in now (see
+          -- `offer_logins`); a headless run says which command logs in.
+          if headless() then
+            notify(string.format("mcp: server %s needs login: run `fen mcp login %s`", s.name, s.name))
+          else
+            offers[#offers + 1] = s.name
+          end
         else
           notify(string.format("mcp: server %s failed: %s (log %s; /mcp reconnect %s)",
             s.name, s.error or "?", s.log, s.name))
@@ -197,10 +209,64 @@ return function(api)
     })
   end
 
+  --- What `/mcp reconnect NAME` says: the server's state once it settled.
+  local function reconnect(name)
+    configure((api.kernel.run_options() or {}).trusted == true)
+    local ok, err = native.mcp.reconnect(name)
+    if not ok then return "error: " .. err end
+    native.mcp.wait({ name })
+    sync()
+    for _, s in ipairs(native.mcp.servers({ tools = false })) do
+      if s.name == name then
+        if s.status == "connected" then
+          return string.format("mcp: %s connected (%d tools)", s.name, s.tool_count)
+        end
+        return string.format("mcp: %s %s: %s (log %s)", s.name, s.status, s.error or "?", s.log)
+      end
+    end
+    return "mcp: " .. name .. " is gone"
+  end
+
+  --- The OAuth login of server `name` (browser and loopback, as `fen mcp login`), then a
+  --- reconnect with the new token.
+  local function login(name, no_browser)
+    local trusted = (api.kernel.run_options() or {}).trusted == true
+    local ok, err = native.auth.mcp_login(name, {
+      trusted = trusted, no_browser = no_browser,
+      on_prompt = function(p)
+        api.ui.notify((p.opened and "Your browser was opened; if not, open this URL to sign in to "
+          or "Open this URL to sign in to ") .. name .. ":\n" .. p.url)
+      end,
+    })
+    if not ok then return "mcp: login to " .. name .. " failed: " .. tostring(err) end
+    return reconnect(name)
+  end
+
+  --- Asks whether to log in to each server that answered 401, and does it when told to.
+  --- Runs from the watcher (a coroutine of its own), never inside a turn's request.
+  local function offer_logins()
+    while #offers > 0 and state.gen == gen do
+      local name = table.remove(offers, 1)
+      local choice = api.ui.select(string.format("MCP server %s needs login (it answered 401). Log in now?", name),
+        { "Log in now (opens the browser)", "Not now" })
+      local text
+      if choice == 1 then
+        text = login(name, false)
+      else
+        text = string.format("mcp: server %s needs login: type /mcp login %s when you want its tools", name, name)
+      end
+      pcall(api.ui.notify, text)
+    end
+  end
+
   local function watch()
     if watching then return end
     watching = true
-    native.mcp.watch(sync)
+    native.mcp.watch(function()
+      local going = sync()
+      if going then offer_logins() end
+      return going
+    end)
   end
 
   --- Whether a `--tools` pattern can match some name that starts with `prefix`: its literal
@@ -277,30 +343,13 @@ return function(api)
           if had == nil then return "error: " .. tostring(err) end
           return had and ("mcp: logged out of " .. rest) or ("mcp: not logged in to " .. rest)
         end
-        local ok, err = native.auth.mcp_login(rest, {
-          trusted = trusted, no_browser = no_browser,
-          on_prompt = function(p) api.ui.notify("Open this URL to sign in to " .. rest .. ":\n" .. p.url) end,
-        })
-        if not ok then return "mcp: login to " .. rest .. " failed: " .. tostring(err) end
-        sub = "reconnect"
+        watch()
+        return login(rest, no_browser)
       end
       if sub == "reconnect" then
         if rest == "" then return "usage: /mcp reconnect NAME" end
-        configure((api.kernel.run_options() or {}).trusted == true)
         watch()
-        local ok, err = native.mcp.reconnect(rest)
-        if not ok then return "error: " .. err end
-        native.mcp.wait({ rest })
-        sync()
-        for _, s in ipairs(native.mcp.servers({ tools = false })) do
-          if s.name == rest then
-            if s.status == "connected" then
-              return string.format("mcp: %s connected (%d tools)", s.name, s.tool_count)
-            end
-            return string.format("mcp: %s %s: %s (log %s)", s.name, s.status, s.error or "?", s.log)
-          end
-        end
-        return "mcp: " .. rest .. " is gone"
+        return reconnect(rest)
       end
       return "usage: /mcp [list] | /mcp reconnect NAME | /mcp login NAME | /mcp logout NAME"
     end,
