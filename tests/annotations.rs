@@ -130,3 +130,41 @@ fn the_extension_guide_names_every_api_function() {
         missing.join("\n")
     );
 }
+
+/// extensions/lib/annotations.gen.lua (the bindings' option classes and the register specs) is
+/// what `fen docs` writes now: run `cargo run -- docs` after changing either.
+#[test]
+fn the_generated_annotations_are_fresh() {
+    let want = fen::host::annotations::render(fen::kernel::contracts::contracts());
+    let have = include_str!("../extensions/lib/annotations.gen.lua");
+    assert!(
+        have == want,
+        "extensions/lib/annotations.gen.lua is stale: run `cargo run -- docs`"
+    );
+}
+
+/// Every class the hand-written annotations name is defined in one of the two files.
+#[test]
+fn the_annotations_name_only_defined_classes() {
+    let hand = include_str!("../extensions/lib/annotations.lua");
+    let generated = include_str!("../extensions/lib/annotations.gen.lua");
+    let defined: BTreeSet<&str> = hand
+        .lines()
+        .chain(generated.lines())
+        .filter_map(|l| {
+            l.strip_prefix("---@class ")
+                .or_else(|| l.strip_prefix("---@alias "))
+        })
+        .filter_map(|c| c.split_whitespace().next())
+        .collect();
+    let mut missing = BTreeSet::new();
+    for word in hand.split(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_')) {
+        let word = word.trim_end_matches('.');
+        if (word.starts_with("fen.opts.") || word.starts_with("fen.spec."))
+            && !defined.contains(word)
+        {
+            missing.insert(word);
+        }
+    }
+    assert!(missing.is_empty(), "undefined classes: {missing:?}");
+}

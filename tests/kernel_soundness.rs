@@ -694,3 +694,66 @@ end"#,
     let calls = std::fs::read_to_string(&log).unwrap();
     assert_eq!(calls, "mock/mock nil\nmock/other-model low\n", "{text}");
 }
+
+/// Every binding's options are strict: an unknown key names the function and the key, a wrong
+/// type names the key and the type it takes (these bindings ignored both before).
+#[test]
+fn every_binding_refuses_an_unknown_or_mistyped_option() {
+    let s = Sandbox::new();
+    let k = Kernel::boot(s.boot_options()).unwrap();
+    let out: String = fen::cmd::block_on(async {
+        k.lua
+            .load(
+                r#"
+local native = require("fen.native")
+local out = {}
+local function try(f, ...)
+  local ok, err = pcall(f, ...)
+  out[#out + 1] = ok and "ok" or tostring(err):match("^[^\n]*")
+end
+try(native.process.run, { command = "true", sandbx = false })
+try(native.fs.list, ".", { dept = 2 })
+try(native.fs.read, "Cargo.toml", { limit = "ten" })
+try(native.jobs.output, "nope", { wait = 1 })
+try(native.mcp.servers, { tool = false })
+try(native.term.open, { inlined = true })
+return table.concat(out, "\n")
+"#,
+            )
+            .eval_async::<String>()
+            .await
+            .unwrap()
+    })
+    .unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].contains("process.run: unknown option `sandbx` (did you mean `sandbox`?)"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("fs.list: unknown option `dept`"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains("fs.read: limit:") && lines[2].contains("limit is integer?"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[3].contains("jobs.output: unknown option `wait`"),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[4].contains("mcp.servers: unknown option `tool`"),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[5].contains("term.open: unknown option `inlined`"),
+        "{}",
+        lines[5]
+    );
+}

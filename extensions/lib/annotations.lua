@@ -2,7 +2,9 @@
 -- LuaCATS annotations of fen's extension API: the `api` table an extension's entry receives
 -- and `require("fen.native")`. Nothing here runs; editors (lua-language-server) read it for
 -- completion and checks. Add `<fen checkout>/extensions/lib` to `workspace.library`.
--- tests/annotations.rs checks that every field of the real tables is listed here.
+-- tests/annotations.rs checks that every field of the real tables is listed here. The options
+-- classes (`fen.opts.*`) and register specs (`fen.spec.*`) are generated from the code into
+-- annotations.gen.lua by `fen docs`; binding options are strict (an unknown key is an error).
 
 ---@alias fen.Risk "read"|"write"|"shell"
 ---@alias fen.Concurrency "parallel_safe"|"exclusive"
@@ -38,7 +40,7 @@ local api = {}
 --- Contributes a tool, command, hook, panel, status item, provider, presenter, ... The spec is
 --- checked against contracts/register-kinds.toml (`fen list kinds`).
 ---@param kind string
----@param spec table
+---@param spec fen.spec.Any one of the `fen.spec.*` classes (annotations.gen.lua)
 function api.register(kind, spec) end
 
 --- Subscribes to an event type (`"*"` for all). The handler runs synchronously, within a time
@@ -58,7 +60,7 @@ function api.log(level, msg) end
 
 --- Adds a system prompt fragment (text, or a function called at each assembly).
 ---@param text_or_fn string|fun(): string?
----@param opts {id: string?, title: string?, order: number?}?
+---@param opts fen.opts.Prompt?
 function api.prompt(text_or_fn, opts) end
 
 --- Read-only snapshots of every contribution of a kind (shadowed ones included).
@@ -96,7 +98,7 @@ local turn = {}
 
 --- Runs a user turn and waits for its end (async).
 ---@param text string
----@param opts {when_busy: "reject"|"steering"|"follow-up", images: {type: "image", data: string, mime_type: string}[]?}? `images` go with the text in the user message (make them with native.image.prepare)
+---@param opts fen.opts.TurnSubmit?
 ---@return fen.TurnResult
 function turn.submit(text, opts) end
 
@@ -311,20 +313,22 @@ function native.clock_ms() end
 ---@class fen.NativeCheckpoint
 ---@field workspace_of fun(dir: string): string the nearest ancestor holding `.git`, else `dir`
 ---@field settings fun(workspace: string): {enabled: boolean, include: string[], max_file_bytes: integer, max_total_bytes: integer, problems: string[]} async; `checkpoints` of the settings files
----@field snapshot fun(opts: {workspace: string, session: string, session_path: string?, name: string, include: string[]?, max_file_bytes: integer?, since: string?, baseline: boolean?}): {commit: string, skipped: string[], files: string[]?}?, string? async; the tree in the shadow repository (`files`: changed since `since`)
+---@field snapshot fun(opts: fen.opts.CheckpointSnapshot): {commit: string, skipped: string[], files: string[]?}?, string? async; the tree in the shadow repository (`files`: changed since `since`)
 ---@field turns fun(session_path: string): {session_id: string?, cwd: string?, turns: table[]}?, string? async; the checkpoint records of a session file, merged by id, oldest first
----@field rewind fun(opts: {session_path: string, turn: integer, code: boolean?, conversation: boolean?, apply: boolean?, force: boolean?, include: string[]?, max_file_bytes: integer?}): table?, string? async; plan (apply = false) or restore code and/or branch the conversation to before `turn`
+---@field rewind fun(opts: fen.opts.CheckpointRewind): table?, string? async; plan (apply = false) or restore code and/or branch the conversation to before `turn`
 ---@field prune fun(max_total_bytes: integer?): string[]?, string? async; drops deleted sessions' snapshots, then the oldest while over the bound
 
 ---@class fen.NativeFs
----@field read fun(path: string, opts: {offset: integer?, limit: integer?, max_bytes: integer?, max_columns: integer?, numbered: boolean?, images: boolean?}?): table?, string? async; with `images`, a PNG/JPEG/GIF/WebP is `{kind = "image", mime_type, data, ...}`
+---@field read fun(path: string, opts: fen.opts.FsRead?): table?, string? async; with `images`, a PNG/JPEG/GIF/WebP is `{kind = "image", mime_type, data, ...}`
 ---@field write fun(path: string, content: string): table?, string? async
----@field list fun(path: string, opts: {depth: integer?, limit: integer?}?): table?, string? async
+---@field list fun(path: string, opts: fen.opts.FsList?): table?, string? async
 ---@field expand fun(path: string): string
 ---@field cwd fun(): string
 ---@field is_dir fun(path: string): boolean
 ---@field stat fun(path: string): {size: integer, mtime_ms: integer, is_dir: boolean}?
----@field read_text fun(path: string, max_bytes: integer?): string?, string? a small file read at once (default cap 1 MiB; larger is an error): nil and why
+---@field read_text fun(path: string, max_bytes: integer?, keep: "head"|"tail"?): string?, string? a small file read at once (default cap 1 MiB; larger is an error unless `keep` says which end to return): nil and why
+---@field write_small fun(path: string, content: string): true?, string? fen's own small state files (at most 1 MiB), written at once and atomically, parents created
+---@field append fun(path: string, text: string): true?, string? appends a small record in one write, creating the file and its parents
 ---@field set_strict fun(strict: boolean)
 ---@field mkdir fun(path: string): boolean?, string?
 
@@ -333,8 +337,8 @@ function native.clock_ms() end
 ---@field apply_text fun(text: string, edits: {old_string: string, new_string: string, replace_all: boolean?}[], label: string?): {text: string, diff: string, replacements: integer, first_changed_line: integer, strategies: string[]}?, string? async; the engine on a buffer, writes nothing
 
 ---@class fen.NativeSearch
----@field grep fun(opts: table): table?, string? async
----@field find fun(opts: table): table?, string? async
+---@field grep fun(opts: fen.opts.SearchGrep): table?, string? async
+---@field find fun(opts: fen.opts.SearchFind): table?, string? async
 ---@field fuzzy fun(query: string, list: string[], limit: integer?): integer[] the 1-based indices of the best fuzzy matches, best first (ties keep the list's order)
 ---@field file_list fun(path: string?): fen.FileList?, string? async; every file under `path` (.gitignore respected, most recently changed first), walked on the blocking pool
 
@@ -344,8 +348,8 @@ function native.clock_ms() end
 ---@field len fun(self: fen.FileList): integer
 
 ---@class fen.NativeProcess
----@field run fun(opts: {command: string, cwd: string?, timeout_ms: number?, env: table<string, string>?, stdin: string?, head_bytes: integer?, tail_bytes: integer?}, on_output: fun(text: string)?): table?, string? async
----@field run_all fun(list: table[]): table[] async; runs several `run` options at once, results in order (`{error}` for one that could not start)
+---@field run fun(opts: fen.opts.ProcessRun, on_output: fun(text: string)?): table?, string? async
+---@field run_all fun(list: fen.opts.ProcessRun[]): table[] async; runs several `run` options at once, results in order (`{error}` for one that could not start)
 
 ---@class fen.NativeJson
 ---@field decode fun(text: string): any, string?
@@ -357,8 +361,8 @@ function native.clock_ms() end
 ---@field prepare fun(data: string, mime_type: string): {type: "image", data: string, mime_type: string, width: integer, height: integer, bytes: integer}?, string? async; a prompt's base64 image (up to 20 MB, png/jpeg/gif/webp), decoded in full and scaled to fit 2000x2000 and 3.75 MB; nil, why when it is not one
 
 ---@class fen.NativeHttp
----@field request fun(spec: table): table?, table? async
----@field fetch_page fun(spec: {url: string, format: "markdown"|"text"|"html"?, timeout_ms: integer?, max_bytes: integer?}): table?, string? async
+---@field request fun(spec: fen.opts.HttpRequest): table?, table? async
+---@field fetch_page fun(spec: fen.opts.HttpFetchPage): table?, string? async
 ---@field backoff_ms fun(attempt: integer): integer
 
 --- A background job: `status` is "running", "exited N" or "signal N".
@@ -376,8 +380,8 @@ function native.clock_ms() end
 
 ---@class fen.NativeJobs
 ---@field max_running integer
----@field start fun(spec: {command: string, cwd: string?, log_cap: integer?}): fen.JobInfo?, string? async
----@field output fun(id: string, opts: {wait_ms: integer?, max_bytes: integer?}?): table?, string? async
+---@field start fun(spec: fen.opts.JobsStart): fen.JobInfo?, string? async
+---@field output fun(id: string, opts: fen.opts.JobsOutput?): table?, string? async
 ---@field kill fun(id: string): fen.JobInfo?, string? async
 ---@field list fun(): fen.JobInfo[]
 ---@field running fun(): integer
@@ -408,22 +412,22 @@ function native.clock_ms() end
 
 --- The MCP client (docs/mcp.md): one set of servers per process, connections in the background.
 ---@class fen.NativeAuth
----@field login fun(provider: string, opts: {device: boolean?, no_browser: boolean?, host: string?, on_prompt: fun(p: {kind: "url"|"code", url: string, code: string?, opened: boolean?})?}?): table?, string? async: runs the provider's login flow; the status row, or nil and why
+---@field login fun(provider: string, opts: fen.opts.AuthLogin?): table?, string? async: runs the provider's login flow; the status row, or nil and why
 ---@field credential fun(provider: string, stale_token: string?): {token: string, expires_at: integer?, headers: table<string, string>, base_url: string?}?, string? async: the request credential (refreshed under a lock when under 5 minutes remain, or when `stale_token` is still the stored one)
 ---@field models fun(provider: string): table[]?, string? async: the models the login's plan offers
 ---@field status fun(): {provider: string, email: string?, user: string?, plan: string?, expires_at: integer?, host: string?}[]?, string? async: every stored login (never a token)
 ---@field logout fun(provider: string): boolean?, string? async: forgets a login; true when there was one
----@field mcp_login fun(server: string, opts: {trusted: boolean?, no_browser: boolean?, on_prompt: fun(p: {kind: "url", url: string, opened: boolean})?}?): true?, string? async: the OAuth login of a configured HTTP MCP server
----@field mcp_logout fun(server: string, opts: {trusted: boolean?}?): boolean?, string? async: forgets an MCP server's OAuth login
+---@field mcp_login fun(server: string, opts: fen.opts.AuthMcpLogin?): true?, string? async: the OAuth login of a configured HTTP MCP server
+---@field mcp_logout fun(server: string, opts: fen.opts.AuthMcpLogout?): boolean?, string? async: forgets an MCP server's OAuth login
 ---@field refusal fun(name: string): string? why fen refuses that subscription login (Anthropic, Google)
 ---@field path fun(): string the auth.json path
 
 ---@class fen.NativeMcp
----@field configure fun(opts: {trusted: boolean?}?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
+---@field configure fun(opts: fen.opts.McpConfigure?): {servers: string[], errors: string[], untrusted: {name: string, file: string}[]} reads the config files and sets the servers (starts none)
 ---@field start fun(name: string?): boolean starts one server (or every idle one) in the background
 ---@field reconnect fun(name: string): true?, string? stops and starts one
 ---@field wait fun(names: string[]?) async: until none of them is connecting
----@field servers fun(opts: {tools: boolean?, name: string?}?): fen.McpServer[] `tools = false`: without the tool lists (cheap); `name`: that server only
+---@field servers fun(opts: fen.opts.McpServers?): fen.McpServer[] `tools = false`: without the tool lists (cheap); `name`: that server only
 ---@field server_for_tool fun(fen_name: string): string?
 ---@field call fun(server: string, tool: string, args: table): {is_error: boolean, content: table[]}?, string? async; bounded by the tool timeout and the call's cancellation
 ---@field watch fun(fn: fun(): boolean?) calls `fn` (async) after every change of any server until it returns false
@@ -454,11 +458,11 @@ function native.clock_ms() end
 --- The language-server client (docs/lsp.md): one server per (definition, workspace root),
 --- started lazily; I/O on threads of its own, waits async.
 ---@class fen.NativeLsp
----@field configure fun(opts: {trusted: boolean?}?): {errors: string[], untrusted: {name: string, file: string}[], wait_ms: integer} reads the `lsp` settings (starts nothing)
+---@field configure fun(opts: fen.opts.LspConfigure?): {errors: string[], untrusted: {name: string, file: string}[], wait_ms: integer} reads the `lsp` settings (starts nothing)
 ---@field prepare fun(paths: string[]) async: opens the files that have a server (starting it), so the diagnostics before a change are known
 ---@field after_change fun(paths: string[]): fen.LspReport[] async: sends the files' new text and waits (at most `lsp.diagnostics_wait_ms`) for the diagnostics the change introduced
 ---@field sync fun(): integer async: the stat scan of open documents; how many changed
----@field query fun(q: {operation: string, path: string?, line: integer?, column: integer?, query: string?}): {server: string, items: {path: string, line: integer, column: integer, context: string, name: string?, kind: string?, depth: integer}[], text: string?}?, string? async; a navigation request
+---@field query fun(q: fen.opts.LspQuery): {server: string, items: {path: string, line: integer, column: integer, context: string, name: string?, kind: string?, depth: integer}[], text: string?}?, string? async; a navigation request
 ---@field servers fun(): fen.LspServer[]
 --- A subagent run (a child `fen --mode json`): `status` is "running", "exited N" or "signal N";
 --- `finished` once it exited and its output was read; `result` is its last `result` line.
@@ -483,8 +487,8 @@ function native.clock_ms() end
 
 ---@class fen.NativeSubagent
 ---@field max_running integer
----@field start fun(opts: {args: string[], cwd: string?, label: string, background: boolean?, transcript: string?, keep_env: string[]?, env: table<string, string>?}, handlers: {on_ask: (fun(request: table): string?)?, on_exit: (fun(info: fen.SubagentInfo))?}?): fen.SubagentInfo?, string? async
----@field wait fun(id: string, opts: {wait_ms: integer?}?): fen.SubagentInfo?, string? async
+---@field start fun(opts: fen.opts.SubagentStart, handlers: fen.opts.SubagentHandlers?): fen.SubagentInfo?, string? async
+---@field wait fun(id: string, opts: fen.opts.SubagentWait?): fen.SubagentInfo?, string? async
 ---@field kill fun(id: string): fen.SubagentInfo?, string? async
 ---@field list fun(): fen.SubagentInfo[]
 ---@field info fun(id: string): fen.SubagentInfo?, string?
@@ -502,7 +506,7 @@ function native.clock_ms() end
 ---@field shell fun(command: string): {text: string, style: table?}[] a shell command as highlighted spans (tree-sitter bash)
 ---@field read_line fun(): string? async
 ---@field isatty fun(fd: integer): boolean
----@field open fun(opts: {inline: boolean?, mouse: boolean?}?) raw mode, the alternate screen (not with `inline`: the main screen and its scrollback), bracketed paste, alternate scroll, mouse reporting with `mouse`; painting starts
+---@field open fun(opts: fen.opts.TermOpen?) raw mode, the alternate screen (not with `inline`: the main screen and its scrollback), bracketed paste, alternate scroll, mouse reporting with `mouse`; painting starts
 ---@field close fun() stop painting and restore the terminal
 ---@field next fun(): {type: "key"|"paste"|"wheel"|"resize"|"focus"|"background"|"copied", key: string?, text: string?, up: boolean?, n: integer?, width: integer?, height: integer?, dark: boolean?, focused: boolean?, chars: integer?}? async
 ---@field layout fun(desc: {status: table?, status_right: table?, busy: {label: string}?, panels: table?, notices: table?, menu: {items: table, selected: integer?}?, input: {text: string, cursor: integer, prompt: string?, placeholder: string?}?, overlay: table?})
@@ -549,13 +553,13 @@ function native.clock_ms() end
 ---@field open fun(path: string): userdata?, string?
 ---@field resume fun(path: string): table?, string? async
 ---@field list fun(dir: string): table[]? async
----@field export fun(messages: table[], opts: {path: string, format: "html"|"markdown"|"json"?, title: string?, id: string?}): string?, string? async; the conversation as one file (self-contained HTML by default), written whole; the path written
+---@field export fun(messages: table[], opts: fen.opts.SessionExport): string?, string? async; the conversation as one file (self-contained HTML by default), written whole; the path written
 
 ---@class fen.NativePolicy
----@field new fun(opts: {cwd: string, additional_dirs: string[]?, mode: "safe"|"default"|"auto"|"yolo", rules: {text: string, kind: "allow"|"ask"|"deny", file: string?, line: integer?}[]?, tools: string[]?, sandbox: boolean?}): userdata?, string[]? a policy with `:decide(tool, risk, args)` (async), `:add_rule(text, kind)`, `:set_mode(mode)`, `:mode()`
+---@field new fun(opts: fen.opts.PolicyNew): userdata?, string[]? a policy with `:decide(tool, risk, args)` (async), `:add_rule(text, kind)`, `:set_mode(mode)`, `:mode()`
 ---@field settings_rules fun(path: string): table?, string? permissions and sandbox of a settings.json, each rule with its line
----@field sandbox fun(opts: {lazy: boolean?}?): {tier: string, status: string, description: string} async; `lazy`: no bubblewrap trial when the answer does not depend on it (tier `auto`: the first sandboxed command decides)
----@field use_sandbox fun(opts: {enabled: boolean, required: boolean?, network: boolean?, writable_roots: string[]?, workspace: string, unsandboxed: string[]?, allow_rules: string[]?, prestart: boolean?}): string[] the rules that could not be parsed, each with why
+---@field sandbox fun(opts: fen.opts.PolicySandbox?): {tier: string, status: string, description: string} async; `lazy`: no bubblewrap trial when the answer does not depend on it (tier `auto`: the first sandboxed command decides)
+---@field use_sandbox fun(opts: fen.opts.PolicyUseSandbox): string[] the rules that could not be parsed, each with why
 ---@field sandbox_scope fun(command: string): string[] async; the rules an "always run it outside the sandbox" answer adds for `command` (empty when none is safe to offer)
 ---@field allow_unsandboxed fun(rule: string): boolean?, string? adds one such rule for the rest of the process
 ---@field audit fun(record: table)

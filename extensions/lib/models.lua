@@ -9,10 +9,8 @@ end
 
 --- The parsed file (`{}` when absent); raises with the path when it is not valid JSON.
 function M.load()
-  local fh = io.open(M.path(), "rb")
-  if not fh then return {} end
-  local text = fh:read("a")
-  fh:close()
+  local text = native.fs.read_text(M.path(), 16 << 20)
+  if not text then return {} end
   local config, err = native.json.decode(text)
   if not config then error(M.path() .. ": " .. err, 0) end
   return config

@@ -461,6 +461,27 @@ fn ui_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     Ok(t)
 }
 
+crate::lua_options! {
+    pub(crate) struct SubmitOpts as "fen.opts.TurnSubmit" for "api.turn.submit" {
+        when_busy: Option<String> => "(\"reject\"|\"steering\"|\"follow-up\")?", "While a turn runs: refuse (default) or queue the text.",
+        images: Option<serde_json::Value> => "fen.PreparedImage[]?", "Images (from `native.image.prepare`) sent with the text.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct PromptOpts as "fen.opts.Prompt" for "api.prompt" {
+        id: Option<String> => "string?", "Replaces your fragment with the same id (default: a new one).",
+        title: Option<String> => "string?", "Shown by /context.",
+        order: Option<f64> => "number?", "Fragments are joined by order (default 100).",
+    }
+}
+
+/// The options classes of the `api` functions (for the generated annotations).
+pub fn option_classes() -> Vec<crate::host::options::Class> {
+    use crate::host::options::class;
+    vec![class::<SubmitOpts>(), class::<PromptOpts>()]
+}
+
 /// `api.turn`: `submit(text, {when_busy = "reject" | "steering" | "follow-up", images})` runs a user
 /// turn and returns `{status = "ok" | "cancelled" | "error" | "queued" | "rejected", text,
 /// error}`; `cancel()` cancels the running turn; `busy()` tells whether one runs;
@@ -473,18 +494,18 @@ fn turn_table(lua: &Lua, inner: &Rc<Inner>) -> mlua::Result<Table> {
     let i = inner.clone();
     t.set(
         "submit",
-        lua.create_async_function(move |lua, (text, opts): (String, Option<Table>)| {
+        lua.create_async_function(move |lua, (text, opts): (String, Value)| {
             let i = i.clone();
             async move {
+                let opts: SubmitOpts = crate::host::options::options(&lua, opts)?;
                 let agent = i.agent.borrow().clone().ok_or_else(no_agent)?;
                 let out = lua.create_table()?;
-                let images = match &opts {
-                    Some(o) => image_blocks(&lua, o.get::<Value>("images")?)?,
+                let images = match &opts.images {
+                    Some(v) => image_blocks(&lua, mlua::LuaSerdeExt::to_value(&lua, v)?)?,
                     None => Vec::new(),
                 };
                 if agent.is_busy() {
-                    let when =
-                        opts.and_then(|o| o.get::<Option<String>>("when_busy").ok().flatten());
+                    let when = opts.when_busy;
                     match when.as_deref().unwrap_or("reject") {
                         "reject" => {
                             out.set("status", "rejected")?;
@@ -732,7 +753,8 @@ fn register_fn(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> mlua::Res
 fn prompt_fn(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Function> {
     let i = inner.clone();
     let o = owner.to_string();
-    lua.create_function(move |_, (content, opts): (Value, Option<Table>)| {
+    lua.create_function(move |lua, (content, opts): (Value, Value)| {
+        let opts: PromptOpts = crate::host::options::options(lua, opts)?;
         let content = match content {
             Value::String(s) => PromptContent::Text(s.to_string_lossy()),
             Value::Function(f) => PromptContent::Dynamic(f),
@@ -744,18 +766,11 @@ fn prompt_fn(lua: &Lua, inner: &Rc<Inner>, owner: &str) -> mlua::Result<Function
             }
         };
         let seq = i.next_seq();
-        let get_str = |k: &str| {
-            opts.as_ref()
-                .and_then(|t| t.get::<Option<String>>(k).ok().flatten())
-        };
         let fragment = PromptFragment {
             owner: o.clone(),
-            id: get_str("id").unwrap_or_else(|| format!("{o}#{seq}")),
-            title: get_str("title"),
-            order: opts
-                .as_ref()
-                .and_then(|t| t.get::<Option<f64>>("order").ok().flatten())
-                .unwrap_or(100.0),
+            id: opts.id.unwrap_or_else(|| format!("{o}#{seq}")),
+            title: opts.title,
+            order: opts.order.unwrap_or(100.0),
             seq,
             content,
         };

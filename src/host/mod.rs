@@ -2,10 +2,12 @@
 //! the `api` table (`api`) and the thin `fen.native` bindings (`native`). It sits between the
 //! CLI (`crate::cmd`) above and the kernel and native cores below.
 
+pub mod annotations;
 pub mod api;
 pub mod boot;
 pub mod native;
 pub mod run;
+pub mod options;
 pub mod vm;
 
 pub use boot::{BootOptions, Kernel};

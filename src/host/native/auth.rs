@@ -17,6 +17,7 @@
 //! - `refusal(name)` -> why fen refuses that subscription login (Anthropic, Google), or nil.
 //! - `path()` -> the auth.json path.
 
+use crate::host::options::LuaFunction;
 use crate::native::auth::{self, copilot, oauth::Http, openai, store::Store, AuthError, Prompt};
 use mlua::{Function, Lua, LuaSerdeExt, Table, Value};
 
@@ -104,33 +105,45 @@ fn http(lua: &Lua) -> Result<Http, AuthError> {
     Http::new(super::cancel_token(lua))
 }
 
-async fn login_fn(
-    lua: Lua,
-    (provider, opts): (String, Option<Table>),
-) -> mlua::Result<(Value, Value)> {
-    if let Some(o) = &opts {
-        super::check_keys(
-            o,
-            &["device", "no_browser", "host", "on_prompt"],
-            "auth.login",
-        )?;
+crate::lua_options! {
+    pub(crate) struct LoginOptions as "fen.opts.AuthLogin" for "auth.login" {
+        device: Option<bool> => "boolean?", "The device-code flow instead of the browser callback.",
+        no_browser: Option<bool> => "boolean?", "Print the URL; do not open a browser.",
+        host: Option<String> => "string?", "The host of an enterprise deployment.",
+        #[allow(dead_code)] // checked here, read from the table
+        on_prompt: Option<LuaFunction> => "(fun(p: {kind: \"url\"|\"code\", url: string, code: string?, opened: boolean?}))?", "Shows what the person must do.",
     }
-    let get_bool = |k: &str| -> mlua::Result<bool> {
-        Ok(match &opts {
-            Some(o) => o.get::<Option<bool>>(k)?.unwrap_or(false),
-            None => false,
-        })
-    };
-    let device = get_bool("device")?;
-    let no_browser = get_bool("no_browser")?;
-    let host: Option<String> = match &opts {
-        Some(o) => o.get("host")?,
-        None => None,
-    };
-    let on_prompt: Option<Function> = match &opts {
-        Some(o) => o.get("on_prompt")?,
-        None => None,
-    };
+}
+
+crate::lua_options! {
+    pub(crate) struct McpLoginOptions as "fen.opts.AuthMcpLogin" for "auth.mcp_login" {
+        trusted: Option<bool> => "boolean?", "The project's settings count.",
+        no_browser: Option<bool> => "boolean?", "Print the URL; do not open a browser.",
+        #[allow(dead_code)] // checked here, read from the table
+        on_prompt: Option<LuaFunction> => "(fun(p: {kind: \"url\", url: string, opened: boolean}))?", "Shows the URL to open.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct McpLogoutOptions as "fen.opts.AuthMcpLogout" for "auth.mcp_logout" {
+        trusted: Option<bool> => "boolean?", "The project's settings count.",
+    }
+}
+
+/// The `on_prompt` callback of an options table already checked by [`super::options`].
+fn on_prompt_of(opts: &Value) -> mlua::Result<Option<Function>> {
+    match opts {
+        Value::Table(t) => t.get("on_prompt"),
+        _ => Ok(None),
+    }
+}
+
+async fn login_fn(lua: Lua, (provider, opts): (String, Value)) -> mlua::Result<(Value, Value)> {
+    let o: LoginOptions = super::options(&lua, opts.clone())?;
+    let device = o.device.unwrap_or(false);
+    let no_browser = o.no_browser.unwrap_or(false);
+    let host = o.host;
+    let on_prompt = on_prompt_of(&opts)?;
     // The flow reports prompts through a channel; `show_prompts` shows them.
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Prompt>();
     let store = Store::from_env();
@@ -279,24 +292,10 @@ fn mcp_server(
     )
 }
 
-async fn mcp_login_fn(
-    lua: Lua,
-    (name, opts): (String, Option<Table>),
-) -> mlua::Result<(Value, Value)> {
-    if let Some(o) = &opts {
-        super::check_keys(o, &["trusted", "no_browser", "on_prompt"], "auth.mcp_login")?;
-    }
-    let get = |k: &str| -> mlua::Result<bool> {
-        Ok(match &opts {
-            Some(o) => o.get::<Option<bool>>(k)?.unwrap_or(false),
-            None => false,
-        })
-    };
-    let (trusted, no_browser) = (get("trusted")?, get("no_browser")?);
-    let on_prompt: Option<Function> = match &opts {
-        Some(o) => o.get("on_prompt")?,
-        None => None,
-    };
+async fn mcp_login_fn(lua: Lua, (name, opts): (String, Value)) -> mlua::Result<(Value, Value)> {
+    let o: McpLoginOptions = super::options(&lua, opts.clone())?;
+    let (trusted, no_browser) = (o.trusted.unwrap_or(false), o.no_browser.unwrap_or(false));
+    let on_prompt = on_prompt_of(&opts)?;
     let (url, client) = match mcp_server(&lua, &name, trusted) {
         Ok(v) => v,
         Err(e) => return super::failure(&lua, e),
@@ -326,14 +325,10 @@ async fn mcp_login_fn(
     }
 }
 
-async fn mcp_logout_fn(
-    lua: Lua,
-    (name, opts): (String, Option<Table>),
-) -> mlua::Result<(Value, Value)> {
-    let trusted = match &opts {
-        Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
-        None => false,
-    };
+async fn mcp_logout_fn(lua: Lua, (name, opts): (String, Value)) -> mlua::Result<(Value, Value)> {
+    let trusted = super::options::<McpLogoutOptions>(&lua, opts)?
+        .trusted
+        .unwrap_or(false);
     let (url, _) = match mcp_server(&lua, &name, trusted) {
         Ok(v) => v,
         Err(e) => return super::failure(&lua, e),

@@ -4,7 +4,7 @@
 
 use crate::kernel::convert;
 use crate::native::checkpoint::{self as cp, rewind, session, Options, Shadow};
-use mlua::{Lua, LuaSerdeExt, Table, Value};
+use mlua::{Lua, Table, Value};
 use std::path::{Path, PathBuf};
 
 use super::{blocking, failure};
@@ -13,39 +13,37 @@ fn state_dir(lua: &Lua) -> PathBuf {
     crate::host::run::run(lua).paths.state_dir.clone()
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SnapshotOptions {
-    workspace: String,
-    session: String,
-    session_path: Option<String>,
-    name: String,
-    #[serde(default)]
-    include: Vec<String>,
-    max_file_bytes: Option<u64>,
-    /// Diff against this commit and return the changed paths as `files`.
-    since: Option<String>,
-    /// Make this snapshot the session's baseline (the tree fen last recorded).
-    #[serde(default)]
-    baseline: bool,
+crate::lua_options! {
+    pub(crate) struct SnapshotOptions as "fen.opts.CheckpointSnapshot" for "checkpoint.snapshot" {
+        workspace: String => "string", "The directory snapshotted.",
+        session: String => "string", "The session id.",
+        session_path: Option<String> => "string?", "The session file (its records name the snapshots).",
+        name: String => "string", "A label for the snapshot.",
+        #[serde(default)]
+        include: Vec<String> => "string[]?", "Ignored files to snapshot all the same (globs).",
+        max_file_bytes: Option<u64> => "integer?", "Larger files are skipped.",
+        since: Option<String> => "string?", "Diff against this commit and return the changed paths as `files`.",
+        #[serde(default)]
+        baseline: bool => "boolean?", "Make this snapshot the session's baseline (the tree fen last recorded).",
+    }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RewindOptions {
-    session_path: String,
-    turn: u64,
-    #[serde(default)]
-    code: bool,
-    #[serde(default)]
-    conversation: bool,
-    #[serde(default)]
-    apply: bool,
-    #[serde(default)]
-    force: bool,
-    #[serde(default)]
-    include: Vec<String>,
-    max_file_bytes: Option<u64>,
+crate::lua_options! {
+    pub(crate) struct RewindOptions as "fen.opts.CheckpointRewind" for "checkpoint.rewind" {
+        session_path: String => "string", "The session file (its records name the snapshots).",
+        turn: u64 => "integer", "Rewind to before this turn.",
+        #[serde(default)]
+        code: bool => "boolean?", "Restore the files.",
+        #[serde(default)]
+        conversation: bool => "boolean?", "Branch the conversation.",
+        #[serde(default)]
+        apply: bool => "boolean?", "Do it (default: only the plan).",
+        #[serde(default)]
+        force: bool => "boolean?", "Overwrite files changed since.",
+        #[serde(default)]
+        include: Vec<String> => "string[]?", "Ignored files to snapshot all the same (globs).",
+        max_file_bytes: Option<u64> => "integer?", "Larger files are skipped.",
+    }
 }
 
 /// The settings files that may hold `checkpoints`: the user's, then the project's.
@@ -106,7 +104,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "snapshot",
         lua.create_async_function(|lua, opts: Value| async move {
-            let o: SnapshotOptions = lua.from_value(opts)?;
+            let o: SnapshotOptions = super::options(&lua, opts)?;
             let state = state_dir(&lua);
             let r = blocking(move || -> cp::Result<serde_json::Value> {
                 let shadow = Shadow::open(
@@ -151,7 +149,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "rewind",
         lua.create_async_function(|lua, opts: Value| async move {
-            let o: RewindOptions = lua.from_value(opts)?;
+            let o: RewindOptions = super::options(&lua, opts)?;
             let req = rewind::Request {
                 state_dir: state_dir(&lua),
                 session_path: PathBuf::from(o.session_path),

@@ -32,15 +32,63 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 .unwrap_or_else(|_| ".".into()))
         })?,
     )?;
-    // `fs.read_text(path, max_bytes?)` -> text, or nil and why: a small file read at once
-    // (discovery's settings and Markdown files), refused past `max_bytes` (default 1 MiB) so
-    // it stays a bounded read; bigger or slower reads go through the async `fs.read`.
+    // `fs.read_text(path, max_bytes?, keep?)` -> text, or nil and why: a small file read at
+    // once (discovery's settings and Markdown files), refused past `max_bytes` (default 1 MiB)
+    // so it stays a bounded read, unless `keep` is "head" or "tail": then a larger file gives
+    // its first or last `max_bytes` bytes. Bigger or slower reads go through the async `fs.read`.
     m.set(
         "read_text",
-        lua.create_function(|lua, (path, max): (String, Option<usize>)| {
-            let max = max.unwrap_or(1 << 20);
-            match read_small(&expand_path(&path), max) {
-                Ok(bytes) => Ok((Value::String(lua.create_string(&bytes)?), Value::Nil)),
+        lua.create_function(
+            |lua, (path, max, keep): (String, Option<usize>, Option<String>)| {
+                let max = max.unwrap_or(1 << 20);
+                let keep = match keep.as_deref() {
+                    None => Keep::Whole,
+                    Some("head") => Keep::Head,
+                    Some("tail") => Keep::Tail,
+                    Some(other) => {
+                        return Err(mlua::Error::runtime(format!(
+                            "fs.read_text: keep must be \"head\" or \"tail\", not {other:?}"
+                        )))
+                    }
+                };
+                match read_bounded(&expand_path(&path), max, keep) {
+                    Ok(bytes) => Ok((Value::String(lua.create_string(&bytes)?), Value::Nil)),
+                    Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
+                }
+            },
+        )?,
+    )?;
+    // `fs.write_small(path, content)` -> true, or nil and why: fen's own small state files
+    // (approved rules, settings.local.json) written at once, atomically (a temporary file
+    // renamed over the old one), parents created. It runs on the Lua thread because its callers
+    // include event handlers, which cannot wait; it refuses more than 1 MiB. Not the ledger's
+    // concern: the `write` tool's files go through the async `fs.write`.
+    m.set(
+        "write_small",
+        lua.create_function(|lua, (path, content): (String, mlua::LuaString)| {
+            let bytes = content.as_bytes();
+            let target = expand_path(&path);
+            let r = if bytes.len() > SMALL_WRITE_MAX {
+                Err(format!(
+                    "{path}: {} bytes is too large for write_small",
+                    bytes.len()
+                ))
+            } else {
+                nfs::write_atomic_create_dirs(&target, &bytes, None).map_err(|e| e.to_string())
+            };
+            match r {
+                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
+            }
+        })?,
+    )?;
+    // `fs.append(path, text)` -> true, or nil and why: appends a small record (a history line)
+    // in one write, creating the file and its parents.
+    m.set(
+        "append",
+        lua.create_function(|lua, (path, text): (String, mlua::LuaString)| {
+            match append_small(&expand_path(&path), &text.as_bytes()) {
+                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
                 Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
             }
         })?,
@@ -86,6 +134,24 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(m)
 }
 
+crate::lua_options! {
+    pub(crate) struct ReadOpts as "fen.opts.FsRead" for "fs.read" {
+        offset: Option<usize> => "integer?", "First line, 1-based (default 1).",
+        limit: Option<usize> => "integer?", "Lines at most.",
+        max_bytes: Option<usize> => "integer?", "Bytes of text at most.",
+        max_columns: Option<usize> => "integer?", "Longer lines are clipped.",
+        numbered: Option<bool> => "boolean?", "Prefix each line with its number.",
+        images: Option<bool> => "boolean?", "A PNG, JPEG, GIF or WebP comes back as `kind = \"image\"`.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct ListOpts as "fen.opts.FsList" for "fs.list" {
+        depth: Option<usize> => "integer?", "Levels listed (default 1).",
+        limit: Option<usize> => "integer?", "Entries at most (default 500).",
+    }
+}
+
 /// Files up to this size are read on the Lua thread (well under a millisecond).
 const INLINE_READ_MAX: u64 = 1024 * 1024;
 
@@ -97,21 +163,15 @@ const INLINE_READ_MAX: u64 = 1024 * 1024;
 /// or WebP (by content) is `kind = "image"`: `mime_type, data` (base64), `size` (of the file),
 /// `bytes` (sent), `width, height, original_width, original_height` (resized to fit
 /// 2000x2000 when larger).
-async fn read_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
+async fn read_fn(lua: Lua, (path, opts): (String, Value)) -> mlua::Result<(Value, Value)> {
+    let t: ReadOpts = super::options(&lua, opts)?;
     let mut o = ReadOptions::default();
-    if let Some(t) = &opts {
-        o.offset = t.get::<Option<usize>>("offset")?.unwrap_or(1);
-        o.limit = t.get::<Option<usize>>("limit")?.unwrap_or(o.limit);
-        o.max_bytes = t.get::<Option<usize>>("max_bytes")?.unwrap_or(o.max_bytes);
-        o.max_columns = t
-            .get::<Option<usize>>("max_columns")?
-            .unwrap_or(o.max_columns);
-        o.numbered = t.get::<Option<bool>>("numbered")?.unwrap_or(false);
-    }
-    let images = match &opts {
-        Some(t) => t.get::<Option<bool>>("images")?.unwrap_or(false),
-        None => false,
-    };
+    o.offset = t.offset.unwrap_or(1);
+    o.limit = t.limit.unwrap_or(o.limit);
+    o.max_bytes = t.max_bytes.unwrap_or(o.max_bytes);
+    o.max_columns = t.max_columns.unwrap_or(o.max_columns);
+    o.numbered = t.numbered.unwrap_or(false);
+    let images = t.images.unwrap_or(false);
     let full = expand_path(&path);
     let target = full.clone();
     // A small regular file is read right here: handing it to a worker thread costs more than
@@ -279,15 +339,10 @@ async fn write_fn(
 }
 
 /// `fs.list(path, {depth, limit})` -> `{text, total, truncated}` or `nil, message`.
-async fn list_fn(lua: Lua, (path, opts): (String, Option<Table>)) -> mlua::Result<(Value, Value)> {
-    let depth = opts
-        .as_ref()
-        .and_then(|t| t.get::<Option<usize>>("depth").ok().flatten())
-        .unwrap_or(1);
-    let limit = opts
-        .as_ref()
-        .and_then(|t| t.get::<Option<usize>>("limit").ok().flatten())
-        .unwrap_or(500);
+async fn list_fn(lua: Lua, (path, opts): (String, Value)) -> mlua::Result<(Value, Value)> {
+    let o: ListOpts = super::options(&lua, opts)?;
+    let depth = o.depth.unwrap_or(1);
+    let limit = o.limit.unwrap_or(500);
     let full = expand_path(&path);
     match blocking(move || search::list_dir(&full, depth, limit)).await? {
         Ok(r) => {
@@ -329,23 +384,76 @@ pub(super) fn refuse_special(path: &std::path::Path) -> Result<(), String> {
 }
 
 /// A regular file of at most `max` bytes, read whole; why not otherwise.
+/// What `read_text` keeps of a file larger than its bound.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    Whole,
+    Head,
+    Tail,
+}
+
+/// Bytes `write_small` and `append` take at once (they run on the Lua thread).
+const SMALL_WRITE_MAX: usize = 1 << 20;
+
+#[cfg(test)]
 fn read_small(path: &std::path::Path, max: usize) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    read_bounded(path, max, Keep::Whole)
+}
+
+fn read_bounded(path: &std::path::Path, max: usize, keep: Keep) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let meta = f
         .metadata()
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
     }
+    if keep == Keep::Tail && meta.len() > max as u64 {
+        f.seek(SeekFrom::Start(meta.len() - max as u64))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     let mut out = Vec::new();
     f.take(max as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if out.len() > max {
-        return Err(format!("{} is larger than {max} bytes", path.display()));
+        if keep == Keep::Whole {
+            return Err(format!("{} is larger than {max} bytes", path.display()));
+        }
+        out.truncate(max);
     }
     Ok(out)
+}
+
+fn append_small(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    if bytes.len() > SMALL_WRITE_MAX {
+        return Err(format!(
+            "{}: {} bytes is too large to append at once",
+            path.display(),
+            bytes.len()
+        ));
+    }
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    };
+    let mut f = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            open()
+        }
+        other => other,
+    }
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    // One write call: concurrent appenders (two fen windows) do not interleave a record.
+    f.write_all(bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -365,5 +473,28 @@ mod read_small_tests {
             .expect_err("dir")
             .contains("not a regular file"));
         assert!(read_small(&dir.path().join("none"), 10).is_err());
+    }
+
+    #[test]
+    fn keeps_the_head_or_the_tail_of_a_larger_file() {
+        use super::{read_bounded, Keep};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path().join("h.jsonl");
+        std::fs::write(&f, "0123456789").expect("write");
+        assert_eq!(read_bounded(&f, 4, Keep::Head).expect("head"), b"0123");
+        assert_eq!(read_bounded(&f, 4, Keep::Tail).expect("tail"), b"6789");
+        assert_eq!(
+            read_bounded(&f, 40, Keep::Tail).expect("all"),
+            b"0123456789"
+        );
+    }
+
+    #[test]
+    fn appends_creating_the_file_and_its_parents() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path().join("a/b/h.jsonl");
+        super::append_small(&f, b"one\n").expect("first");
+        super::append_small(&f, b"two\n").expect("second");
+        assert_eq!(std::fs::read(&f).expect("read"), b"one\ntwo\n");
     }
 }

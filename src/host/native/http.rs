@@ -52,6 +52,32 @@ fn error_table(lua: &Lua, e: &HttpError) -> mlua::Result<(Value, Value)> {
     Ok((Value::Nil, Value::Table(t)))
 }
 
+crate::lua_options! {
+    pub(crate) struct RequestOpts as "fen.opts.HttpRequest" for "http.request" {
+        method: Option<String> => "string?", "Default POST.",
+        url: String => "string", "The URL (http or https).",
+        headers: Option<std::collections::BTreeMap<String, String>> => "table<string, string>?", "Request headers.",
+        body: Option<crate::host::options::Bytes> => "string?", "The request body (any bytes).",
+        sse: Option<bool> => "boolean?", "Read a 2xx response as server-sent events.",
+        #[allow(dead_code)] // checked here, read from the table
+        on_event: Option<crate::host::options::LuaFunction> => "(fun(e: {event: string, data: string}): boolean?)?", "Each event; return false to stop reading.",
+        #[allow(dead_code)] // checked here, read from the table
+        on_events: Option<crate::host::options::LuaFunction> => "(fun(batch: table): boolean?)?", "The events of one network read (`batch.n` items); return false to stop.",
+        #[allow(dead_code)] // checked here, read from the table
+        plain_deltas: Option<String> => "(\"openai-completions\"|\"openai-responses\"|\"anthropic-messages\")?", "With `on_events`: runs of plain text events as `{text}` / `{thinking}` items.",
+        error_body_cap: Option<usize> => "integer?", "Bytes of a non-SSE or error body kept (default 64 KiB).",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct FetchPageOpts as "fen.opts.HttpFetchPage" for "http.fetch_page" {
+        url: String => "string", "The page.",
+        format: Option<String> => "(\"markdown\"|\"text\"|\"html\")?", "Default markdown.",
+        timeout_ms: Option<u64> => "integer?", "Default 30000.",
+        max_bytes: Option<usize> => "integer?", "Larger bodies are refused (default 5 MiB).",
+    }
+}
+
 /// `http.request{method, url, headers = {name = value}, body, sse = bool, on_event = fn,
 /// on_events = fn, plain_deltas = api, error_body_cap}` -> `{status, headers, body,
 /// retry_after_ms, events, comments}` or `nil, {kind = "connect" | "timeout" | "stream" |
@@ -69,40 +95,17 @@ fn error_table(lua: &Lua, e: &HttpError) -> mlua::Result<(Value, Value)> {
 /// Header names in the result are lower-case. The running turn's cancellation drops the
 /// connection.
 async fn request_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
-    // The spec carries callbacks and raw bytes, which a serde struct cannot take: its keys are
-    // checked against the known ones instead, so a typo is an error, not a silent default.
-    super::check_keys(
-        &spec,
-        &[
-            "method",
-            "url",
-            "headers",
-            "body",
-            "sse",
-            "on_event",
-            "on_events",
-            "plain_deltas",
-            "error_body_cap",
-        ],
-        "http.request",
-    )?;
-    let method = spec
-        .get::<Option<String>>("method")?
-        .unwrap_or_else(|| "POST".into());
-    let mut req = HttpRequest::new(method, spec.get::<String>("url")?);
-    if let Some(h) = spec.get::<Option<Table>>("headers")? {
-        for pair in h.pairs::<String, String>() {
-            let (k, v) = pair?;
-            req = req.header(k, v);
-        }
+    // Callbacks are checked here and taken from the table by `Delivery::new`.
+    let o: RequestOpts = super::options(&lua, Value::Table(spec.clone()))?;
+    let mut req = HttpRequest::new(o.method.unwrap_or_else(|| "POST".into()), o.url);
+    for (k, v) in o.headers.unwrap_or_default() {
+        req = req.header(k, v);
     }
-    if let Some(body) = spec.get::<Option<mlua::LuaString>>("body")? {
-        req = req.body(body.as_bytes().to_vec());
+    if let Some(body) = o.body {
+        req = req.body(body.0);
     }
-    let sse = spec.get::<Option<bool>>("sse")?.unwrap_or(false);
-    let cap = spec
-        .get::<Option<usize>>("error_body_cap")?
-        .unwrap_or(64 * 1024);
+    let sse = o.sse.unwrap_or(false);
+    let cap = o.error_body_cap.unwrap_or(64 * 1024);
     let cancel = super::cancel_token(&lua);
     let client = match client(&lua) {
         Ok(c) => c,
@@ -269,11 +272,10 @@ impl Delivery {
 /// a cross-host one returned as `{redirect = target, from, status}`, bodies over `max_bytes`
 /// (default 5 MiB) refused. Returns `{url, status, content_type, content, bytes, redirects}`
 /// or `nil, message`.
-async fn fetch_page_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
+async fn fetch_page_fn(lua: Lua, spec: Value) -> mlua::Result<(Value, Value)> {
     use crate::native::webfetch::{self, FetchSpec, Fetched, Format};
-    let format_name = spec
-        .get::<Option<String>>("format")?
-        .unwrap_or_else(|| "markdown".into());
+    let spec: FetchPageOpts = super::options(&lua, spec)?;
+    let format_name = spec.format.unwrap_or_else(|| "markdown".into());
     let Some(format) = Format::parse(&format_name) else {
         return super::failure(
             &lua,
@@ -281,14 +283,10 @@ async fn fetch_page_fn(lua: Lua, spec: Table) -> mlua::Result<(Value, Value)> {
         );
     };
     let fetch = FetchSpec {
-        url: spec.get("url")?,
+        url: spec.url,
         format,
-        timeout: std::time::Duration::from_millis(
-            spec.get::<Option<u64>>("timeout_ms")?.unwrap_or(30_000),
-        ),
-        max_bytes: spec
-            .get::<Option<usize>>("max_bytes")?
-            .unwrap_or(webfetch::DEFAULT_MAX_BYTES),
+        timeout: std::time::Duration::from_millis(spec.timeout_ms.unwrap_or(30_000)),
+        max_bytes: spec.max_bytes.unwrap_or(webfetch::DEFAULT_MAX_BYTES),
     };
     let client = match client(&lua) {
         Ok(c) => c,

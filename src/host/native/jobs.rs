@@ -18,6 +18,21 @@ fn info_table(lua: &Lua, info: &JobInfo) -> mlua::Result<Table> {
     Ok(t)
 }
 
+crate::lua_options! {
+    pub(crate) struct StartOpts as "fen.opts.JobsStart" for "jobs.start" {
+        command: String => "string", "The shell command line.",
+        cwd: Option<String> => "string?", "Working directory; default the current one.",
+        log_cap: Option<u64> => "integer?", "Bytes of output the log keeps.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct OutputOpts as "fen.opts.JobsOutput" for "jobs.output" {
+        wait_ms: Option<u64> => "integer?", "Wait this long for new output or the exit (default 0).",
+        max_bytes: Option<usize> => "integer?", "Bytes of new output returned at most (default 64 KiB).",
+    }
+}
+
 /// `start{command, cwd?, log_cap?}` *async* -> info | nil, message (the job runs where a
 /// bash call of the same command would: the sandbox `policy.use_sandbox` chose, unless a
 /// `sandbox.unsandboxed` rule covers it, named by the info's `unsandboxed_rule`); `output(id, {wait_ms,
@@ -31,10 +46,12 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set("max_running", jobs::MAX_RUNNING)?;
     m.set(
         "start",
-        lua.create_async_function(|lua, spec: Table| async move {
-            let command: String = spec.get("command")?;
-            let cwd: Option<String> = spec.get("cwd")?;
-            let cap: Option<u64> = spec.get("log_cap")?;
+        lua.create_async_function(|lua, spec: Value| async move {
+            let StartOpts {
+                command,
+                cwd,
+                log_cap: cap,
+            } = super::options(&lua, spec)?;
             let ctx = run(&lua);
             // Jobs run where the shell tool's commands run: the same sandbox, left only by
             // the same `sandbox.unsandboxed` rules (one plan for both).
@@ -61,14 +78,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "output",
-        lua.create_async_function(|lua, (id, opts): (String, Option<Table>)| async move {
-            let (wait_ms, max_bytes) = match &opts {
-                Some(o) => (
-                    o.get::<Option<u64>>("wait_ms")?.unwrap_or(0),
-                    o.get::<Option<usize>>("max_bytes")?.unwrap_or(64 * 1024),
-                ),
-                None => (0, 64 * 1024),
-            };
+        lua.create_async_function(|lua, (id, opts): (String, Value)| async move {
+            let o: OutputOpts = super::options(&lua, opts)?;
+            let (wait_ms, max_bytes) = (o.wait_ms.unwrap_or(0), o.max_bytes.unwrap_or(64 * 1024));
             let cancel = super::cancel_token(&lua);
             let wait = jobs::output(&id, Duration::from_millis(wait_ms), max_bytes);
             let r = tokio::select! {

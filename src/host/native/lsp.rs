@@ -43,15 +43,30 @@ fn paths_of(lua: &Lua, v: Value) -> mlua::Result<Vec<PathBuf>> {
     Ok(list.iter().map(|p| absolute(p, &cwd)).collect())
 }
 
+crate::lua_options! {
+    pub(crate) struct ConfigureOpts as "fen.opts.LspConfigure" for "lsp.configure" {
+        trusted: Option<bool> => "boolean?", "The project's settings count.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct QueryOpts as "fen.opts.LspQuery" for "lsp.query" {
+        operation: Option<String> => "string?", "definition, references, hover, symbols, ...",
+        path: Option<String> => "string?", "The file asked about.",
+        line: Option<u32> => "integer?", "1-based (default 1).",
+        column: Option<u32> => "integer?", "1-based (default 1).",
+        query: Option<String> => "string?", "For workspace symbols.",
+    }
+}
+
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set(
         "configure",
-        lua.create_function(|lua, opts: Option<Table>| {
-            let trusted = match &opts {
-                Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
-                None => false,
-            };
+        lua.create_function(|lua, opts: Value| {
+            let trusted = super::options::<ConfigureOpts>(lua, opts)?
+                .trusted
+                .unwrap_or(false);
             // The `lsp` tables of the settings files (user, then the project's two).
             let ctx = crate::host::run::run(lua);
             let (files, mut errors) = ctx.settings().files();
@@ -120,17 +135,13 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "query",
-        lua.create_async_function(|lua, t: Table| async move {
-            super::check_keys(
-                &t,
-                &["operation", "path", "line", "column", "query"],
-                "lsp.query",
-            )?;
-            let operation: String = t.get::<Option<String>>("operation")?.unwrap_or_default();
-            let path: Option<String> = t.get("path")?;
-            let line: u32 = t.get::<Option<u32>>("line")?.unwrap_or(1);
-            let column: u32 = t.get::<Option<u32>>("column")?.unwrap_or(1);
-            let query: String = t.get::<Option<String>>("query")?.unwrap_or_default();
+        lua.create_async_function(|lua, t: Value| async move {
+            let t: QueryOpts = super::options(&lua, t)?;
+            let operation: String = t.operation.unwrap_or_default();
+            let path: Option<String> = t.path;
+            let line: u32 = t.line.unwrap_or(1);
+            let column: u32 = t.column.unwrap_or(1);
+            let query: String = t.query.unwrap_or_default();
             let cwd = std::env::current_dir().map_err(mlua::Error::external)?;
             let abs = path.as_deref().map(|p| absolute(p, &cwd));
             let cancel = super::cancel_token(&lua);

@@ -105,6 +105,19 @@ fn client_server(t: &Table) -> Result<config::ServerConfig, String> {
     })
 }
 
+crate::lua_options! {
+    pub(crate) struct ConfigureOpts as "fen.opts.McpConfigure" for "mcp.configure" {
+        trusted: Option<bool> => "boolean?", "The project's settings count.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct ServersOpts as "fen.opts.McpServers" for "mcp.servers" {
+        tools: Option<bool> => "boolean?", "`false` leaves the tool lists out (the cheap poll).",
+        name: Option<String> => "string?", "That server only.",
+    }
+}
+
 /// `configure{trusted}` -> `{servers = {name...}, errors = {msg...}, untrusted = {{name, file}}}`
 /// reads the config files (see [`config::files`]) and sets the servers (starting none);
 /// `start(name?)` starts one (or every enabled idle one) in the background -> bool;
@@ -119,11 +132,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set(
         "configure",
-        lua.create_function(|lua, opts: Option<Table>| {
-            let trusted = match &opts {
-                Some(o) => o.get::<Option<bool>>("trusted")?.unwrap_or(false),
-                None => false,
-            };
+        lua.create_function(|lua, opts: Value| {
+            let trusted = super::options::<ConfigureOpts>(lua, opts)?
+                .trusted
+                .unwrap_or(false);
             let ctx = crate::host::run::run(lua);
             let paths = &ctx.paths;
             let files = config::files(&paths.config_dir, &ctx.cwd, &ctx.project_root);
@@ -208,14 +220,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "servers",
-        lua.create_function(|lua, opts: Option<Table>| {
-            let (with_tools, only) = match &opts {
-                Some(o) => (
-                    o.get::<Option<bool>>("tools")?.unwrap_or(true),
-                    o.get::<Option<String>>("name")?,
-                ),
-                None => (true, None),
-            };
+        lua.create_function(|lua, opts: Value| {
+            let o: ServersOpts = super::options(lua, opts)?;
+            let (with_tools, only) = (o.tools.unwrap_or(true), o.name);
             let t = lua.create_table()?;
             for s in mcp::global().servers() {
                 if only.as_ref().is_some_and(|n| *n != s.name) {

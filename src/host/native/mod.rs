@@ -193,99 +193,40 @@ pub(crate) fn array<T: serde::Serialize>(lua: &Lua, items: &[T]) -> mlua::Result
     lua.to_value(items)
 }
 
-/// Reads a binding's options table into `T` (a `#[serde(deny_unknown_fields)]` struct): a
-/// misspelt or unknown option, a missing required one or a wrong type raises, naming it
-/// (`search.grep: unknown field `ignorecase`, expected one of ...`, `search.find: limit:
-/// invalid type: floating point `1.5`, expected usize`). A whole number written as a float
-/// (`1.0`, what a model sends for an integer) is taken as that integer, for every option of
-/// every binding.
-pub(crate) fn options<T: serde::de::DeserializeOwned>(
-    lua: &Lua,
-    what: &str,
-    t: Table,
-) -> mlua::Result<T> {
-    let value = integral_floats_as_integers(lua, Value::Table(t), 0)?;
-    let de = mlua::serde::Deserializer::new_with_options(
-        value,
-        mlua::serde::DeserializeOptions::new().deny_unsupported_types(true),
-    );
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            mlua::Error::runtime(format!("{what}: {inner}"))
-        } else {
-            mlua::Error::runtime(format!("{what}: {path}: {inner}"))
-        }
-    })
-}
+pub(crate) use crate::host::options::options;
 
-/// `v` with every float that holds a whole number made an integer (a copy of the tables that
-/// contain one; others are shared). Floats that are not whole stay, for serde to refuse
-/// where an integer is expected.
-fn integral_floats_as_integers(lua: &Lua, v: Value, depth: usize) -> mlua::Result<Value> {
-    // Options are shallow; a deeper table is left for the deserializer to judge as it is.
-    const MAX_DEPTH: usize = 16;
-    match v {
-        Value::Number(n) if n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64 => {
-            Ok(Value::Integer(n as i64))
-        }
-        Value::Table(t) if depth < MAX_DEPTH => {
-            let mut changed = Vec::new();
-            for pair in t.pairs::<Value, Value>() {
-                let (k, old) = pair?;
-                let is_candidate = matches!(old, Value::Number(_) | Value::Table(_));
-                if !is_candidate {
-                    continue;
-                }
-                let new = integral_floats_as_integers(lua, old.clone(), depth + 1)?;
-                let same = match (&old, &new) {
-                    (Value::Table(a), Value::Table(b)) => a.to_pointer() == b.to_pointer(),
-                    (Value::Number(_), Value::Number(_)) => true,
-                    _ => false,
-                };
-                if !same {
-                    changed.push((k, new));
-                }
-            }
-            if changed.is_empty() {
-                return Ok(Value::Table(t));
-            }
-            let copy = lua.create_table()?;
-            for pair in t.pairs::<Value, Value>() {
-                let (k, val) = pair?;
-                copy.raw_set(k, val)?;
-            }
-            copy.set_metatable(t.metatable())?;
-            for (k, val) in changed {
-                copy.raw_set(k, val)?;
-            }
-            Ok(Value::Table(copy))
-        }
-        other => Ok(other),
-    }
-}
-
-/// Raises when `t` holds a key outside `known` (for option tables that also carry functions
-/// or raw bytes, which a serde struct cannot take), with the closest known key as a hint.
-pub(crate) fn check_keys(t: &Table, known: &[&str], what: &str) -> mlua::Result<()> {
-    for pair in t.pairs::<Value, Value>() {
-        let (k, _) = pair?;
-        let name = match &k {
-            Value::String(s) => s.to_string_lossy(),
-            other => format!("<{}>", other.type_name()),
-        };
-        if !known.contains(&name.as_str()) {
-            let hint = crate::kernel::suggest::did_you_mean(&name, known.iter().copied())
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
-            return Err(mlua::Error::runtime(format!(
-                "{what}: unknown option `{name}`{hint}; known: {}",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(())
+/// The options classes of the `fen.native` bindings (for the generated annotations).
+pub fn option_classes() -> Vec<crate::host::options::Class> {
+    use crate::host::options::class;
+    vec![
+        class::<auth::LoginOptions>(),
+        class::<auth::McpLoginOptions>(),
+        class::<auth::McpLogoutOptions>(),
+        class::<checkpoint::SnapshotOptions>(),
+        class::<checkpoint::RewindOptions>(),
+        class::<fs::ReadOpts>(),
+        class::<fs::ListOpts>(),
+        class::<http::RequestOpts>(),
+        class::<http::FetchPageOpts>(),
+        class::<jobs::StartOpts>(),
+        class::<jobs::OutputOpts>(),
+        class::<lsp::ConfigureOpts>(),
+        class::<lsp::QueryOpts>(),
+        class::<mcp::ConfigureOpts>(),
+        class::<mcp::ServersOpts>(),
+        class::<policy::NewOpts>(),
+        class::<policy::RuleOpt>(),
+        class::<policy::SandboxOpts>(),
+        class::<policy::SandboxInfoOpts>(),
+        class::<process::RunOpts>(),
+        class::<search::GrepOpts>(),
+        class::<search::FindOpts>(),
+        class::<session::ExportOpts>(),
+        class::<subagent::StartOptions>(),
+        class::<subagent::Handlers>(),
+        class::<subagent::WaitOpts>(),
+        class::<term::OpenOpts>(),
+    ]
 }
 
 /// A child's state on its info table: `status` ("running" | "exited N" | "signal N"),

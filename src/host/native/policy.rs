@@ -46,11 +46,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "sandbox",
-        lua.create_async_function(|lua, opts: Option<Table>| async move {
-            let lazy = match opts {
-                Some(t) => super::options::<SandboxInfoOpts>(&lua, "policy.sandbox", t)?.lazy,
-                None => false,
-            };
+        lua.create_async_function(|lua, opts: Value| async move {
+            let lazy = super::options::<SandboxInfoOpts>(&lua, opts)?.lazy;
             // The first detection runs a trial bwrap: not on the Lua thread.
             let info = blocking(move || {
                 if lazy {
@@ -151,32 +148,32 @@ fn risk_of(s: &str) -> Risk {
     }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewOpts {
-    cwd: String,
-    #[serde(default)]
-    additional_dirs: Vec<String>,
-    mode: String,
-    #[serde(default)]
-    rules: Vec<RuleOpt>,
-    #[serde(default)]
-    tools: Vec<String>,
-    #[serde(default)]
-    sandbox: bool,
+crate::lua_options! {
+    pub(crate) struct NewOpts as "fen.opts.PolicyNew" for "policy.new" {
+        cwd: String => "string", "The workspace.",
+        #[serde(default)]
+        additional_dirs: Vec<String> => "string[]?", "More directories that count as the workspace.",
+        mode: String => "\"safe\"|\"default\"|\"auto\"|\"yolo\"", "The permission mode.",
+        #[serde(default)]
+        rules: Vec<RuleOpt> => "fen.opts.PolicyRule[]?", "The permission rules, each with where it was written.",
+        #[serde(default)]
+        tools: Vec<String> => "string[]?", "The active tools.",
+        #[serde(default)]
+        sandbox: bool => "boolean?", "Shell commands run in the OS sandbox.",
+    }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleOpt {
-    text: String,
-    kind: String,
-    file: Option<String>,
-    line: Option<u32>,
+crate::lua_options! {
+    pub(crate) struct RuleOpt as "fen.opts.PolicyRule" for "policy.new (a rule)" {
+        text: String => "string", "`Bash(git *)`, `Read(./.env)`, ...",
+        kind: String => "\"allow\"|\"ask\"|\"deny\"", "What the rule decides.",
+        file: Option<String> => "string?", "Where the rule was written.",
+        line: Option<u32> => "integer?", "Its line in that file.",
+    }
 }
 
 fn new_fn(lua: &Lua, t: Table) -> mlua::Result<(Value, Value)> {
-    let o: NewOpts = super::options(lua, "policy.new", t)?;
+    let o: NewOpts = super::options(lua, Value::Table(t))?;
     let mode: Mode = o.mode.parse().map_err(mlua::Error::runtime)?;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -329,11 +326,11 @@ fn settings_rules(lua: &Lua, path: &str) -> Result<PermissionSettings, String> {
     }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxInfoOpts {
-    #[serde(default)]
-    lazy: bool,
+crate::lua_options! {
+    pub(crate) struct SandboxInfoOpts as "fen.opts.PolicySandbox" for "policy.sandbox" {
+        #[serde(default)]
+        lazy: bool => "boolean?", "Answer without the bubblewrap trial when it does not change the answer (the first sandboxed command runs it).",
+    }
 }
 
 /// The tier info without the bubblewrap trial when the answer to "is there a sandbox" does
@@ -356,31 +353,27 @@ fn lazy_tier() -> sandbox::TierInfo {
         })
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxOpts {
-    enabled: bool,
-    #[serde(default)]
-    required: bool,
-    #[serde(default)]
-    network: bool,
-    #[serde(default)]
-    writable_roots: Vec<String>,
-    workspace: String,
-    #[serde(default)]
-    unsandboxed: Vec<String>,
-    /// Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable
-    /// to sandboxed commands; every other secret file there is masked.
-    #[serde(default)]
-    allow_rules: Vec<String>,
-    /// Start the persistent sandbox now, in the background (auto mode: commands will run in
-    /// it without asking), when the machine's tier is known without the bubblewrap trial.
-    #[serde(default)]
-    prestart: bool,
+crate::lua_options! {
+    pub(crate) struct SandboxOpts as "fen.opts.PolicyUseSandbox" for "policy.use_sandbox" {
+        enabled: bool => "boolean", "Run tool shell commands in the OS sandbox.",
+        #[serde(default)]
+        required: bool => "boolean?", "Refuse commands when no sandbox is available.",
+        #[serde(default)]
+        network: bool => "boolean?", "Allow network access.",
+        #[serde(default)]
+        writable_roots: Vec<String> => "string[]?", "More writable directories.",
+        workspace: String => "string", "The writable workspace.",
+        #[serde(default)]
+        unsandboxed: Vec<String> => "string[]?", "Rules of commands run outside the sandbox.",
+        #[serde(default)]
+        allow_rules: Vec<String> => "string[]?", "Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable to sandboxed commands; every other secret file there is masked.",
+        #[serde(default)]
+        prestart: bool => "boolean?", "Start the persistent sandbox now, in the background (auto mode), when the machine's tier is known without the bubblewrap trial.",
+    }
 }
 
 fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
-    let o: SandboxOpts = super::options(lua, "policy.use_sandbox", t)?;
+    let o: SandboxOpts = super::options(lua, Value::Table(t))?;
     let ctx = run(lua);
     // The rules that send commands outside the sandbox (replaced as a whole: settings reload).
     let ws = ctx.session_workspace();

@@ -6,6 +6,19 @@ use crate::native::process::{self, ProcessSpec};
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
 
+crate::lua_options! {
+    pub(crate) struct RunOpts as "fen.opts.ProcessRun" for "process.run" {
+        command: String => "string", "The shell command line (run by `sh -c`).",
+        cwd: Option<String> => "string?", "Working directory (`~` expanded); default the current one.",
+        timeout_ms: Option<f64> => "number?", "Kill the process group after this long.",
+        env: Option<std::collections::BTreeMap<String, String>> => "table<string, string>?", "Variables added to the child's environment.",
+        head_bytes: Option<usize> => "integer?", "Bytes kept from the start of the output (default: what fits the sanitizer's cap).",
+        tail_bytes: Option<usize> => "integer?", "Bytes kept from the end of the output.",
+        sandbox: Option<bool> => "boolean?", "`false` runs outside the tool sandbox (a rerun the user approved); default true.",
+        stdin: Option<String> => "string?", "Text written to the command's stdin (hooks get their JSON this way); at most 8 MiB.",
+    }
+}
+
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let m = lua.create_table()?;
     m.set("run", lua.create_async_function(run_fn)?)?;
@@ -16,7 +29,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
 /// `process.run_all({opts, ...})` -> `{{result} | {error = message}, ...}`: runs every command
 /// as `run` does (same sandbox, same scrubbed environment), all at once, and returns when the
 /// last one ended (each bounded by its own `timeout_ms`). Hooks of one event run this way.
-async fn run_all_fn(lua: Lua, list: Vec<Table>) -> mlua::Result<Table> {
+async fn run_all_fn(lua: Lua, list: Vec<Value>) -> mlua::Result<Table> {
     let runs = list
         .into_iter()
         .map(|opts| run_fn(lua.clone(), (opts, None)));
@@ -50,31 +63,22 @@ async fn run_all_fn(lua: Lua, list: Vec<Table>) -> mlua::Result<Table> {
 /// The turn's cancellation (Ctrl-C) kills the process group.
 async fn run_fn(
     lua: Lua,
-    (opts, on_output): (Table, Option<Function>),
+    (opts, on_output): (Value, Option<Function>),
 ) -> mlua::Result<(Value, Value)> {
-    let mut spec = ProcessSpec::new(opts.get::<String>("command")?);
-    spec.cwd = opts.get::<Option<String>>("cwd")?.map(|c| expand_path(&c));
+    let opts: RunOpts = super::options(&lua, opts)?;
+    let mut spec = ProcessSpec::new(opts.command);
+    spec.cwd = opts.cwd.map(|c| expand_path(&c));
     spec.timeout = opts
-        .get::<Option<f64>>("timeout_ms")?
+        .timeout_ms
         .map(|ms| Duration::from_millis(ms.max(0.0) as u64));
-    // Bytes for the command's stdin (hooks get their JSON this way); at most 8 MiB.
-    spec.stdin = opts
-        .get::<Option<mlua::LuaString>>("stdin")?
-        .map(|s| std::sync::Arc::from(&*s.as_bytes()));
-    if let Some(env) = opts.get::<Option<Table>>("env")? {
-        for pair in env.pairs::<String, String>() {
-            spec.env.push(pair?);
-        }
-    }
+    // Text for the command's stdin (hooks get their JSON this way); at most 8 MiB.
+    spec.stdin = opts.stdin.map(|s| std::sync::Arc::from(s.into_bytes().as_slice()));
+    spec.env.extend(opts.env.unwrap_or_default());
     // Head + tail must fit the sanitizer's cap with room for the markers and the status line,
     // or the cap would cut the tail and the exit status the model most needs.
     let budget = keep_budget(crate::native::sanitize::default_max_bytes());
-    spec.head_bytes = opts
-        .get::<Option<usize>>("head_bytes")?
-        .unwrap_or(spec.head_bytes.min(budget));
-    spec.tail_bytes = opts
-        .get::<Option<usize>>("tail_bytes")?
-        .unwrap_or(spec.tail_bytes.min(budget));
+    spec.head_bytes = opts.head_bytes.unwrap_or(spec.head_bytes.min(budget));
+    spec.tail_bytes = opts.tail_bytes.unwrap_or(spec.tail_bytes.min(budget));
     let ctx = run(&lua);
     spec.spill_dir = Some(ctx.paths.state_dir.join("tool-output"));
     // Provider keys and other secrets never reach the child.
@@ -82,7 +86,7 @@ async fn run_fn(
     // Tool commands run in the sandbox the permissions extension chose (`policy.use_sandbox`),
     // unless the call says `sandbox = false` (a rerun the user approved outside it) or a
     // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation).
-    let requested = opts.get::<Option<bool>>("sandbox")?.unwrap_or(true);
+    let requested = opts.sandbox.unwrap_or(true);
     let plan = ctx.plan(&spec.command, requested).await?;
     spec.sandbox = plan.sandbox;
     let unsandboxed_rule = plan.rule;

@@ -47,47 +47,47 @@ fn cancel_flag(lua: &Lua) -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
     (flag, watcher)
 }
 
-/// `search.grep` options; an unknown key is an error.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrepOpts {
-    pattern: String,
-    path: Option<String>,
-    glob: Option<String>,
-    #[serde(default)]
-    ignore_case: bool,
-    #[serde(default)]
-    literal: bool,
-    #[serde(default)]
-    context: usize,
-    output_mode: Option<String>,
-    head_limit: Option<usize>,
-    #[serde(default)]
-    include_hidden: bool,
-    #[serde(default)]
-    no_ignore: bool,
+crate::lua_options! {
+    /// `search.grep` options; an unknown key is an error.
+    pub(crate) struct GrepOpts as "fen.opts.SearchGrep" for "search.grep" {
+        pattern: String => "string", "A regular expression (or text with `literal`).",
+        path: Option<String> => "string?", "File or directory searched (default `.`).",
+        glob: Option<String> => "string?", "Only files matching this glob.",
+        #[serde(default)]
+        ignore_case: bool => "boolean?", "Case-insensitive matching.",
+        #[serde(default)]
+        literal: bool => "boolean?", "The pattern is plain text.",
+        #[serde(default)]
+        context: usize => "integer?", "Lines of context around each match.",
+        output_mode: Option<String> => "(\"content\"|\"files_with_matches\"|\"count\")?", "Default files_with_matches.",
+        head_limit: Option<usize> => "integer?", "Lines (or files) of output at most.",
+        #[serde(default)]
+        include_hidden: bool => "boolean?", "Search hidden files too.",
+        #[serde(default)]
+        no_ignore: bool => "boolean?", "Do not honour .gitignore.",
+    }
 }
 
-/// `search.find` options; an unknown key is an error.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FindOpts {
-    pattern: String,
-    path: Option<String>,
-    limit: Option<usize>,
-    #[serde(default)]
-    follow_symlinks: bool,
-    #[serde(default)]
-    include_hidden: bool,
-    #[serde(default)]
-    no_ignore: bool,
+crate::lua_options! {
+    /// `search.find` options; an unknown key is an error.
+    pub(crate) struct FindOpts as "fen.opts.SearchFind" for "search.find" {
+        pattern: String => "string", "A glob.",
+        path: Option<String> => "string?", "Directory searched (default `.`).",
+        limit: Option<usize> => "integer?", "Paths at most.",
+        #[serde(default)]
+        follow_symlinks: bool => "boolean?", "Follow symbolic links to directories.",
+        #[serde(default)]
+        include_hidden: bool => "boolean?", "Include hidden files.",
+        #[serde(default)]
+        no_ignore: bool => "boolean?", "Do not honour .gitignore.",
+    }
 }
 
 /// `search.grep{pattern, path, glob, ignore_case, literal, context, output_mode, head_limit,
 /// include_hidden, no_ignore}` -> `{text, notes, total_matches, total_files, truncated}`.
 /// Paths are shown relative to the working directory (as a path given to `read`).
-async fn grep_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
-    let g: GrepOpts = super::options(&lua, "search.grep", t)?;
+async fn grep_fn(lua: Lua, t: Value) -> mlua::Result<(Value, Value)> {
+    let g: GrepOpts = super::options(&lua, t)?;
     let path: String = g.path.unwrap_or_else(|| ".".into());
     let mut o = GrepOptions::new(g.pattern, expand_path(&path));
     o.glob = g.glob;
@@ -145,8 +145,8 @@ fn prefix_paths(r: &mut search::GrepResult, given: &str) {
 
 /// `search.find{pattern, path, limit, follow_symlinks, include_hidden, no_ignore}` ->
 /// `{paths, total, rest, issues}` (paths relative to `path`, newest first).
-async fn find_fn(lua: Lua, t: Table) -> mlua::Result<(Value, Value)> {
-    let f: FindOpts = super::options(&lua, "search.find", t)?;
+async fn find_fn(lua: Lua, t: Value) -> mlua::Result<(Value, Value)> {
+    let f: FindOpts = super::options(&lua, t)?;
     let path: String = f.path.unwrap_or_else(|| ".".into());
     let mut o = FindOptions::new(f.pattern, expand_path(&path));
     o.limit = f.limit.unwrap_or(o.limit);

@@ -79,27 +79,33 @@ pub fn dir_for(state_dir: &std::path::Path, cwd: &std::path::Path) -> PathBuf {
     }
 }
 
+crate::lua_options! {
+    pub(crate) struct ExportOpts as "fen.opts.SessionExport" for "session.export" {
+        path: String => "string", "The file written.",
+        format: Option<String> => "(\"html\"|\"markdown\"|\"json\")?", "Default html (self-contained).",
+        title: Option<String> => "string?", "Default \"fen session\".",
+        id: Option<String> => "string?", "The session id shown.",
+    }
+}
+
 /// `export(messages, {format, path, title, id})` (async): the conversation as one file
 /// (`crate::native::export`; format `html`, `markdown` or `json`), rendered and written whole
 /// on the blocking pool; the path written, or nil, message.
-async fn export_fn(lua: Lua, (messages, opts): (Value, Table)) -> mlua::Result<(Value, Value)> {
+async fn export_fn(lua: Lua, (messages, opts): (Value, Value)) -> mlua::Result<(Value, Value)> {
     use crate::native::export;
-    let format: String = opts
-        .get::<Option<String>>("format")?
-        .unwrap_or_else(|| "html".into());
+    let opts: ExportOpts = super::options(&lua, opts)?;
+    let format: String = opts.format.unwrap_or_else(|| "html".into());
     let Some(format) = export::Format::parse(&format) else {
         return failure(
             &lua,
             format!("unknown export format '{format}' (html, markdown, json)"),
         );
     };
-    let path: String = opts.get("path")?;
+    let path: String = opts.path;
     let messages: serde_json::Value = lua.from_value(messages)?;
     let t = export::Transcript {
-        title: opts
-            .get::<Option<String>>("title")?
-            .unwrap_or_else(|| "fen session".into()),
-        id: opts.get::<Option<String>>("id")?,
+        title: opts.title.unwrap_or_else(|| "fen session".into()),
+        id: opts.id,
         messages: match messages {
             serde_json::Value::Array(a) => a,
             _ => Vec::new(),

@@ -39,20 +39,34 @@ fn info_table(lua: &Lua, info: &RunInfo) -> mlua::Result<Table> {
     Ok(t)
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StartOptions {
-    args: Vec<String>,
-    cwd: Option<String>,
-    label: String,
-    #[serde(default)]
-    background: bool,
-    transcript: Option<String>,
-    /// Hidden variables this child may see after all (the provider's key).
-    #[serde(default)]
-    keep_env: Vec<String>,
-    #[serde(default)]
-    env: std::collections::BTreeMap<String, String>,
+crate::lua_options! {
+    pub(crate) struct StartOptions as "fen.opts.SubagentStart" for "subagent.start" {
+        args: Vec<String> => "string[]", "fen's arguments for the child.",
+        cwd: Option<String> => "string?", "The child's working directory.",
+        label: String => "string", "Shown in listings.",
+        #[serde(default)]
+        background: bool => "boolean?", "Keep running after the starting call returns.",
+        transcript: Option<String> => "string?", "A file the child's JSON lines are copied to.",
+        #[serde(default)]
+        keep_env: Vec<String> => "string[]?", "Hidden variables this child may see after all (the provider's key).",
+        #[serde(default)]
+        env: std::collections::BTreeMap<String, String> => "table<string, string>?", "Variables added to the child's environment.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct Handlers as "fen.opts.SubagentHandlers" for "subagent.start (handlers)" {
+        #[allow(dead_code)] // checked here, read from the table
+        on_ask: Option<crate::host::options::LuaFunction> => "(fun(request: table): string?)?", "Answers the child's questions (may wait).",
+        #[allow(dead_code)] // checked here, read from the table
+        on_exit: Option<crate::host::options::LuaFunction> => "(fun(info: fen.SubagentInfo))?", "Called once the child exited.",
+    }
+}
+
+crate::lua_options! {
+    pub(crate) struct WaitOpts as "fen.opts.SubagentWait" for "subagent.wait" {
+        wait_ms: Option<u64> => "integer?", "Wait this long at most (default 0).",
+    }
 }
 
 /// Pumps the run's asks to `on_ask` and reports its end to `on_exit` (a detached task).
@@ -121,7 +135,10 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     m.set(
         "start",
         lua.create_async_function(|lua, (opts, handlers): (Table, Option<Table>)| async move {
-            let o: StartOptions = super::options(&lua, "subagent.start", opts)?;
+            let o: StartOptions = super::options(&lua, Value::Table(opts))?;
+            if let Some(h) = &handlers {
+                super::options::<Handlers>(&lua, Value::Table(h.clone()))?;
+            }
             let hidden = crate::host::run::run(&lua).hidden_env();
             let program = std::env::current_exe()
                 .map_err(|e| mlua::Error::runtime(format!("cannot find fen's executable: {e}")))?;
@@ -167,11 +184,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "wait",
-        lua.create_async_function(|lua, (id, opts): (String, Option<Table>)| async move {
-            let wait_ms = match &opts {
-                Some(o) => o.get::<Option<u64>>("wait_ms")?.unwrap_or(0),
-                None => 0,
-            };
+        lua.create_async_function(|lua, (id, opts): (String, Value)| async move {
+            let wait_ms = super::options::<WaitOpts>(&lua, opts)?.wait_ms.unwrap_or(0);
             let cancel = super::cancel_token(&lua);
             let wait = Duration::from_millis(wait_ms).min(MAX_WAIT);
             let (r, cancelled) = tokio::select! {

@@ -331,21 +331,24 @@ pub fn osc52(text: &str, tmux: bool) -> String {
     }
 }
 
+crate::lua_options! {
+    pub(crate) struct OpenOpts as "fen.opts.TermOpen" for "term.open" {
+        inline: Option<bool> => "boolean?", "Stay on the main screen (its scrollback keeps the transcript).",
+        mouse: Option<bool> => "boolean?", "Mouse reporting (drag-select copies, the wheel scrolls).",
+    }
+}
+
 fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
     m.set(
         "open",
-        lua.create_function(|lua, opts: Option<Table>| {
+        lua.create_function(|lua, opts: Value| {
+            let opts: OpenOpts = super::options(lua, opts)?;
             if let Some(u) = lua.app_data_ref::<SharedUi>() {
                 if !u.closed.get() {
                     return Ok(());
                 }
             }
-            let get = |k: &str| {
-                opts.as_ref()
-                    .and_then(|o| o.get::<Option<bool>>(k).ok().flatten())
-                    .unwrap_or(false)
-            };
-            let (inline, mouse) = (get("inline"), get("mouse"));
+            let (inline, mouse) = (opts.inline.unwrap_or(false), opts.mouse.unwrap_or(false));
             setup::install_panic_hook();
             let (w, h) = setup::size().unwrap_or((80, 24));
             setup::set_inline(inline);

@@ -66,10 +66,8 @@ end
 --- Reads settings.json's `notifications` (nil when absent or unreadable).
 function M.read_settings()
   local path = (native.paths and native.paths.config_dir or "") .. "/settings.json"
-  local fh = io.open(path, "rb")
-  if not fh then return nil end
-  local text = fh:read("a")
-  fh:close()
+  local text = native.fs.read_text(path)
+  if not text then return nil end
   local ok, v = pcall(native.json.decode, text)
   if ok and type(v) == "table" then return v.notifications end
   return nil

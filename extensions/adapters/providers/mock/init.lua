@@ -21,10 +21,8 @@ local function load_script(options)
     if not chunk then error("mock provider: " .. err, 0) end
     return chunk()
   end
-  local fh, err = io.open(path, "rb")
-  if not fh then error("mock provider: cannot read script: " .. err, 0) end
-  local text = fh:read("a")
-  fh:close()
+  local text, err = native.fs.read_text(path, 64 << 20)
+  if not text then error("mock provider: cannot read script: " .. err, 0) end
   local script, derr = native.json.decode(text)
   if not script then error("mock provider: " .. path .. ": " .. derr, 0) end
   if type(script) ~= "table" then error("mock provider: " .. path .. " must hold a JSON list of turns", 0) end

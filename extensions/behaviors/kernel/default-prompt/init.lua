@@ -32,10 +32,8 @@ local function read_context_file(path)
   end
   local hit = cache[path]
   if hit and hit.mtime_ms == st.mtime_ms and hit.size == st.size then return hit.text, hit.cut end
-  local fh = io.open(path, "rb")
-  if not fh then return nil end
-  local text = fh:read(MAX_CONTEXT_FILE + 1) or ""
-  fh:close()
+  local text = native.fs.read_text(path, MAX_CONTEXT_FILE + 1, "head")
+  if not text then return nil end
   local cut = #text > MAX_CONTEXT_FILE
   if cut then
     text = text_lib.prefix(text, MAX_CONTEXT_FILE)

@@ -16,22 +16,15 @@ local native = require("fen.native")
 local MODES = { plan = 0, safe = 1, default = 2, auto = 3, yolo = 4 }
 
 local function read_json(path)
-  local fh = io.open(path, "rb")
-  if not fh then return nil end
-  local text = fh:read("a")
-  fh:close()
+  local text = native.fs.read_text(path)
+  if not text then return nil end
   return native.json.decode(text)
 end
 
---- Writes JSON atomically (a temporary file renamed over the old one).
+--- Writes JSON atomically (a temporary file renamed over the old one, parents created). Sync:
+--- the "always" answers arrive in event handlers, which cannot wait.
 local function write_json(path, value)
-  local dir = path:match("^(.*)/[^/]*$")
-  if dir then native.fs.mkdir(dir) end
-  local tmp = path .. ".tmp"
-  local fh = assert(io.open(tmp, "wb"))
-  fh:write(native.json.encode(value))
-  fh:close()
-  assert(os.rename(tmp, path))
+  assert(native.fs.write_small(path, native.json.encode(value)))
 end
 
 return function(api)
