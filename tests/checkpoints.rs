@@ -750,7 +750,8 @@ fn outside_dir(name: &str) -> PathBuf {
 /// `fen -w NAME` in auto mode: the sandbox's writable root is the worktree, not the checkout
 /// it lives in. A sandboxed command (a script, so only the sandbox can stop it) writes inside
 /// the worktree and commits there (the common dir's objects and refs are granted), but cannot
-/// write a file in the main checkout nor plant a hook in the common git dir.
+/// write a file in the main checkout nor plant a hook in the common git dir. A session in the
+/// main checkout can write in `.fen/worktrees/` but not fen's settings in `.fen/`.
 #[test]
 fn the_sandboxs_writable_roots_follow_the_worktree() {
     if !have_git() {
@@ -824,6 +825,52 @@ fn the_sandboxs_writable_roots_follow_the_worktree() {
         .unwrap();
     assert!(String::from_utf8_lossy(&log.stdout).contains("in the worktree"));
     assert!(!repo.join("inside.txt").exists());
+
+    // A session in the main checkout: its read-only `.fen/` keeps fen's settings out of reach,
+    // not `.fen/worktrees/` (a worktree's files are writable, its `.git` pointer is not).
+    std::fs::write(
+        repo.join("m.sh"),
+        "printf 'm\\n' > .fen/worktrees/boxed/from-main.txt && echo wrote-worktree\n\
+         printf '{}' > .fen/settings.json 2>/dev/null && echo SETTINGS || echo blocked-settings\n\
+         printf 'x' > .fen/worktrees/boxed/.git 2>/dev/null && echo POINTER || echo blocked-pointer\n",
+    )
+    .unwrap();
+    let sc = script(
+        &s,
+        "main.json",
+        json!([{"tool_calls": [bash("sh m.sh")]}, {"text": "ran it"}]),
+    );
+    let out = s
+        .command(&[
+            "--permission-mode",
+            "auto",
+            "--mode",
+            "json",
+            "--no-session",
+            "go",
+            "--mock-script",
+            &sc,
+        ])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("wrote-worktree"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("from-main.txt")).unwrap(),
+        "m\n"
+    );
+    assert!(stdout.contains("blocked-settings"), "{stdout}");
+    assert!(!repo.join(".fen/settings.json").exists());
+    assert!(stdout.contains("blocked-pointer"), "{stdout}");
+    assert!(std::fs::read_to_string(wt.join(".git"))
+        .unwrap()
+        .starts_with("gitdir:"));
     let _ = std::fs::remove_dir_all(&repo);
 }
 
