@@ -115,7 +115,7 @@ fn main() {
         status_cpu.as_secs_f64() * 1000.0 / ROUNDS as f64,
         snap_cpu.as_secs_f64() / status_cpu.as_secs_f64()
     );
-        if ratio > 3.0 || snap > Duration::from_millis(50) {
+    if ratio > 3.0 || snap > Duration::from_millis(50) {
         println!("checkpoint: OVER TARGET");
         std::process::exit(1);
     }

@@ -810,12 +810,18 @@ fn the_sandboxs_writable_roots_follow_the_worktree() {
         .unwrap_or_default();
     let wt = repo.join(".fen/worktrees/boxed");
     assert!(result.contains("wrote-inside"), "{result}\n{stderr}");
-    assert_eq!(std::fs::read_to_string(wt.join("inside.txt")).unwrap(), "in\n");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("inside.txt")).unwrap(),
+        "in\n"
+    );
     assert!(result.contains("blocked-main"), "{result}");
     assert!(!repo.join("escaped.txt").exists(), "{result}");
     assert!(result.contains("blocked-hook"), "{result}");
     assert!(!repo.join(".git/hooks/pre-commit").exists(), "{result}");
-    assert_eq!(std::fs::read(repo.join(".git/config")).unwrap(), config_before);
+    assert_eq!(
+        std::fs::read(repo.join(".git/config")).unwrap(),
+        config_before
+    );
     // The commit landed on the worktree's branch; the main checkout is as it was.
     assert!(result.contains("committed"), "{result}");
     let log = Command::new("git")

@@ -81,7 +81,14 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
         r#"[{"tool_calls":[{"name":"bash","arguments":{"command":"printf 'changed\\n' > a.txt"}}]},{"text":"first done"},
             {"tool_calls":[{"name":"bash","arguments":{"command":"printf 'new\\n' > b.txt"}}]},{"text":"second done"}]"#,
     );
-    let mut t = Tui::spawn_with(&s, &["--inline", "--mock-script", &path], 100, 30, &[], 1000);
+    let mut t = Tui::spawn_with(
+        &s,
+        &["--inline", "--mock-script", &path],
+        100,
+        30,
+        &[],
+        1000,
+    );
     t.wait_for("Ask anything");
     assert!(!t.with_screen(|s| s.alternate_screen()), "inline mode");
     t.send("change a\r");
@@ -91,7 +98,10 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     t.send("add b\r");
     t.wait_for("second done");
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(), "changed\n");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(),
+        "changed\n"
+    );
     assert!(s.cwd().join("b.txt").exists());
 
     t.send("/rewind\r");
@@ -102,7 +112,10 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
         screen.find("turn 1: change a").unwrap_or(usize::MAX),
     );
     assert!(two < one && one != usize::MAX, "{screen}");
-    assert!(screen.contains("b.txt") && screen.contains("a.txt"), "{screen}");
+    assert!(
+        screen.contains("b.txt") && screen.contains("a.txt"),
+        "{screen}"
+    );
     assert!(!t.with_screen(|s| s.alternate_screen()), "still inline");
     t.send("\x1b[B");
     std::thread::sleep(Duration::from_millis(150));
@@ -115,17 +128,29 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     t.send("\r");
     // The diff summary comes before the confirmation.
     let screen = t.wait_for("yes, restore");
-    assert!(screen.contains("restore 2 file(s) to before turn 1"), "{screen}");
+    assert!(
+        screen.contains("restore 2 file(s) to before turn 1"),
+        "{screen}"
+    );
     t.send("\r");
     t.wait_for("conversation rewound to before turn 1");
-    assert_eq!(std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(), "alpha\n");
-    assert!(!s.cwd().join("b.txt").exists(), "the created file is removed");
+    assert_eq!(
+        std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+    assert!(
+        !s.cwd().join("b.txt").exists(),
+        "the created file is removed"
+    );
     t.wait("the first prompt in the input", |screen| {
         screen.lines().any(|l| l.starts_with("› change a"))
     });
     // The old session is kept beside the branch now in use.
     let mut files = Vec::new();
-    for d in std::fs::read_dir(s.state().join("fen/sessions")).unwrap().flatten() {
+    for d in std::fs::read_dir(s.state().join("fen/sessions"))
+        .unwrap()
+        .flatten()
+    {
         for f in std::fs::read_dir(d.path()).unwrap().flatten() {
             if f.path().extension().is_some_and(|e| e == "jsonl") {
                 files.push(std::fs::read_to_string(f.path()).unwrap());
@@ -133,7 +158,10 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
         }
     }
     assert_eq!(files.len(), 2, "{files:?}");
-    assert!(files.iter().any(|f| f.contains("\"branch_of\"")), "{files:?}");
+    assert!(
+        files.iter().any(|f| f.contains("\"branch_of\"")),
+        "{files:?}"
+    );
     assert!(files.iter().any(|f| f.contains("second done")), "{files:?}");
 }
 
@@ -165,7 +193,9 @@ fn rewind_in_the_line_repl_on_a_terminal_puts_the_prompt_back_in_the_line() {
     t.wait_for("you>");
     t.send("change the file\r");
     t.wait_for("edited it");
-    t.wait("the next prompt", |screen| screen.matches("you>").count() >= 2);
+    t.wait("the next prompt", |screen| {
+        screen.matches("you>").count() >= 2
+    });
     t.send("/rewind\r");
     t.wait_for("1. turn 1: change the file  [1 file: a.txt]");
     t.send("1\r");
@@ -179,7 +209,9 @@ fn rewind_in_the_line_repl_on_a_terminal_puts_the_prompt_back_in_the_line() {
         "alpha\n"
     );
     t.wait("the prompt back in the line", |screen| {
-        screen.lines().any(|l| l.starts_with("you> change the file"))
+        screen
+            .lines()
+            .any(|l| l.starts_with("you> change the file"))
     });
     // It is an editable line: what is typed goes after it and is sent with it.
     t.send(" again\r");

@@ -62,12 +62,18 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "read",
         lua.create_async_function(
             |lua, (prompt, initial): (Option<String>, Option<String>)| async move {
-            if interactive() {
-                read_edited(&lua, prompt.unwrap_or_default(), initial.unwrap_or_default()).await
-            } else {
-                read_plain(&lua).await
-            }
-        })?,
+                if interactive() {
+                    read_edited(
+                        &lua,
+                        prompt.unwrap_or_default(),
+                        initial.unwrap_or_default(),
+                    )
+                    .await
+                } else {
+                    read_plain(&lua).await
+                }
+            },
+        )?,
     )?;
     Ok(m)
 }
