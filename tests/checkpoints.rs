@@ -725,3 +725,215 @@ fn rewind_in_the_line_repl_lists_turns_and_restores() {
     );
     assert_eq!(tree(&cwd, false), before);
 }
+
+/// A directory outside every writable root of the sandbox (the Sandbox's HOME and state are
+/// under /tmp, a root): the target directory, or /var/tmp when the clone (so the target) is
+/// under /tmp or $TMPDIR.
+fn outside_dir(name: &str) -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let temps: Vec<PathBuf> = [PathBuf::from("/tmp"), std::env::temp_dir()]
+        .iter()
+        .filter_map(|t| std::fs::canonicalize(t).ok())
+        .collect();
+    let base = if temps.iter().any(|t| target.starts_with(t)) {
+        PathBuf::from("/var/tmp")
+    } else {
+        target
+    };
+    let d = base.join(format!("cp-outside-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `fen -w NAME` in auto mode: the sandbox's writable root is the worktree, not the checkout
+/// it lives in. A sandboxed command (a script, so only the sandbox can stop it) writes inside
+/// the worktree and commits there (the common dir's objects and refs are granted), but cannot
+/// write a file in the main checkout nor plant a hook in the common git dir. A session in the
+/// main checkout can write in `.fen/worktrees/` but not fen's settings in `.fen/`.
+#[test]
+fn the_sandboxs_writable_roots_follow_the_worktree() {
+    if !have_git() {
+        return;
+    }
+    if fen::native::sandbox::detect().tier != fen::native::sandbox::Tier::Bubblewrap {
+        eprintln!("NOTICE: bubblewrap tier unavailable; worktree sandbox test skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    let repo = outside_dir("wt-sandbox");
+    std::fs::write(repo.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(
+        repo.join("w.sh"),
+        "main=$(cd ../../.. && pwd)\n\
+         printf 'in\\n' > inside.txt && echo wrote-inside\n\
+         printf 'out\\n' > \"$main/escaped.txt\" 2>/dev/null && echo ESCAPED || echo blocked-main\n\
+         printf 'x\\n' > \"$main/.git/hooks/pre-commit\" 2>/dev/null && echo HOOKED || echo blocked-hook\n\
+         git add inside.txt && git commit -qm 'in the worktree' && echo committed\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.name", "t"]);
+    git(&repo, &["config", "user.email", "t@t"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "init"]);
+    let config_before = std::fs::read(repo.join(".git/config")).unwrap();
+    let sc = script(
+        &s,
+        "wt.json",
+        json!([{"tool_calls": [bash("sh w.sh")]}, {"text": "ran it"}]),
+    );
+    let out = s
+        .command(&[
+            "-w",
+            "boxed",
+            "--permission-mode",
+            "auto",
+            "--mode",
+            "json",
+            "go",
+            "--mock-script",
+            &sc,
+        ])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let result = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "tool-result")
+        .map(|e| e["result"].to_string())
+        .unwrap_or_default();
+    let wt = repo.join(".fen/worktrees/boxed");
+    assert!(result.contains("wrote-inside"), "{result}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("inside.txt")).unwrap(),
+        "in\n"
+    );
+    assert!(result.contains("blocked-main"), "{result}");
+    assert!(!repo.join("escaped.txt").exists(), "{result}");
+    assert!(result.contains("blocked-hook"), "{result}");
+    assert!(!repo.join(".git/hooks/pre-commit").exists(), "{result}");
+    assert_eq!(
+        std::fs::read(repo.join(".git/config")).unwrap(),
+        config_before
+    );
+    // The commit landed on the worktree's branch; the main checkout is as it was.
+    assert!(result.contains("committed"), "{result}");
+    let log = Command::new("git")
+        .args(["log", "--format=%s", "fen/boxed"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&log.stdout).contains("in the worktree"));
+    assert!(!repo.join("inside.txt").exists());
+
+    // A session in the main checkout: its read-only `.fen/` keeps fen's settings out of reach,
+    // not `.fen/worktrees/` (a worktree's files are writable, its `.git` pointer is not).
+    std::fs::write(
+        repo.join("m.sh"),
+        "printf 'm\\n' > .fen/worktrees/boxed/from-main.txt && echo wrote-worktree\n\
+         printf '{}' > .fen/settings.json 2>/dev/null && echo SETTINGS || echo blocked-settings\n\
+         printf 'x' > .fen/worktrees/boxed/.git 2>/dev/null && echo POINTER || echo blocked-pointer\n",
+    )
+    .unwrap();
+    let sc = script(
+        &s,
+        "main.json",
+        json!([{"tool_calls": [bash("sh m.sh")]}, {"text": "ran it"}]),
+    );
+    let out = s
+        .command(&[
+            "--permission-mode",
+            "auto",
+            "--mode",
+            "json",
+            "--no-session",
+            "go",
+            "--mock-script",
+            &sc,
+        ])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("wrote-worktree"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("from-main.txt")).unwrap(),
+        "m\n"
+    );
+    assert!(stdout.contains("blocked-settings"), "{stdout}");
+    assert!(!repo.join(".fen/settings.json").exists());
+    assert!(stdout.contains("blocked-pointer"), "{stdout}");
+    assert!(std::fs::read_to_string(wt.join(".git"))
+        .unwrap()
+        .starts_with("gitdir:"));
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+/// A fork (`-c --fork`) carries the checkpoints: the copy lists the original's turns, numbers
+/// its own next turn after them, and rewinds to before the first one; the original session
+/// file is left as it was.
+#[test]
+fn a_fork_keeps_the_checkpoints() {
+    if !have_git() {
+        return;
+    }
+    let s = Sandbox::new();
+    let cwd = s.cwd();
+    seed_repo(&cwd, true);
+    let before = tree(&cwd, false);
+    let sc = script(
+        &s,
+        "first.json",
+        json!([{"tool_calls": [bash("printf 'one\\n' > a.txt && rm notes.md")]}, {"text": "one"}]),
+    );
+    assert!(s
+        .fen(&["-p", "change things", "--mock-script", &sc])
+        .status
+        .success());
+    let original = sessions(&s);
+    assert_eq!(original.len(), 1);
+    let original_text = std::fs::read_to_string(&original[0]).unwrap();
+    let more = script(
+        &s,
+        "more.json",
+        // The mock plays its script by the number of answers so far: two are carried over.
+        json!([{"text": "unused"}, {"text": "unused"}, {"tool_calls": [bash("printf 'fork\\n' > fork.txt")]}, {"text": "forked"}]),
+    );
+    let out = s.fen(&["-c", "--fork", "-p", "in the fork", "--mock-script", &more]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sessions(&s).len(), 2);
+    assert_eq!(
+        std::fs::read_to_string(&original[0]).unwrap(),
+        original_text
+    );
+    // The fork is the latest session: both turns, the carried one with its commit.
+    let list = list_json(&s, &[]);
+    let turns = list["session"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{list}");
+    assert_eq!(turns[0]["turn"], 2);
+    assert_eq!(turns[0]["files"], json!(["fork.txt"]));
+    assert_eq!(turns[1]["turn"], 1);
+    assert!(turns[1]["commit"].as_str().is_some_and(|c| c.len() == 40));
+    let out = s.fen(&["rewind", "--to", "1", "--code", "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(tree(&cwd, false), before);
+}

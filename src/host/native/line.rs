@@ -7,9 +7,10 @@
 //! ```lua
 //! ---@class fen.native.line
 //! ---@field interactive fun(): boolean  -- stdin and stdout are terminals
-//! ---@field read fun(prompt: string): string|nil, integer  -- async; nil at end of input;
-//! ---        the second value counts removed escape sequences (0 on a terminal); Ctrl-C at the
-//! ---        prompt raises SIGINT (as without line editing) and gives ""
+//! ---@field read fun(prompt: string, initial?: string): string|nil, integer  -- async; nil at
+//! ---        end of input; on a terminal `initial` is already in the line, for editing (a
+//! ---        rewound turn's prompt); the second value counts removed escape sequences (0 on a
+//! ---        terminal); Ctrl-C at the prompt raises SIGINT (as without line editing) and gives ""
 //! ---@field pending fun(): boolean  -- input is already waiting (typed while a turn ran)
 //! ```
 
@@ -56,19 +57,26 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "read",
-        lua.create_async_function(|lua, prompt: Option<String>| async move {
-            if interactive() {
-                read_edited(&lua, prompt.unwrap_or_default()).await
-            } else {
-                read_plain(&lua).await
-            }
-        })?,
+        lua.create_async_function(
+            |lua, (prompt, initial): (Option<String>, Option<String>)| async move {
+                if interactive() {
+                    read_edited(
+                        &lua,
+                        prompt.unwrap_or_default(),
+                        initial.unwrap_or_default(),
+                    )
+                    .await
+                } else {
+                    read_plain(&lua).await
+                }
+            },
+        )?,
     )?;
     Ok(m)
 }
 
 /// A line through rustyline, on a blocking thread (it waits for keys).
-async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> {
+async fn read_edited(lua: &Lua, prompt: String, initial: String) -> mlua::Result<(Value, usize)> {
     let shared: SharedEditor = match lua.app_data_ref::<SharedEditor>() {
         Some(e) => e.clone(),
         None => {
@@ -96,7 +104,7 @@ async fn read_edited(lua: &Lua, prompt: String) -> mlua::Result<(Value, usize)> 
         let Some(editor) = guard.as_mut() else {
             return Err("line editor missing".into());
         };
-        match editor.readline(&prompt) {
+        match editor.readline_with_initial(&prompt, (&initial, "")) {
             Ok(line) => {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());

@@ -158,7 +158,7 @@ impl Git {
             .env_remove("GIT_INDEX_FILE");
         self.run_in(c, &["init", "--bare", "-q", &dir], None)?;
         let config = format!(
-            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tworktree = {}\n\tautocrlf = false\n\tsafecrlf = false\n\tsymlinks = true\n\tuntrackedCache = true\n\tfsmonitor = false\n\tquotePath = false\n\tlogAllRefUpdates = false\n[user]\n\tname = fen\n\temail = fen@localhost\n[gc]\n\tauto = 0\n[commit]\n\tgpgsign = false\n",
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tworktree = {}\n\tautocrlf = false\n\tsafecrlf = false\n\tsymlinks = true\n\tuntrackedCache = true\n\tfsmonitor = false\n\tquotePath = false\n\tlogAllRefUpdates = false\n[index]\n\tskipHash = true\n[user]\n\tname = fen\n\temail = fen@localhost\n[gc]\n\tauto = 0\n[commit]\n\tgpgsign = false\n",
             quote(&self.worktree.to_string_lossy())
         );
         let path = self.dir.join("config");
@@ -304,6 +304,15 @@ impl Git {
 
     pub fn update_ref(&self, name: &str, commit: &str) -> Result<()> {
         self.run(&["update-ref", name, commit], None).map(|_| ())
+    }
+
+    /// Keeps `name` at `commit` and points the shadow's detached HEAD there too, in one git
+    /// child. HEAD matters for speed only: `git status` compares HEAD with the index, and with
+    /// no HEAD every entry shows as added (20,000 lines for a 20,000-file tree, every time).
+    pub fn update_ref_and_head(&self, name: &str, commit: &str) -> Result<()> {
+        let input = format!("update {name} {commit}\noption no-deref\nupdate HEAD {commit}\n");
+        self.run(&["update-ref", "--stdin"], Some(input.into_bytes()))
+            .map(|_| ())
     }
 
     /// Whether `rev` names a commit in this repository.

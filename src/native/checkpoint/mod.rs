@@ -162,7 +162,8 @@ impl Shadow {
         let commit = self
             .git
             .commit_tree(&tree, &format!("fen checkpoint {name}"))?;
-        self.git.update_ref(&self.ref_name(name), &commit)?;
+        self.git
+            .update_ref_and_head(&self.ref_name(name), &commit)?;
         Ok(Snapshot { commit, skipped })
     }
 

@@ -195,6 +195,25 @@ fn build(policy: &SandboxPolicy, cwd_anchor: Option<PathBuf>) -> Prepared {
     for p in &ro {
         push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
     }
+    // The read-only `.fen/` is for fen's settings and extensions; its `worktrees/` (`fen -w`)
+    // are working trees like any other: writable again, their git metadata still read-only.
+    for f in policy
+        .read_only
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == ".fen"))
+    {
+        let Ok(w) = fs::canonicalize(f.join("worktrees")) else {
+            continue;
+        };
+        if !w.is_dir() || !inside(&w) {
+            continue;
+        }
+        watched.push(w.clone());
+        push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
+        for p in ro.iter().filter(|p| p.starts_with(&w)) {
+            push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+        }
+    }
 
     for h in &policy.hidden {
         // Mask the path as named (a symlinked secret is masked at its target too).

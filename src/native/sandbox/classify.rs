@@ -229,7 +229,9 @@ fn is_protected(policy: &SandboxPolicy, p: &Path) -> bool {
         || s.ends_with("/.git")
         || s.ends_with("/commondir")
         || s.ends_with("/gitdir")
-        || policy.read_only.iter().any(|r| p.starts_with(r))
+        || policy.read_only.iter().any(|r| {
+            p.starts_with(r) && !(r.ends_with(".fen") && p.starts_with(r.join("worktrees")))
+        })
 }
 
 /// Absolute paths in a message line: quoted ('…', "…", `…`, ‘…’) or bare tokens starting

@@ -42,6 +42,9 @@ return function(api)
     end
   end)
   api.on("info", function(ev) if S.active then out("info> " .. (ev.info or ev.text or "") .. "\n") end end)
+  -- /rewind of the conversation puts the turn's prompt back: the next line starts with it
+  -- (on a terminal; without one the rewind's message quotes it).
+  api.on("input-prefill", function(ev) if S.active and type(ev.text) == "string" then S.prefill = ev.text end end)
   api.on("error", function(ev) if S.active then out("err> " .. ev.error .. "\n") end end)
   api.on("extension-error", function(ev)
     if S.active then out(string.format("err> extension %s failed in %s: %s\n", tostring(ev.owner), tostring(ev.event), ev.error)) end
@@ -121,8 +124,10 @@ return function(api)
           end
           after_turn = false
           local removed
+          local initial = S.prefill
+          S.prefill = nil
           S.reading = true
-          line, removed = line_in.read(interactive and "you> " or "")
+          line, removed = line_in.read(interactive and "you> " or "", interactive and initial or nil)
           S.reading = false
           if S.handover then
             S.handover.line, S.handover.done = line, true
