@@ -123,6 +123,10 @@
 ---@field file? string Where the rule was written.
 ---@field line? integer Its line in that file.
 
+--- Options of `policy.sandbox`.
+---@class fen.opts.PolicySandbox
+---@field lazy? boolean Answer without the bubblewrap trial when it does not change the answer (the first sandboxed command runs it).
+
 --- Options of `policy.use_sandbox`.
 ---@class fen.opts.PolicyUseSandbox
 ---@field enabled boolean Run tool shell commands in the OS sandbox.
@@ -132,6 +136,7 @@
 ---@field workspace string The writable workspace.
 ---@field unsandboxed? string[] Rules of commands run outside the sandbox.
 ---@field allow_rules? string[] Allow rules (`Read(./.env)`): secret files in the workspace they name stay readable to sandboxed commands; every other secret file there is masked.
+---@field prestart? boolean Start the persistent sandbox now, in the background (auto mode), when the machine's tier is known without the bubblewrap trial.
 
 --- Options of `process.run`.
 ---@class fen.opts.ProcessRun
@@ -142,6 +147,7 @@
 ---@field head_bytes? integer Bytes kept from the start of the output (default: what fits the sanitizer's cap).
 ---@field tail_bytes? integer Bytes kept from the end of the output.
 ---@field sandbox? boolean `false` runs outside the tool sandbox (a rerun the user approved); default true.
+---@field stdin? string Text written to the command's stdin (hooks get their JSON this way); at most 8 MiB.
 
 --- Options of `api.prompt`.
 ---@class fen.opts.Prompt
@@ -205,6 +211,7 @@
 --- Options of `api.turn.submit`.
 ---@class fen.opts.TurnSubmit
 ---@field when_busy? ("reject"|"steering"|"follow-up") While a turn runs: refuse (default) or queue the text.
+---@field images? fen.PreparedImage[] Images (from `native.image.prepare`) sent with the text.
 
 --- `api.register("auth-backend", spec)`: Auth credential backend: supplies the bearer token of the providers that name it (`auth = NAME` in the provider spec or its models.json entry), and drives `fen login NAME` / `fen logout NAME` / `fen login --status` and `/login`, `/logout`. First-party: `openai-chatgpt`, `github-copilot`.
 ---@class fen.spec.AuthBackend
@@ -230,13 +237,16 @@
 ---@field handler function `(ctx) -> any` Callback invoked by the presenter when the control is activated.
 ---@field description? string Human-readable explanation of the control's UI effect.
 
---- `api.register("hook", spec)`: Lifecycle hook: `before_tool` inspects (and may rewrite) a tool call before it executes (by order, the first veto wins); `after_tool` may add to its result; `before_turn` sees each prompt, `before_stop` may keep a turn going, `on_wait` runs beside a question to the person, `on_shutdown` as the run ends; `before_request` runs before each model call.
+--- `api.register("hook", spec)`: Lifecycle hook: `before_tool` inspects (and may rewrite) a tool call before it executes (by order, the first veto wins); `after_tool` may add to its result; `before_turn` sees each prompt, `before_stop` may keep a turn going, `on_wait` runs beside a question to the person (and after `idle_after` seconds idle), `before_ask` may answer one in the person's place, `on_shutdown` as the run ends; `before_request` runs before each model call, `before_compact` before a compaction.
 ---@class fen.spec.Hook
 ---@field before_tool? function `(tool_name, args, ctx) -> {block = true, reason = string, verbatim = boolean?}|nil` Runs before each call, in registration order, as a coroutine that may wait (`ctx.ask(question)` asks the person through the active presenter: nil, "no user" when headless). `ctx`: `call_id`, `tool`, `args` (a copy: changing it changes nothing), `cwd`, `risk`, `concurrency`, `ask`. Return `{block = true, reason = "..."}` to veto (`verbatim = true`: the reason is the whole result text), or `{args = {...}}` to replace the arguments the later hooks judge and the tool runs with. A hook that raises, or overruns its time budget, vetoes; cancelling the turn resolves a waiting hook as a veto "cancelled". Hooks can only tighten: none can undo another's veto.
 ---@field after_tool? function `(tool_name, args, result, ctx) -> string|nil` Runs after each call that ran (in the agent loop and `fen tool`), in the call's scope: it may wait, and cancelling the call stops it. `result`: `is_error`, `details`, `text` (the text blocks joined). A string it returns is appended to the result as a text block; hooks can only add. One that raises is logged and changes nothing. The `lsp` companion appends the diagnostics an edit introduced.
 ---@field before_turn? function `(text) -> {block = true, reason = string}|{text = string}|nil` Runs (and may wait) on each submitted prompt before it is appended: `{block = true, reason}` refuses the turn (nothing is appended; the reason is the turn's error), `{text}` replaces the prompt.
 ---@field before_stop? function `(ctx) -> {continue_with = string}|nil` Runs (and may wait) when the model ends its turn without tool calls; `{continue_with = "..."}` appends that text as a user message and the turn goes on. `ctx`: `stop_hook_active` (the turn already continued because of one), `continuations`.
----@field on_wait? function `(ctx) -> nil` Runs (and may wait) beside every question to the person (`ctx.ask`, `api.ui.select`, `api.ui.prompt`; `ctx`: `kind` = `ask` | `select` | `prompt`, `request` = the request or title); it is cancelled once the question is answered, and what it returns or raises changes nothing. The settings hooks' `Notification` event runs here.
+---@field on_wait? function `(ctx) -> nil` Runs (and may wait) beside every question to the person (`ctx.ask`, `api.ui.select`, `api.ui.prompt`; `ctx`: `kind` = `ask` | `select` | `prompt` | `idle` (see `idle_after`), `request` = the request or title); it is cancelled once the question is answered (or a turn starts), and what it returns or raises changes nothing. The settings hooks' `Notification` event runs here.
+---@field idle_after? number Seconds: with `on_wait`, also run it with `ctx.kind = "idle"` once an interactive session has waited this long for the next prompt after a turn (stopped when a turn starts). The settings hooks' `Notification` `idle_prompt` runs here.
+---@field before_ask? function `(ctx) -> answer|nil` Runs (and may wait) before a `before_tool` hook's `ctx.ask` (or an `api.ui.ask`, such as a subagent child's forwarded approval) reaches the person, in registration order; the first that returns an answer (what the presenter would return, e.g. an option's `value`) answers in the person's place, and `ctx.ask` returns it with `"hook"` as its second value. `ctx`: `request`, `tool`, `args`, `call_id`. The settings hooks' `PermissionRequest` event runs here.
+---@field before_compact? function `(ctx) -> {block = true, reason = string}|nil` Runs (and may wait) before a compaction, when the compaction companion calls `api.turn.before_compact`; `ctx`: `trigger` = `manual` | `auto`, `custom_instructions`. The first `{block = true, reason}` skips that compaction. The settings hooks' `PreCompact` event runs here.
 ---@field on_shutdown? function `(ctx) -> nil` Runs (and may wait) once as the run ends, before `agent-shutdown`, with `{reason = "normal" | "crashed"}`; the settings hooks' `SessionEnd` event runs here. Keep it short: the exit waits for it.
 ---@field before_request? function `(ctx) -> nil` Runs (and may wait) before every model call with `{trigger = "auto" | "overflow", context_window, max_tokens}`; the compaction companion uses it.
 ---@field after_turn? function `(ctx) -> nil` Runs (and may wait, within 60 s) once a user turn has ended, before `agent-turn-complete`, with `{status = "ok" | "cancelled" | "error"}`; the checkpoints companion records what the turn changed there.
@@ -263,6 +273,7 @@
 ---@field run function `(ctx) -> nil` Main input/output loop for the selected presenter.
 ---@field notify? function `(text) -> nil` Async. Shows a notice (`api.ui.notify`).
 ---@field select? function `(title, items) -> integer|nil` Async. Asks the person to pick one of `items` (`api.ui.select`); nil when dismissed.
+---@field select_multi? function `(title, items) -> integer[]|nil` Async. Asks the person to pick any number of `items` (`api.ui.select_multi`): the chosen indices in order; nil when dismissed. A presenter without it answers nil, "no user" (the question tool then asks for the numbers as text).
 ---@field prompt? function `(question, default) -> string|nil` Async. Asks for a line of text (`api.ui.prompt`); nil when dismissed.
 ---@field ask? function `(request) -> any` Async. Answers a hook's `ctx.ask(request)` and `api.ui.ask(request)` (approval prompts; the subagents companion forwards a child's asks through it). A presenter without it answers nil, "no user" at once (headless runs never wait for a person).
 ---@field init? function `(ctx) -> nil` Optional lifecycle callback run before the presenter loop starts.

@@ -6,8 +6,8 @@ pub mod annotations;
 pub mod api;
 pub mod boot;
 pub mod native;
-pub mod run;
 pub mod options;
+pub mod run;
 pub mod vm;
 
 pub use boot::{BootOptions, Kernel};

@@ -72,7 +72,9 @@ async fn run_fn(
         .timeout_ms
         .map(|ms| Duration::from_millis(ms.max(0.0) as u64));
     // Text for the command's stdin (hooks get their JSON this way); at most 8 MiB.
-    spec.stdin = opts.stdin.map(|s| std::sync::Arc::from(s.into_bytes().as_slice()));
+    spec.stdin = opts
+        .stdin
+        .map(|s| std::sync::Arc::from(s.into_bytes().as_slice()));
     spec.env.extend(opts.env.unwrap_or_default());
     // Head + tail must fit the sanitizer's cap with room for the markers and the status line,
     // or the cap would cut the tail and the exit status the model most needs.

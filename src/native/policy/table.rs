@@ -54,7 +54,7 @@ pub struct Program {
     role_options: HashMap<String, Vec<String>>,
     /// The parsed `role_options`: (option, [(from, to)]), `from` None for any role.
     #[serde(skip)]
-    pub role_changes: Vec<(String, Vec<(Option<Role>, Role)>)>,
+    pub role_changes: Vec<(String, Vec<RoleChange>)>,
     /// The role of a lone operand (`ln TARGET` links `./basename`).
     pub lone_operand: Option<Role>,
     /// Operands with `:` are remote (`host:path`), not local paths.
@@ -171,6 +171,9 @@ impl Role {
         .map_err(|_| format!("unknown role `{s}`"))
     }
 }
+
+/// A role change an option makes: from a role (`None`: any) to another.
+pub type RoleChange = (Option<Role>, Role);
 
 /// One position of an operand layout.
 #[derive(Debug, Clone)]
