@@ -177,6 +177,15 @@ fn main() {
             t.push(start.elapsed());
             cpu.push(thread_cpu().saturating_sub(c0));
         }
+        if std::env::var_os("FEN_BENCH_SLOWEST").is_some() {
+            // Which commands make the tail: the three slowest of this size.
+            let mut by: Vec<(Duration, &String)> = t.iter().copied().zip(&cmds).collect();
+            by.sort_by(|a, b| b.0.cmp(&a.0));
+            for (d, c) in by.iter().take(3) {
+                let head: String = c.chars().take(400).collect();
+                eprintln!("slow {size}: {:.0} µs: {head:?}", us(*d));
+            }
+        }
         t.sort();
         b.sort();
         a_t.sort();

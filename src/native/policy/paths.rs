@@ -7,7 +7,6 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 
 /// The directories a session may work in, and the user's home and config directories.
 #[derive(Debug, Clone)]
@@ -471,86 +470,6 @@ pub struct ResolveCache {
     infos: rustc_hash::FxHashMap<(PathBuf, bool), PathInfo>,
     /// Whether a path is a symlink, by path (one lstat per path per decision).
     links: rustc_hash::FxHashMap<PathBuf, bool>,
-    /// The symlinks of each directory asked about, checked against the directory once per
-    /// decision (`None`: missing; `Some(None)`: too large to list, ask per path).
-    link_dirs: rustc_hash::FxHashMap<PathBuf, Option<Option<Arc<LinkNames>>>>,
-}
-
-/// The names of the symlinks in one directory, as listed at a given directory stamp.
-#[derive(Debug)]
-pub struct LinkNames {
-    stamp: (u64, u64, i64, i64, i64, i64),
-    /// The listing may be reused: it was taken well after the directory last changed (a
-    /// file system with coarse times could hide a change made in the same tick).
-    settled: bool,
-    names: rustc_hash::FxHashSet<std::ffi::OsString>,
-}
-
-/// What a directory's listing says about its symlinks.
-enum DirLinks {
-    Missing,
-    /// Too large to list: ask per path.
-    Unlisted,
-    Listed(Arc<LinkNames>),
-}
-
-/// Directories with more entries than this are not listed.
-const LINK_LIST_MAX: usize = 4096;
-
-/// Symlink listings kept across decisions (a model names the same directories again and
-/// again); each is re-validated by the directory's device, inode and change times, which a
-/// new, removed or renamed entry updates.
-fn link_names(dir: &Path) -> DirLinks {
-    use std::os::unix::fs::MetadataExt;
-    use std::sync::{Mutex, OnceLock};
-    type Index = Mutex<rustc_hash::FxHashMap<PathBuf, Arc<LinkNames>>>;
-    static INDEX: OnceLock<Index> = OnceLock::new();
-    let Some(meta) = std::fs::metadata(dir).ok().filter(|m| m.is_dir()) else {
-        return DirLinks::Missing;
-    };
-    let stamp = (
-        meta.dev(),
-        meta.ino(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec(),
-    );
-    let index = INDEX.get_or_init(Default::default);
-    if let Some(hit) = index.lock().ok().and_then(|i| i.get(dir).cloned()) {
-        if hit.stamp == stamp && hit.settled {
-            return DirLinks::Listed(hit);
-        }
-    }
-    let settled = meta
-        .modified()
-        .ok()
-        .and_then(|m| std::time::SystemTime::now().duration_since(m).ok())
-        .is_some_and(|age| age.as_secs() >= 2);
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return DirLinks::Unlisted;
-    };
-    let mut names = rustc_hash::FxHashSet::default();
-    for (n, entry) in entries.enumerate() {
-        let Some(entry) = entry.ok().filter(|_| n < LINK_LIST_MAX) else {
-            return DirLinks::Unlisted;
-        };
-        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
-            names.insert(entry.file_name());
-        }
-    }
-    let listed = Arc::new(LinkNames {
-        stamp,
-        settled,
-        names,
-    });
-    if let Ok(mut i) = index.lock() {
-        if i.len() > 512 {
-            i.clear();
-        }
-        i.insert(dir.to_path_buf(), listed.clone());
-    }
-    DirLinks::Listed(listed)
 }
 
 impl ResolveCache {
@@ -559,33 +478,7 @@ impl ResolveCache {
         if let Some(hit) = self.links.get(p) {
             return *hit;
         }
-        // By its directory's listing (one stat of the directory per decision), else lstat.
-        let listed = match (p.parent(), p.file_name()) {
-            (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => {
-                let state = match self.link_dirs.get(dir) {
-                    Some(hit) => hit.clone(),
-                    None => {
-                        let state = match link_names(dir) {
-                            DirLinks::Listed(n) => Some(Some(n)),
-                            DirLinks::Unlisted => Some(None),
-                            DirLinks::Missing => None,
-                        };
-                        self.link_dirs.insert(dir.to_path_buf(), state.clone());
-                        state
-                    }
-                };
-                // Nothing can be a link in a directory that is not there.
-                let Some(names) = state else {
-                    self.links.insert(p.to_path_buf(), false);
-                    return false;
-                };
-                names.map(|n| n.names.contains(name))
-            }
-            _ => None,
-        };
-        let link = listed.unwrap_or_else(|| {
-            std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
-        });
+        let link = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
         self.links.insert(p.to_path_buf(), link);
         link
     }
