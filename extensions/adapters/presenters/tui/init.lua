@@ -63,14 +63,19 @@ return function(api)
     S.user_blocks[#S.user_blocks + 1] = { id = id, text = text }
   end
 
+  --- A top-level table of the user's settings.json as the run loaded it (at start and on
+  --- /reload); the user's file only: a project's settings never style the screen or notify.
+  function impl.user_setting(name)
+    for _, f in ipairs(api.settings.files()) do
+      if f.scope == "user" then return type(f.value) == "table" and f.value[name] or nil end
+    end
+    return nil
+  end
+
   --- settings.json's `tui` table ({} when absent or unreadable).
   function impl.settings()
-    local path = (native.paths and native.paths.config_dir or "") .. "/settings.json"
-    local text = native.fs.read_text(path)
-    if not text then return {} end
-    local ok, v = pcall(native.json.decode, text)
-    if ok and type(v) == "table" and type(v.tui) == "table" then return v.tui end
-    return {}
+    local v = impl.user_setting("tui")
+    return type(v) == "table" and v or {}
   end
 
   ---------------------------------------------------------------------------------------------
@@ -864,7 +869,7 @@ return function(api)
       S.mouse = settings.mouse == true and not S.inline
       S.user_theme = settings.theme
       local problems
-      S.notify_cfg, problems = notify.config(notify.read_settings())
+      S.notify_cfg, problems = notify.config(impl.user_setting("notifications"))
       S.theme_base = style.apply(S.user_theme, term.background())
       term.open({ inline = S.inline, mouse = S.mouse })
       S.impl.sync_palette()

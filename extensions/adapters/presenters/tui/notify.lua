@@ -63,16 +63,6 @@ function M.config(raw)
   return cfg, problems
 end
 
---- Reads settings.json's `notifications` (nil when absent or unreadable).
-function M.read_settings()
-  local path = (native.paths and native.paths.config_dir or "") .. "/settings.json"
-  local text = native.fs.read_text(path)
-  if not text then return nil end
-  local ok, v = pcall(native.json.decode, text)
-  if ok and type(v) == "table" then return v.notifications end
-  return nil
-end
-
 --- Notifies about one event if it is on and the terminal is not focused. Returns the method
 --- used, or nil when nothing was sent.
 ---@param cfg table from M.config
