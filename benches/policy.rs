@@ -180,7 +180,7 @@ fn main() {
         if std::env::var_os("FEN_BENCH_SLOWEST").is_some() {
             // Which commands make the tail: the three slowest of this size.
             let mut by: Vec<(Duration, &String)> = t.iter().copied().zip(&cmds).collect();
-            by.sort_by(|a, b| b.0.cmp(&a.0));
+            by.sort_by_key(|b| std::cmp::Reverse(b.0));
             for (d, c) in by.iter().take(3) {
                 let head: String = c.chars().take(400).collect();
                 eprintln!("slow {size}: {:.0} µs: {head:?}", us(*d));
