@@ -153,14 +153,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             out.set("servers", lua.to_value(&names)?)?;
             let errors: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
             out.set("errors", super::array(lua, &errors)?)?;
-            let untrusted = lua.create_table()?;
-            for (name, file) in &loaded.untrusted {
-                let u = lua.create_table()?;
-                u.set("name", name.as_str())?;
-                u.set("file", file.to_string_lossy().as_ref())?;
-                untrusted.push(u)?;
-            }
-            out.set("untrusted", untrusted)?;
+            out.set("untrusted", super::untrusted_list(lua, &loaded.untrusted)?)?;
             Ok(out)
         })?,
     )?;

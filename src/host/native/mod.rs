@@ -193,6 +193,22 @@ pub(crate) fn array<T: serde::Serialize>(lua: &Lua, items: &[T]) -> mlua::Result
     lua.to_value(items)
 }
 
+/// `{{name, file}, ...}`: the project servers (MCP, language) left out until the folder is
+/// trusted, as `mcp.configure` and `lsp.configure` report them.
+pub(crate) fn untrusted_list(
+    lua: &Lua,
+    untrusted: &[(String, std::path::PathBuf)],
+) -> mlua::Result<Table> {
+    let out = lua.create_table()?;
+    for (name, file) in untrusted {
+        let u = lua.create_table()?;
+        u.set("name", name.as_str())?;
+        u.set("file", file.to_string_lossy().as_ref())?;
+        out.push(u)?;
+    }
+    Ok(out)
+}
+
 pub(crate) use crate::host::options::options;
 
 /// The options classes of the `fen.native` bindings (for the generated annotations).

@@ -715,26 +715,10 @@ fn glob_secret(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {
         return None;
     }
     // The same glob in the same place is listed once a while (a model repeats its commands).
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::time::{Duration, Instant};
-    type Cache = Mutex<HashMap<(PathBuf, String), (Instant, Option<PathBuf>)>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    static LISTINGS: super::secrets::Recent<(PathBuf, String), Option<PathBuf>> =
+        super::secrets::Recent::new(1024);
     let key = (p.path.clone()?, p.raw.clone());
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some((at, hit)) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        if at.elapsed() < Duration::from_secs(30) {
-            return hit;
-        }
-    }
-    let found = glob_secret_uncached(ws, p);
-    if let Ok(mut c) = cache.lock() {
-        if c.len() > 1024 {
-            c.clear();
-        }
-        c.insert(key, (Instant::now(), found.clone()));
-    }
-    found
+    LISTINGS.get_or(key, || glob_secret_uncached(ws, p))
 }
 
 fn glob_secret_uncached(ws: &Workspace, p: &PathRef) -> Option<PathBuf> {

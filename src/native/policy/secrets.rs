@@ -38,25 +38,43 @@ const REUSE: std::time::Duration = std::time::Duration::from_secs(30);
 /// [`in_tree`], reusing the answer for the same directory for a while: a session that greps
 /// recursively again and again walks its tree once.
 pub fn in_tree_cached(root: &Path) -> Vec<PathBuf> {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::time::Instant;
-    type Cache = Mutex<HashMap<PathBuf, (Instant, Vec<PathBuf>)>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some((at, found)) = cache.lock().ok().and_then(|c| c.get(root).cloned()) {
-        if at.elapsed() < REUSE {
-            return found;
+    static WALKS: Recent<PathBuf, Vec<PathBuf>> = Recent::new(256);
+    WALKS.get_or(root.to_path_buf(), || in_tree(root))
+}
+
+/// Answers reused for [`REUSE`] (a model repeats its commands), by key; at most `cap` kept.
+pub struct Recent<K, V> {
+    map: std::sync::Mutex<Option<std::collections::HashMap<K, (std::time::Instant, V)>>>,
+    cap: usize,
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Recent<K, V> {
+    pub const fn new(cap: usize) -> Self {
+        Recent {
+            map: std::sync::Mutex::new(None),
+            cap,
         }
     }
-    let found = in_tree(root);
-    if let Ok(mut c) = cache.lock() {
-        if c.len() > 256 {
-            c.clear();
+
+    /// The answer for `key` computed within [`REUSE`], else `compute()` (run unlocked).
+    pub fn get_or(&self, key: K, compute: impl FnOnce() -> V) -> V {
+        if let Ok(m) = self.map.lock() {
+            if let Some((at, v)) = m.as_ref().and_then(|m| m.get(&key)) {
+                if at.elapsed() < REUSE {
+                    return v.clone();
+                }
+            }
         }
-        c.insert(root.to_path_buf(), (Instant::now(), found.clone()));
+        let v = compute();
+        if let Ok(mut m) = self.map.lock() {
+            let m = m.get_or_insert_with(Default::default);
+            if m.len() > self.cap {
+                m.clear();
+            }
+            m.insert(key, (std::time::Instant::now(), v.clone()));
+        }
+        v
     }
-    found
 }
 
 /// Could a glob's last component match a secret-like name? A cheap test before listing the
