@@ -351,23 +351,7 @@ fn two_sessions_in_one_workspace_keep_separate_checkpoints() {
         "{fa} {fb}"
     );
     // Each has its own refs in the one shadow repository.
-    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let refs = Command::new("git")
-        .args([
-            "--git-dir",
-            shadow.to_str().unwrap(),
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/fen/",
-        ])
-        .output()
-        .unwrap();
-    let refs = String::from_utf8_lossy(&refs.stdout);
+    let refs = shadow_refs(&s);
     for v in [&a, &b] {
         let id = v["session"]["session_id"].as_str().unwrap();
         assert!(refs.contains(&format!("refs/fen/{id}/1")), "{refs}");
@@ -525,23 +509,7 @@ fn size_cap_include_patterns_and_pruning_follow_the_settings() {
         .fen(&["-p", "again", "--mock-script", &sc2])
         .status
         .success());
-    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let refs = Command::new("git")
-        .args([
-            "--git-dir",
-            shadow.to_str().unwrap(),
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/fen/",
-        ])
-        .output()
-        .unwrap();
-    let refs = String::from_utf8_lossy(&refs.stdout);
+    let refs = shadow_refs(&s);
     assert!(!refs.contains(&id), "{refs}");
     assert!(refs.contains("/1"), "{refs}");
 }
@@ -936,4 +904,25 @@ fn a_fork_keeps_the_checkpoints() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(tree(&cwd, false), before);
+}
+
+/// The checkpoint refs (`refs/fen/...`) of the one shadow repository in the sandbox's state.
+fn shadow_refs(s: &Sandbox) -> String {
+    let shadow = std::fs::read_dir(s.state().join("fen/checkpoints"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let refs = Command::new("git")
+        .args([
+            "--git-dir",
+            shadow.to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/fen/",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&refs.stdout).into_owned()
 }

@@ -611,34 +611,26 @@ fn operand_roles<'a>(row: &'a Program, args: &[&'a str]) -> Vec<(Role, Cow<'a, s
         Some(m) => (&layout[..m], &layout[m + 1..]),
         None => (&layout[..], &layout[layout.len()..]),
     };
-    let mut rest: &[&str] = &ops;
-    for slot in front {
-        match rest.split_first() {
-            Some((o, r)) => {
-                out.push((slot.role, Cow::Borrowed(*o)));
-                rest = r;
-            }
-            None => out.extend(
-                slot.default
-                    .iter()
-                    .map(|d| (slot.role, Cow::Borrowed(d.as_str()))),
-            ),
-        }
+    // A slot takes its operand, else its default.
+    let take = |slot: &&'a Slot, op: Option<&&'a str>| {
+        op.map(|o| Cow::Borrowed(*o))
+            .or_else(|| slot.default.as_deref().map(Cow::Borrowed))
+            .map(|text| (slot.role, text))
+    };
+    let n_front = front.len().min(ops.len());
+    let n_back = back.len().min(ops.len() - n_front);
+    let (head, rest) = ops.split_at(n_front);
+    let (rest, tail) = rest.split_at(rest.len() - n_back);
+    for (i, slot) in front.iter().enumerate() {
+        out.extend(take(slot, head.get(i)));
     }
-    let mut tail = Vec::new();
-    for slot in back.iter().rev() {
-        match rest.split_last() {
-            Some((o, r)) => {
-                tail.push((slot.role, Cow::Borrowed(*o)));
-                rest = r;
-            }
-            None => tail.extend(
-                slot.default
-                    .iter()
-                    .map(|d| (slot.role, Cow::Borrowed(d.as_str()))),
-            ),
-        }
-    }
+    // Slots after the repeated one are filled from the end: the first ones may go without.
+    let missing = back.len() - n_back;
+    let tail: Vec<_> = back
+        .iter()
+        .enumerate()
+        .filter_map(|(j, slot)| take(slot, j.checked_sub(missing).and_then(|k| tail.get(k))))
+        .collect();
     let rest_role = match many {
         Some(m) => layout[m].role,
         None => layout.last().map_or(Role::Read, |s| s.role),
@@ -655,7 +647,7 @@ fn operand_roles<'a>(row: &'a Program, args: &[&'a str]) -> Vec<(Role, Cow<'a, s
         );
     }
     out.extend(rest.iter().map(|o| (rest_role, Cow::Borrowed(*o))));
-    out.extend(tail.into_iter().rev());
+    out.extend(tail);
     out
 }
 

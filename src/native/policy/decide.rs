@@ -781,8 +781,17 @@ fn judge_segment(
             continue;
         }
         let info = classify(req.workspace, p, cache);
-        // A glob reads what it matches: `cat .e*v` reads `.env`.
-        if let Some(secret) = glob_secret(req.workspace, p) {
+        // A glob reads what it matches (`cat .e*v` reads `.env`); a recursive grep reads
+        // every file under a directory, secrets included (the grep tool and rg skip them;
+        // `grep -r` does not; with no directory the table gives it `.`).
+        let reached = glob_secret(req.workspace, p).or_else(|| {
+            (recursive_reader(&seg.argv) && p.access == Access::Read && !p.implicit)
+                .then_some(p.path.as_deref())
+                .flatten()
+                .filter(|d| d.is_dir())
+                .and_then(|d| super::secrets::in_tree_cached(d).into_iter().next())
+        });
+        if let Some(secret) = reached {
             let sp = PathRef {
                 raw: secret.display().to_string(),
                 path: Some(secret),
@@ -791,61 +800,14 @@ fn judge_segment(
                 redirect: p.redirect,
                 implicit: false,
             };
-            let si = classify(req.workspace, &sp, cache);
+            infos.push(classify(req.workspace, &sp, cache));
             paths.push(sp);
-            infos.push(si);
-        }
-        // A recursive grep reads every file under a directory, secrets included (the grep
-        // tool and rg skip them; `grep -r` does not).
-        if recursive_reader(&seg.argv) && p.access == Access::Read && !p.implicit {
-            if let Some(secret) = p
-                .path
-                .as_deref()
-                .filter(|d| d.is_dir())
-                .and_then(|d| super::secrets::in_tree_cached(d).into_iter().next())
-            {
-                let sp = PathRef {
-                    raw: secret.display().to_string(),
-                    path: Some(secret),
-                    contents: false,
-                    access: Access::Read,
-                    redirect: false,
-                    implicit: false,
-                };
-                let si = classify(req.workspace, &sp, cache);
-                paths.push(sp);
-                infos.push(si);
-            }
         }
         if p.implicit && !(info.secret && info.class == PathClass::Secret) {
             continue;
         }
         paths.push(p.clone());
         infos.push(info);
-    }
-    // `grep -r PATTERN` with no directory searches the working directory.
-    if recursive_reader(&seg.argv)
-        && !seg
-            .paths
-            .iter()
-            .any(|p| p.access == Access::Read && !p.implicit && !p.redirect)
-    {
-        if let Some(secret) = seg
-            .cwd
-            .as_deref()
-            .and_then(|d| super::secrets::in_tree_cached(d).into_iter().next())
-        {
-            let sp = PathRef {
-                raw: secret.display().to_string(),
-                path: Some(secret),
-                contents: false,
-                access: Access::Read,
-                redirect: false,
-                implicit: false,
-            };
-            infos.push(classify(req.workspace, &sp, cache));
-            paths.push(sp);
-        }
     }
     let hz = floors::check(seg, &paths, &infos);
     let mode = req.mode;
