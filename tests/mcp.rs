@@ -239,6 +239,17 @@ fn bad_config_and_untrusted_project_servers_are_reported_not_fatal() {
     let logs = std::fs::read_to_string(s.state().join("fen/logs.jsonl")).unwrap_or_default();
     assert!(logs.contains("server 'broken'"), "{logs}");
     assert!(logs.contains("proj"), "{logs}");
+    // In a session the companion says so once, naming the server and its file.
+    let script = s.write("answer.json", r#"[{"text":"done"}]"#);
+    let out = s.fen(&["-p", "hi", "--mock-script", script.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mcp: project-defined servers stay off until this folder is trusted")
+            && err.contains("proj (")
+            && err.matches("stay off").count() == 1,
+        "{err}"
+    );
     // --trust: the project's server starts too.
     let out = s.fen(&["--trust", "mcp", "list", "--json"]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();

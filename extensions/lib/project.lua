@@ -54,4 +54,17 @@ function M.dirs()
   return { cwd }
 end
 
+--- The notice for project-defined servers left off until the folder is trusted (the
+--- `untrusted` list of `native.mcp.configure` / `native.lsp.configure`), nil when none.
+---@param label string "mcp" or "lsp"
+---@param untrusted {name: string, file: string}[]
+---@return string?
+function M.untrusted_notice(label, untrusted)
+  if #untrusted == 0 then return nil end
+  local names = {}
+  for _, u in ipairs(untrusted) do names[#names + 1] = u.name .. " (" .. u.file .. ")" end
+  return label .. ": project-defined servers stay off until this folder is trusted (run with --trust): "
+    .. table.concat(names, ", ")
+end
+
 return M

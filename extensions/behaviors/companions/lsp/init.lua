@@ -9,6 +9,7 @@
 -- used when on PATH; settings.json `lsp.NAME = {command, args, extensions, root_markers, env,
 -- initialization_options, disabled}`; a project's entries only in a trusted folder.
 local native = require("fen.native")
+local project = require("fen.lib.project")
 
 local OPERATIONS = { "definition", "references", "hover", "document_symbols", "workspace_symbols",
   "implementation", "incoming_calls", "outgoing_calls" }
@@ -40,12 +41,10 @@ return function(api)
     local opts = api.kernel.run_options() or {}
     local r = native.lsp.configure({ trusted = opts.trusted == true })
     for _, e in ipairs(r.errors) do notify("lsp settings: " .. e) end
-    if #r.untrusted > 0 and not state.untrusted_noticed then
+    local text = project.untrusted_notice("lsp", r.untrusted)
+    if text and not state.untrusted_noticed then
       state.untrusted_noticed = true
-      local names = {}
-      for _, u in ipairs(r.untrusted) do names[#names + 1] = u.name .. " (" .. u.file .. ")" end
-      notify("lsp: project-defined servers stay off until this folder is trusted (run with --trust): "
-        .. table.concat(names, ", "))
+      notify(text)
     end
   end
 

@@ -11,6 +11,7 @@
 -- registered with `exposure = "search"` (callable, not offered) and one `mcp_search{query}`
 -- tool returns matching schemas, offering those tools from then on.
 local native = require("fen.native")
+local project = require("fen.lib.project")
 
 local SEARCH_SHARE = 0.10   -- of the context window, for all MCP schemas together
 local CHARS_PER_TOKEN = 4
@@ -66,12 +67,10 @@ return function(api)
     configured = true
     local report = native.mcp.configure({ trusted = trusted })
     for _, e in ipairs(report.errors) do notify("mcp config: " .. e) end
-    if #report.untrusted > 0 and not state.untrusted_noticed then
+    local text = project.untrusted_notice("mcp", report.untrusted)
+    if text and not state.untrusted_noticed then
       state.untrusted_noticed = true
-      local names = {}
-      for _, u in ipairs(report.untrusted) do names[#names + 1] = u.name .. " (" .. u.file .. ")" end
-      notify("mcp: project servers stay off until this folder is trusted (run with --trust): "
-        .. table.concat(names, ", "))
+      notify(text)
     end
   end
 
