@@ -242,7 +242,11 @@ fn bad_config_and_untrusted_project_servers_are_reported_not_fatal() {
     // In a session the companion says so once, naming the server and its file.
     let script = s.write("answer.json", r#"[{"text":"done"}]"#);
     let out = s.fen(&["-p", "hi", "--mock-script", script.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("mcp: project-defined servers stay off until this folder is trusted")
