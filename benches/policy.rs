@@ -8,7 +8,9 @@
 //! Columns: `decide` p50/p99/max, `analyze` alone (parse and walk, no file system) p99, the
 //! baseline's p99 and the ratio of the two p99s.
 //!
-//! Run: `cargo bench --bench policy`
+//! Run: `cargo bench --bench policy` (`FEN_BENCH_SLOWEST=1` names the slowest commands of each
+//! size; `FEN_BENCH_DUMP=FILE` appends each command's CPU time to FILE, to compare two builds
+//! command by command).
 
 #[path = "support/cpu.rs"]
 mod cpu;
@@ -176,6 +178,21 @@ fn main() {
             }));
             t.push(start.elapsed());
             cpu.push(thread_cpu().saturating_sub(c0));
+            if let Some(f) = std::env::var_os("FEN_BENCH_DUMP") {
+                use std::io::Write;
+                let mut out = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(f)
+                    .expect("dump file");
+                writeln!(
+                    out,
+                    "{size}\t{:.1}\t{:?}",
+                    us(*cpu.last().expect("sample")),
+                    c
+                )
+                .expect("dump");
+            }
         }
         if std::env::var_os("FEN_BENCH_SLOWEST").is_some() {
             // Which commands make the tail: the three slowest of this size.

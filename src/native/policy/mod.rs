@@ -25,6 +25,7 @@
 pub mod commands;
 pub mod decide;
 pub mod floors;
+pub mod listing;
 pub mod paths;
 pub mod readonly;
 pub mod rules;

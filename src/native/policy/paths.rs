@@ -133,8 +133,8 @@ impl Workspace {
         // Checked for every path of every command: most are nowhere near fen's files.
         let bytes = path.as_os_str().as_encoded_bytes();
         let near = memchr::memmem::find(bytes, b"/.fen").is_some()
-            || path.starts_with(&self.config_dir)
-            || path.starts_with(&self.fen_state_dir);
+            || below(path, &self.config_dir).is_some()
+            || below(path, &self.fen_state_dir).is_some();
         if !near {
             return false;
         }
@@ -202,12 +202,12 @@ impl Workspace {
     ) -> PathInfo {
         // The same path often appears several times in one command (`cd x && ... x`): one
         // decision sees one file system, so its classification is computed once.
-        let key = (lexical.to_path_buf(), contents);
-        if let Some(hit) = cache.infos.get(&key) {
+        // Keyed by the bytes: hashing a `Path` parses its components.
+        if let Some(hit) = cache.infos[contents as usize].get(lexical.as_os_str()) {
             return hit.clone();
         }
         let info = self.classify_uncached(lexical, contents, cache);
-        cache.infos.insert(key, info.clone());
+        cache.infos[contents as usize].insert(lexical.as_os_str().to_owned(), info.clone());
         info
     }
 
@@ -227,15 +227,22 @@ impl Workspace {
             };
         }
         // Resolve the path as written: `link/..` is the link target's parent, not `.`.
-        let path = cache.resolve(lexical);
-        let meta = std::fs::metadata(&path).ok();
-        let exists = meta.is_some();
-        let is_dir = meta.as_ref().is_some_and(|m| m.is_dir());
-        let block_device =
-            is_block_device(&path, meta.as_ref()) || (lex != path && is_block_device(&lex, None));
+        let (path, seen) = cache.resolve_seen(lexical);
+        // The resolution's last lookup already saw the file, unless it ended on `..`.
+        let seen = seen.unwrap_or_else(|| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&path).map_or(Seen::Missing, |m| Seen::of_mode(m.mode()))
+        });
+        let exists = seen != Seen::Missing;
+        let is_dir = seen == Seen::Dir;
+        let block_device = seen == Seen::BlockDevice
+            || is_block_device(&path)
+            || (lex != path && is_block_device(&lex));
         let device = block_device
-            || ((path.starts_with("/dev") || lex.starts_with("/dev")) && !is_stream(&path));
-        let in_workspace = self.roots.iter().any(|r| path.starts_with(r));
+            || ((below(&path, Path::new("/dev")).is_some()
+                || below(&lex, Path::new("/dev")).is_some())
+                && !is_stream(&path));
+        let in_workspace = self.roots.iter().any(|r| below(&path, r).is_some());
         // The path as resolved and as written are both judged (they differ through links).
         let same = lex == path;
         let secret = self.is_secret(&path) || (!same && self.is_secret(&lex));
@@ -281,10 +288,12 @@ impl Workspace {
     /// Secret-like paths: the seed's names plus the well-known credential stores.
     pub fn is_secret(&self, path: &Path) -> bool {
         // Another process's environment holds its keys.
-        if path.starts_with("/proc") && path.file_name().is_some_and(|n| n == "environ") {
+        if below(path, Path::new("/proc")).is_some()
+            && path.file_name().is_some_and(|n| n == "environ")
+        {
             return true;
         }
-        if let Ok(rel) = path.strip_prefix(&self.home) {
+        if let Some(rel) = below(path, &self.home) {
             let mut parts = rel.components();
             let first = parts.next().and_then(|c| c.as_os_str().to_str());
             let rest = parts.as_path();
@@ -300,11 +309,7 @@ impl Workspace {
             }
         }
         // fen's credential files, compared without building their paths.
-        if let Some(f) = path
-            .strip_prefix(&self.config_dir)
-            .ok()
-            .and_then(|r| r.strip_prefix("fen").ok())
-        {
+        if let Some(f) = below(path, &self.config_dir).and_then(|r| r.strip_prefix("fen").ok()) {
             if f == Path::new("models.json") || f == Path::new("auth.json") {
                 return true;
             }
@@ -314,6 +319,35 @@ impl Workspace {
         };
         secret_name(name)
     }
+}
+
+/// What follows `root` in `path` when `path` is `root` or below it (like
+/// [`Path::strip_prefix`]). Paths are compared as bytes first (resolved and normalised paths
+/// are written plainly); a path written otherwise (`a//b`, `a/./b`) is compared by components.
+fn below<'a>(path: &'a Path, root: &Path) -> Option<&'a Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, mut r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    while r.len() > 1 && r.ends_with(b"/") {
+        r = &r[..r.len() - 1];
+    }
+    if let Some(rest) = p.strip_prefix(r) {
+        match rest.iter().position(|&b| b != b'/') {
+            _ if rest.is_empty() => return Some(Path::new("")),
+            Some(start) if rest[0] == b'/' || r.ends_with(b"/") => {
+                return Some(Path::new(std::ffi::OsStr::from_bytes(&rest[start..])))
+            }
+            None if rest[0] == b'/' => return Some(Path::new("")),
+            _ => {}
+        }
+    }
+    let mut parts = p.split(|&b| b == b'/');
+    let plain = parts.next() == Some(b"".as_slice())
+        && parts.all(|c| c != b"." && c != b"..")
+        && memchr::memmem::find(p, b"//").is_none();
+    if plain {
+        return None;
+    }
+    path.strip_prefix(root).ok()
 }
 
 /// A file name that looks like it holds a secret.
@@ -375,6 +409,10 @@ pub fn secret_name(name: &str) -> bool {
 
 /// (protected, is the `.git` directory itself).
 fn protected_git(path: &Path, contents: bool, is_dir: bool, exists: bool) -> (bool, bool) {
+    // Most paths name no `.git` at all.
+    if memchr::memmem::find(path.as_os_str().as_encoded_bytes(), b".git").is_none() {
+        return (false, false);
+    }
     let comps: Vec<&std::ffi::OsStr> = path
         .components()
         .filter_map(|c| match c {
@@ -420,11 +458,8 @@ fn is_stream(p: &Path) -> bool {
         || s.starts_with("/proc/self/fd/")
 }
 
-fn is_block_device(p: &Path, meta: Option<&std::fs::Metadata>) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    if meta.is_some_and(|m| m.file_type().is_block_device()) {
-        return true;
-    }
+/// A block device by its name under `/dev` (whether or not it exists here).
+fn is_block_device(p: &Path) -> bool {
     let Ok(rest) = p.strip_prefix("/dev") else {
         return false;
     };
@@ -459,132 +494,226 @@ pub fn normalize_lexically(p: &Path) -> PathBuf {
 /// followed (at most 40), `..` applies to the resolved directory, the missing tail is joined
 /// lexically.
 pub fn resolve(p: &Path) -> PathBuf {
-    resolve_in(PathBuf::from("/"), true, p).0
+    ResolveCache::default()
+        .resolve_in(PathBuf::from("/"), true, p)
+        .0
 }
 
-/// Directories resolved during one decision, keyed by their path as written.
+use super::listing::{self, Seen};
+
+/// A directory looked into during one decision. Past the first lookups its listing
+/// answers the rest (a command naming a hundred words in the working directory costs one
+/// listing, kept across decisions while the directory is unchanged, not a hundred lstats).
+#[derive(Debug)]
+enum DirState {
+    LookedIn(u8),
+    Listed(std::sync::Arc<listing::Listing>),
+    Unlisted,
+}
+
+/// From which lookup in a directory its kept listing is used, and from which it is listed.
+const KEPT_AFTER_LOOKUPS: u8 = 3;
+const LISTED_AFTER_LOOKUPS: u8 = 8;
+
+/// What one decision has seen of the file system: directories resolved, paths looked up,
+/// classifications made. One decision sees one file system, so each is asked once.
 #[derive(Debug, Default)]
 pub struct ResolveCache {
-    dirs: rustc_hash::FxHashMap<PathBuf, (PathBuf, bool)>,
-    /// Classifications by (path as written, contents).
-    infos: rustc_hash::FxHashMap<(PathBuf, bool), PathInfo>,
-    /// Whether a path is a symlink, by path (one lstat per path per decision).
-    links: rustc_hash::FxHashMap<PathBuf, bool>,
+    /// Directories resolved, keyed by their path as written.
+    dirs: rustc_hash::FxHashMap<OsString, (PathBuf, bool)>,
+    /// Classifications by path as written, without and with `contents`.
+    infos: [rustc_hash::FxHashMap<OsString, PathInfo>; 2],
+    /// Whether a path as written is a symbolic link.
+    links: rustc_hash::FxHashMap<OsString, bool>,
+    /// Resolved directories looked into, by path.
+    looked_in: rustc_hash::FxHashMap<OsString, DirState>,
 }
 
 impl ResolveCache {
     /// Whether `p` is a symbolic link (asked of the file system once per decision).
     pub fn is_link(&mut self, p: &Path) -> bool {
-        if let Some(hit) = self.links.get(p) {
+        if let Some(hit) = self.links.get(p.as_os_str()) {
             return *hit;
         }
-        let link = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
-        self.links.insert(p.to_path_buf(), link);
+        let link = match (p.parent(), p.file_name(), is_plain_absolute(p)) {
+            (Some(parent), Some(name), true) => {
+                let (dir, exists) = self.dir(parent);
+                exists && self.lstat(&dir, name) == Seen::Symlink
+            }
+            _ => std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()),
+        };
+        self.links.insert(p.as_os_str().to_owned(), link);
         link
     }
 
     /// Like [`resolve`], resolving the parent directory once per cache.
     pub fn resolve(&mut self, p: &Path) -> PathBuf {
-        let simple = p.is_absolute()
-            && !p
-                .components()
-                .any(|c| matches!(c, Component::ParentDir | Component::CurDir));
-        let (Some(parent), Some(name), true) = (p.parent(), p.file_name(), simple) else {
-            return resolve(p);
+        self.resolve_seen(p).0
+    }
+
+    /// [`ResolveCache::resolve`], with whether the result exists and what it is when the last
+    /// lookup saw it (`None`: ask the file system).
+    fn resolve_seen(&mut self, p: &Path) -> (PathBuf, Option<Seen>) {
+        let (Some(parent), Some(name), true) = (p.parent(), p.file_name(), is_plain_absolute(p))
+        else {
+            let (path, _, seen) = self.resolve_in(PathBuf::from("/"), true, p);
+            return (path, seen);
         };
         let (dir, exists) = self.dir(parent);
-        resolve_in(dir, exists, Path::new(name)).0
+        let (path, _, seen) = self.resolve_in(dir, exists, Path::new(name));
+        (path, seen)
     }
 
     /// A directory resolved through its own resolved parent: every prefix is looked up on
     /// disk once per cache, not once per path below it. `p` is absolute with no `.`/`..`.
     fn dir(&mut self, p: &Path) -> (PathBuf, bool) {
-        if let Some(hit) = self.dirs.get(p) {
+        if let Some(hit) = self.dirs.get(p.as_os_str()) {
             return hit.clone();
         }
-        let r = match (p.parent(), p.file_name()) {
+        let (path, exists, _) = match (p.parent(), p.file_name()) {
             (Some(parent), Some(name)) => {
                 let (pd, pe) = self.dir(parent);
-                resolve_in(pd, pe, Path::new(name))
+                self.resolve_in(pd, pe, Path::new(name))
             }
-            _ => resolve_in(PathBuf::from("/"), true, p),
+            _ => self.resolve_in(PathBuf::from("/"), true, p),
         };
-        self.dirs.insert(p.to_path_buf(), r.clone());
-        r
+        self.dirs
+            .insert(p.as_os_str().to_owned(), (path.clone(), exists));
+        (path, exists)
+    }
+
+    /// lstat of `dir/name`, `dir` resolved (no symbolic link in it) and existing.
+    fn lstat(&mut self, dir: &Path, name: &std::ffi::OsStr) -> Seen {
+        let state = match self.looked_in.get_mut(dir.as_os_str()) {
+            Some(s) => s,
+            None => self
+                .looked_in
+                .entry(dir.as_os_str().to_owned())
+                .or_insert(DirState::LookedIn(0)),
+        };
+        if let DirState::LookedIn(n) = state {
+            *n = n.saturating_add(1);
+            // A kept listing is checked from the third lookup on (one stat); a directory
+            // is listed afresh only for many lookups (a busy `/tmp` changes all the time).
+            let listed = match *n {
+                n if n < KEPT_AFTER_LOOKUPS => None,
+                n if n < LISTED_AFTER_LOOKUPS => listing::kept(dir),
+                _ => listing::current(dir),
+            };
+            match listed {
+                Some(l) => *state = DirState::Listed(l),
+                None if *n >= LISTED_AFTER_LOOKUPS => *state = DirState::Unlisted,
+                None => return lstat_path(&dir.join(name)),
+            }
+        }
+        match state {
+            DirState::Listed(l) => l.get(name),
+            _ => lstat_path(&dir.join(name)),
+        }
+    }
+
+    /// Resolves `p` (relative components applied to `start`, an already resolved directory
+    /// whose existence is `existing`); returns the path, whether all of it exists, and what
+    /// is there when the walk ended on a name (`None` after `..`, `/` or too many links).
+    fn resolve_in(
+        &mut self,
+        start: PathBuf,
+        existing: bool,
+        p: &Path,
+    ) -> (PathBuf, bool, Option<Seen>) {
+        enum C {
+            Root,
+            Up,
+            Name(OsString),
+        }
+        fn push_all(q: &mut VecDeque<C>, p: &Path, front: bool) {
+            let items: Vec<C> = p
+                .components()
+                .filter_map(|c| match c {
+                    Component::RootDir => Some(C::Root),
+                    Component::ParentDir => Some(C::Up),
+                    Component::Normal(n) => Some(C::Name(n.to_os_string())),
+                    _ => None,
+                })
+                .collect();
+            if front {
+                for c in items.into_iter().rev() {
+                    q.push_front(c);
+                }
+            } else {
+                q.extend(items);
+            }
+        }
+        let mut q = VecDeque::new();
+        push_all(&mut q, p, false);
+        let mut cur = start;
+        let mut existing = existing;
+        let mut hops = 0;
+        let mut last = None;
+        while let Some(c) = q.pop_front() {
+            last = None;
+            match c {
+                C::Root => cur = PathBuf::from("/"),
+                C::Up => {
+                    cur.pop();
+                    // Back in a directory that exists (`mkdir -p missing/../link/x`): follow
+                    // symlinks again from here.
+                    if !existing {
+                        existing = std::fs::symlink_metadata(&cur).is_ok();
+                    }
+                }
+                C::Name(n) => {
+                    if !existing {
+                        last = Some(Seen::Missing);
+                        cur.push(&n);
+                        continue;
+                    }
+                    match self.lstat(&cur, &n) {
+                        Seen::Symlink if hops < 40 => {
+                            hops += 1;
+                            match std::fs::read_link(cur.join(&n)) {
+                                Ok(target) => {
+                                    if target.is_absolute() {
+                                        cur = PathBuf::from("/");
+                                    }
+                                    push_all(&mut q, &target, true);
+                                }
+                                Err(_) => cur.push(&n),
+                            }
+                        }
+                        // Too many links: what it is, the caller asks.
+                        Seen::Symlink => cur.push(&n),
+                        Seen::Missing => {
+                            existing = false;
+                            last = Some(Seen::Missing);
+                            cur.push(&n);
+                        }
+                        seen => {
+                            last = Some(seen);
+                            cur.push(&n);
+                        }
+                    }
+                }
+            }
+        }
+        (cur, existing, last)
     }
 }
 
-/// Resolves `p` (relative components applied to `start`, an already resolved directory whose
-/// existence is `existing`); returns the path and whether all of it exists.
-fn resolve_in(start: PathBuf, existing: bool, p: &Path) -> (PathBuf, bool) {
-    enum C {
-        Root,
-        Up,
-        Name(OsString),
-    }
-    fn push_all(q: &mut VecDeque<C>, p: &Path, front: bool) {
-        let items: Vec<C> = p
+/// Absolute, with no `.` or `..` component.
+fn is_plain_absolute(p: &Path) -> bool {
+    p.is_absolute()
+        && !p
             .components()
-            .filter_map(|c| match c {
-                Component::RootDir => Some(C::Root),
-                Component::ParentDir => Some(C::Up),
-                Component::Normal(n) => Some(C::Name(n.to_os_string())),
-                _ => None,
-            })
-            .collect();
-        if front {
-            for c in items.into_iter().rev() {
-                q.push_front(c);
-            }
-        } else {
-            q.extend(items);
-        }
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+}
+
+fn lstat_path(p: &Path) -> Seen {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(p) {
+        Ok(m) => Seen::of_mode(m.mode()),
+        Err(_) => Seen::Missing,
     }
-    let mut q = VecDeque::new();
-    push_all(&mut q, p, false);
-    let mut cur = start;
-    let mut existing = existing;
-    let mut hops = 0;
-    while let Some(c) = q.pop_front() {
-        match c {
-            C::Root => cur = PathBuf::from("/"),
-            C::Up => {
-                cur.pop();
-                // Back in a directory that exists (`mkdir -p missing/../link/x`): follow
-                // symlinks again from here.
-                if !existing {
-                    existing = std::fs::symlink_metadata(&cur).is_ok();
-                }
-            }
-            C::Name(n) => {
-                let next = cur.join(&n);
-                if !existing {
-                    cur = next;
-                    continue;
-                }
-                match std::fs::symlink_metadata(&next) {
-                    Ok(m) if m.file_type().is_symlink() && hops < 40 => {
-                        hops += 1;
-                        match std::fs::read_link(&next) {
-                            Ok(target) => {
-                                if target.is_absolute() {
-                                    cur = PathBuf::from("/");
-                                }
-                                push_all(&mut q, &target, true);
-                            }
-                            Err(_) => cur = next,
-                        }
-                    }
-                    Ok(_) => cur = next,
-                    Err(_) => {
-                        existing = false;
-                        cur = next;
-                    }
-                }
-            }
-        }
-    }
-    (cur, existing)
 }
 
 /// The nearest ancestor of `dir` (itself included) holding `.git`.
@@ -597,4 +726,34 @@ pub fn repo_root(dir: &Path) -> Option<PathBuf> {
         cur = d.parent();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_agrees_with_strip_prefix_however_the_path_is_written() {
+        let roots = ["/", "/home/u", "/home/u/", "/dev"];
+        let paths = [
+            "/",
+            "/home/u",
+            "/home/u/",
+            "/home/user",
+            "/home/u/.ssh/id_rsa",
+            "/home/u//.ssh",
+            "/home/./u/.ssh",
+            "/home/x/../u/.ssh",
+            "/devices",
+            "/dev/sda",
+            "/dev",
+            "relative/home/u",
+        ];
+        for r in roots {
+            for p in paths {
+                let (p, r) = (Path::new(p), Path::new(r));
+                assert_eq!(below(p, r), p.strip_prefix(r).ok(), "{p:?} below {r:?}");
+            }
+        }
+    }
 }

@@ -358,3 +358,44 @@ fn every_command_table_example_gets_its_verdict() {
     assert!(count > 150, "only {count} examples");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Decisions reuse a directory's listing while it is unchanged: a word that becomes a link
+/// to a secret after the listing was kept is still seen as the secret read it is.
+#[test]
+fn a_kept_directory_listing_never_hides_a_new_link_to_a_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = paths::resolve(dir.path());
+    let (home, proj) = (root.join("home"), root.join("home/proj"));
+    std::fs::create_dir_all(home.join(".ssh")).expect("mkdir");
+    std::fs::create_dir_all(&proj).expect("mkdir");
+    std::fs::write(home.join(".ssh/id_rsa"), "KEY").expect("write");
+    let names: Vec<String> = (0..12).map(|i| format!("f{i}")).collect();
+    for n in &names {
+        std::fs::write(proj.join(n), "x").expect("write");
+    }
+    let ws = Workspace::new(&proj, &[], &home, &home.join(".config"));
+    let rules = RuleSet::default();
+    // Many words in one directory: past the first lookups its listing answers.
+    let command = serde_json::json!({ "command": format!("od -c {}", names.join(" ")) });
+    let judge = || {
+        decide(&Request {
+            tool: "bash",
+            risk: Risk::Shell,
+            args: &command,
+            mode: Mode::Auto,
+            rules: &rules,
+            workspace: &ws,
+            sandbox_available: true,
+        })
+        .verdict
+    };
+    // Old enough to be kept across decisions, then used by the next.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(judge(), Verdict::Allow);
+    assert_eq!(judge(), Verdict::Allow);
+    // The last word becomes a link to the key, in the same directory.
+    let last = proj.join(&names[11]);
+    std::fs::remove_file(&last).expect("rm");
+    std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), &last).expect("symlink");
+    assert_ne!(judge(), Verdict::Allow, "a link to the key is read through");
+}
