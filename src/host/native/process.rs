@@ -3,6 +3,7 @@
 use super::{expand_path, failure, success};
 use crate::host::run::run;
 use crate::native::process::{self, ProcessSpec};
+use crate::native::sandbox::Child;
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
 
@@ -83,13 +84,18 @@ async fn run_fn(
     spec.tail_bytes = opts.tail_bytes.unwrap_or(spec.tail_bytes.min(budget));
     let ctx = run(&lua);
     spec.spill_dir = Some(ctx.paths.state_dir.join("tool-output"));
-    // Provider keys and other secrets never reach the child.
-    spec.env_remove = ctx.hidden_env();
     // Tool commands run in the sandbox the permissions extension chose (`policy.use_sandbox`),
     // unless the call says `sandbox = false` (a rerun the user approved outside it) or a
-    // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation).
+    // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation);
+    // provider keys and other secrets never reach them (one plan: `sandbox::plan`).
     let requested = opts.sandbox.unwrap_or(true);
-    let plan = ctx.plan(&spec.command, requested).await?;
+    let plan = ctx
+        .plan(Child::Shell {
+            command: &spec.command,
+            requested,
+        })
+        .await?;
+    spec.env_remove = plan.env_remove;
     spec.sandbox = plan.sandbox;
     let unsandboxed_rule = plan.rule;
     let sandbox_policy = spec.sandbox.as_ref().map(|s| s.policy.clone());
