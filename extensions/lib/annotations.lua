@@ -484,6 +484,7 @@ function native.clock_ms() end
 ---@field transcript string?
 ---@field elapsed_ms integer
 ---@field cancelled boolean?
+---@field plan string? `start` only: why the child runs where it runs (`sandbox::plan`)
 
 ---@class fen.NativeSubagent
 ---@field max_running integer

@@ -391,16 +391,17 @@ fn absolute_root(root: &str, workspace: &str) -> String {
 fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
     let mut o: SandboxOpts = super::options(lua, Value::Table(t))?;
     let ctx = run(lua);
-    // A subagent's `fen` plans its tool commands with its parent's sandbox settings: the
-    // parent's switches, its writable roots and unsandboxed rules added to the child's own.
+    // A subagent's `fen` plans its tool commands with its parent's sandbox settings: on (or
+    // required) when either says so (never looser than the child's own policy assumes), the
+    // parent's network switch, its writable roots and unsandboxed rules added to the child's.
     let mut roots: Vec<String> = o
         .writable_roots
         .iter()
         .map(|r| absolute_root(r, &o.workspace))
         .collect();
     if let Some(parent) = ctx.parent_sandbox() {
-        o.enabled = parent.enabled;
-        o.required = parent.required;
+        o.enabled |= parent.enabled;
+        o.required |= parent.required;
         o.network = parent.network;
         for r in &parent.writable_roots {
             if !roots.contains(r) {

@@ -384,13 +384,10 @@ impl Manager {
         // Where it runs and what it inherits: the one plan of every child fen starts.
         let set: Vec<String> = def.env.keys().cloned().collect();
         let plan = sandbox::plan(&Child::LanguageServer { env: &set }, &st.plan_inputs);
-        client::note(
-            &log,
-            &format!(
-                "{}; {} hidden variables removed",
-                plan.reason,
-                plan.env_remove.len()
-            ),
+        let why = format!(
+            "{}; {} hidden variables removed",
+            plan.reason,
+            plan.env_remove.len()
         );
         let spawned = Conn::spawn(
             &Spawn {
@@ -398,6 +395,7 @@ impl Manager {
                 args: &def.args,
                 env: &def.env,
                 env_remove: &plan.env_remove,
+                why: &why,
                 root: &key.1,
                 log: &log,
             },
