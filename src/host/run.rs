@@ -15,7 +15,9 @@ use crate::kernel::settings::{Paths, Settings};
 use crate::native::ledger::ReadLedger;
 use crate::native::mcp::config::ServerConfig;
 use crate::native::policy::Workspace;
-use crate::native::sandbox::{self, Child, Plan, PlanInputs, Sandbox, SandboxSettings, Unsandboxed};
+use crate::native::sandbox::{
+    self, Child, Plan, PlanInputs, Sandbox, SandboxSettings, Unsandboxed,
+};
 use mlua::Lua;
 use std::cell::RefCell;
 use std::path::PathBuf;

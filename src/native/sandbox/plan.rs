@@ -310,12 +310,19 @@ mod tests {
         // No rule: inside.
         let p = plan(&shell("make out"), &on);
         assert!(p.sandbox.is_some() && p.rule.is_none());
-        assert!(p.reason.starts_with("inside the tool sandbox"), "{}", p.reason);
+        assert!(
+            p.reason.starts_with("inside the tool sandbox"),
+            "{}",
+            p.reason
+        );
         rules.add("Bash(make out *)").unwrap();
         let p = plan(&shell("make out"), &on);
         assert!(p.sandbox.is_none());
         assert_eq!(p.rule.as_deref(), Some("Bash(make out *)"));
-        assert_eq!(p.reason, "outside: sandbox.unsandboxed rule Bash(make out *)");
+        assert_eq!(
+            p.reason,
+            "outside: sandbox.unsandboxed rule Bash(make out *)"
+        );
         // A second command the rule does not cover keeps the whole line inside.
         let p = plan(&shell("make out; rm -rf x"), &on);
         assert!(p.sandbox.is_some() && p.rule.is_none());
@@ -360,7 +367,11 @@ mod tests {
         assert_eq!(k, PARENT_SANDBOX_ENV);
         let handed: SandboxSettings = serde_json::from_str(v).unwrap();
         assert_eq!(Some(handed), on.settings);
-        assert!(p.reason.contains("plans its own tool commands"), "{}", p.reason);
+        assert!(
+            p.reason.contains("plans its own tool commands"),
+            "{}",
+            p.reason
+        );
         // Servers: outside in every mode, even with the sandbox required; what their config
         // sets is theirs.
         let mut required = on.clone();
