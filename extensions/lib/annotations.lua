@@ -377,6 +377,8 @@ function native.clock_ms() end
 ---@field signal integer?
 ---@field logged integer
 ---@field killed boolean
+---@field unsandboxed_rule string? `start` only: the `sandbox.unsandboxed` rule that ran it outside the sandbox
+---@field plan string? `start` only: why it runs where it runs (`sandbox::plan`)
 
 ---@class fen.NativeJobs
 ---@field max_running integer

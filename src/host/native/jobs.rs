@@ -76,6 +76,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 Ok(info) => {
                     let t = info_table(&lua, &info)?;
                     t.set("unsandboxed_rule", plan.rule)?;
+                    t.set("plan", plan.reason)?;
                     super::success(t)
                 }
                 Err(e) => super::failure(&lua, e.to_string()),

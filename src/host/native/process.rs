@@ -58,8 +58,9 @@ async fn run_all_fn(lua: Lua, list: Vec<Value>) -> mlua::Result<Table> {
 /// `process.run({command, cwd, timeout_ms, env = {K = V}, stdin, head_bytes, tail_bytes, sandbox},
 /// on_output?)` -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text,
 /// truncated, escaped_bytes, spill_path, background_pids, sandboxed, sandbox_blocked,
-/// sandbox_hint, unsandboxed_rule}` (`sandbox_hint`: the way out when nobody can be asked) or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
-/// the `sandbox.unsandboxed` rule that ran the command outside the sandbox. Head and tail
+/// sandbox_hint, unsandboxed_rule, plan}` (`sandbox_hint`: the way out when nobody can be asked) or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
+/// the `sandbox.unsandboxed` rule that ran the command outside the sandbox; `plan` says why
+/// it ran where it ran (`sandbox::plan`). Head and tail
 /// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
 /// The turn's cancellation (Ctrl-C) kills the process group.
 async fn run_fn(
@@ -98,6 +99,7 @@ async fn run_fn(
     spec.env_remove = plan.env_remove;
     spec.sandbox = plan.sandbox;
     let unsandboxed_rule = plan.rule;
+    let plan_reason = plan.reason;
     let sandbox_policy = spec.sandbox.as_ref().map(|s| s.policy.clone());
     let cancel = super::cancel_token(&lua);
     let mut forward = |chunk: &str| {
@@ -131,6 +133,7 @@ async fn run_fn(
     }
     t.set("sandboxed", sandbox_policy.is_some())?;
     t.set("unsandboxed_rule", unsandboxed_rule)?;
+    t.set("plan", plan_reason)?;
     t.set("exit_code", r.exit_code)?;
     t.set("signal", r.signal)?;
     t.set("timed_out", r.timed_out)?;
