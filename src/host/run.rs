@@ -4,8 +4,8 @@
 //! the project root (searched for once), the settings (loaded once, again on `/reload`), the
 //! environment variables children must not see, the OS sandbox of tool shell commands with
 //! the rules that send commands outside it and the settings it was made from (with those a
-//! parent `fen` handed down), the read ledger and the MCP servers an ACP client added. [`RunContext::plan`] asks
-//! [`sandbox::plan`] where a child runs and with what environment.
+//! parent `fen` handed down), the read ledger and the MCP servers an ACP client added.
+//! [`RunContext::plan`] asks [`sandbox::plan`] where a child runs and with what environment.
 //!
 //! It also owns fen's one buffered stdin reader, shared by `term.read_line` and `line.read`.
 //! The HTTP client (`http.rs`) and the state private to one binding (the line editor, the
