@@ -14,8 +14,9 @@
 //! | [`Child::Editor`]: `$VISUAL`/`$EDITOR` for the prompt | outside | unchanged | the person's editor, in their terminal, on their behalf |
 //!
 //! Not planned, because they run no program anybody chose: fen's own plumbing with fixed
-//! arguments (git for checkpoints and worktrees, the bubblewrap trial, the sandbox launcher,
-//! which runs the planned shell commands) and the URL opener of logins.
+//! arguments (git for checkpoints, with a fixed environment of its own; git for `--worktree`;
+//! the bubblewrap trial; the sandbox launcher, which runs the planned shell commands) and the
+//! URL opener of logins.
 //!
 //! The denial classifier ([`super::classify`]) reads the plan's sandbox after a failure; the
 //! escalation dialogue ("run it again outside the sandbox?") stays with the bash tool.
