@@ -154,7 +154,7 @@ impl ViaFen {
             true,
             dir.clone(),
             logs.path().to_path_buf(),
-            Vec::new(),
+            Default::default(),
         );
         std::fs::write(file, text(0)).expect("write");
         let paths = vec![file.to_path_buf()];

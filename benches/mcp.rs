@@ -95,7 +95,7 @@ fn main() {
     assert!(errors.is_empty());
     let m = Manager::new();
     let logs = tempfile::tempdir().expect("temp dir");
-    m.configure(servers, logs.path().to_path_buf(), Vec::new());
+    m.configure(servers, logs.path().to_path_buf(), Default::default());
 
     let (_, base_calls) = bare_session(CALLS);
     let (_, fen_calls) = rt.block_on(manager_session(&m, CALLS));

@@ -358,16 +358,16 @@ fn servers_end_with_fen() {
 fn servers_get_no_secrets() {
     let s = Sandbox::new();
     let env_out = s.root().join("env.json");
-    settings(
-        &s,
-        json!({"fake": fake(&["--env-out", env_out.to_str().unwrap()], "fk")}),
-    );
+    let mut def = fake(&["--env-out", env_out.to_str().unwrap()], "fk");
+    def["env"] = json!({"CONF_API_KEY": "from-config"});
+    settings(&s, json!({ "fake": def }));
     session(
         &s,
         &[write("x.fk", "ERR\n")],
         &[
             ("OPENAI_API_KEY", "sk-secret"),
             ("SOME_API_KEY", "s3cret"),
+            ("CONF_API_KEY", "from-env"),
             ("PLAIN", "kept"),
         ],
     );
@@ -376,6 +376,15 @@ fn servers_get_no_secrets() {
     assert!(
         env.get("OPENAI_API_KEY").is_none() && env.get("SOME_API_KEY").is_none(),
         "{env}"
+    );
+    // What the server's config sets is the server's.
+    assert_eq!(env["CONF_API_KEY"], "from-config", "{env}");
+    // The server's log says where it runs and why (`sandbox::plan`).
+    let log = std::fs::read_to_string(s.state().join("fen/lsp/fake.log")).unwrap();
+    assert!(
+        log.contains("outside, in every mode: a server the user configured")
+            && log.contains("hidden variables removed"),
+        "{log}"
     );
 }
 

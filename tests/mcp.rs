@@ -185,7 +185,7 @@ fn http_tools_are_listed_and_called() {
 fn long_names_are_shortened_stably_and_secrets_stay_home() {
     let s = Sandbox::new();
     let mut spec = stdio_server(&["--long"]);
-    spec["env"] = json!({"GIVEN": "${MY_TOKEN:-no-token}"});
+    spec["env"] = json!({"GIVEN": "${MY_TOKEN:-no-token}", "CONF_API_KEY": "${CONF_API_KEY:-}"});
     configure(&s, json!({"fake": spec}));
     let long: Vec<String> = (0..2)
         .map(|_| {
@@ -206,6 +206,19 @@ fn long_names_are_shortened_stably_and_secrets_stay_home() {
     assert_eq!(text(&v), "<unset>");
     let (v, _) = tool_env(&s, "mcp__fake__env", r#"{"name": "GIVEN"}"#, &env);
     assert_eq!(text(&v), "given-token");
+    // Any secret-looking variable is stripped (one plan for every child, `sandbox::plan`),
+    // unless the server's config sets it; the server's log says where it runs and why.
+    let env = [("SOME_API_KEY", "s3cret"), ("CONF_API_KEY", "conf-key")];
+    let (v, _) = tool_env(&s, "mcp__fake__env", r#"{"name": "SOME_API_KEY"}"#, &env);
+    assert_eq!(text(&v), "<unset>");
+    let (v, _) = tool_env(&s, "mcp__fake__env", r#"{"name": "CONF_API_KEY"}"#, &env);
+    assert_eq!(text(&v), "conf-key");
+    let log = std::fs::read_to_string(s.state().join("fen/mcp/fake.log")).unwrap_or_default();
+    assert!(
+        log.contains("outside, in every mode: a server the user configured")
+            && log.contains("hidden variables removed"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -835,3 +835,96 @@ fn a_settings_permission_request_hook_answers_a_childs_ask_in_the_parent() {
         "{seen}"
     );
 }
+
+/// A directory the OS sandbox does not let commands write (not under the temp dirs it keeps
+/// writable).
+fn outside_dir(name: &str) -> std::path::PathBuf {
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let temps: Vec<std::path::PathBuf> = ["/tmp".into(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|t| std::fs::canonicalize(t).ok())
+        .collect();
+    let base = if temps.iter().any(|t| target.starts_with(t)) {
+        std::path::PathBuf::from("/var/tmp")
+    } else {
+        target
+    };
+    let d = base.join(format!("sa-outside-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A subagent's `fen` runs outside the sandbox and plans its own tool commands with the
+/// parent's plan inputs (`sandbox::plan`): working in another folder, whose settings say
+/// nothing, its `make out` still leaves the sandbox by the parent's `sandbox.unsandboxed`
+/// rule, and neither the child nor its command sees the parent's secrets.
+#[test]
+fn a_subagent_child_plans_with_the_parents_sandbox_settings_and_hidden_env() {
+    if fen::native::sandbox::detect().tier == fen::native::sandbox::Tier::None {
+        eprintln!("NOTICE: no sandbox tier on this machine; subagent plan test skipped");
+        return;
+    }
+    let s = Sandbox::new();
+    let out = outside_dir("plan");
+    s.write(
+        "config/fen/agents/runner.md",
+        "---\nname: runner\ndescription: runs make\ntools: bash\n---\nYou run make.\n",
+    );
+    // The parent's project says `make out` runs outside the sandbox; the child's folder
+    // (elsewhere) has no settings of its own.
+    s.write(
+        "work/.fen/settings.json",
+        r#"{"sandbox": {"unsandboxed": ["Bash(make out *)"]}}"#,
+    );
+    s.write(
+        "elsewhere/Makefile",
+        &format!(
+            "out:\n\techo \"made:$$SOME_API_KEY:$$OPENAI_API_KEY\" >> {o}/made.txt\n",
+            o = out.display()
+        ),
+    );
+    let elsewhere = s.root().join("elsewhere");
+    let args = json!({ "agent": "runner", "task": "make it", "cwd": elsewhere });
+    let bash = json!({ "command": "make out" });
+    let server = FakeLlm::start(
+        Scenario::new()
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                Turn::default().with_tool_call("c1", "subagent", &args.to_string()),
+            ))
+            .then(Reply::stream(
+                Api::OpenAiChat,
+                Turn::default().with_tool_call("b1", "bash", &bash.to_string()),
+            ))
+            .then(text("child finished"))
+            .then(text("parent done")),
+    );
+    let pargs = parent_args(
+        &server,
+        &["--trust", "--permission-mode", "auto", "--on-ask", "allow"],
+        "delegate",
+    );
+    let pargs: Vec<&str> = pargs.iter().map(String::as_str).collect();
+    let o = s.fen_env(
+        &pargs,
+        &[("OPENAI_API_KEY", "test-key"), ("SOME_API_KEY", "s3cret")],
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4, "{}", String::from_utf8_lossy(&o.stderr));
+    let child_saw = reqs[2].body["messages"].to_string();
+    assert!(
+        child_saw.contains("ran outside the sandbox: sandbox.unsandboxed rule Bash(make out *)"),
+        "the child planned `make out` with the parent's rule: {child_saw}"
+    );
+    let made = std::fs::read_to_string(out.join("made.txt")).unwrap_or_default();
+    assert_eq!(made, "made::\n", "{child_saw}");
+    // The parent's log says why the child runs where it runs.
+    let logs = std::fs::read_to_string(s.state().join("fen/logs.jsonl")).unwrap_or_default();
+    assert!(
+        logs.contains("(runner): outside: a subagent is fen"),
+        "{logs}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

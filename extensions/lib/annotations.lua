@@ -377,6 +377,8 @@ function native.clock_ms() end
 ---@field signal integer?
 ---@field logged integer
 ---@field killed boolean
+---@field unsandboxed_rule string? `start` only: the `sandbox.unsandboxed` rule that ran it outside the sandbox
+---@field plan string? `start` only: why it runs where it runs (`sandbox::plan`)
 
 ---@class fen.NativeJobs
 ---@field max_running integer
@@ -484,6 +486,7 @@ function native.clock_ms() end
 ---@field transcript string?
 ---@field elapsed_ms integer
 ---@field cancelled boolean?
+---@field plan string? `start` only: why the child runs where it runs (`sandbox::plan`)
 
 ---@class fen.NativeSubagent
 ---@field max_running integer

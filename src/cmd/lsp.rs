@@ -21,7 +21,7 @@ pub(super) fn status(cli: &Cli, json: bool, no_start: bool) -> anyhow::Result<Ex
         trusted,
         ctx.project_root.clone(),
         ctx.paths.state_dir.join("lsp"),
-        ctx.hidden_env(),
+        ctx.plan_inputs(),
     );
     if !no_start {
         block_on(m.probe(Instant::now() + Duration::from_secs(10)))?;

@@ -2,8 +2,10 @@
 //! ([`install`]) and kept as the Lua state's one app-data entry of the host; every binding reads
 //! it through [`run`]. It holds fen's directories (resolved once), the working directory and
 //! the project root (searched for once), the settings (loaded once, again on `/reload`), the
-//! environment variables tool children must not see, the OS sandbox of tool shell commands with
-//! the rules that send commands outside it, and the read ledger.
+//! environment variables children must not see, the OS sandbox of tool shell commands with
+//! the rules that send commands outside it and the settings it was made from (with those a
+//! parent `fen` handed down), the read ledger and the MCP servers an ACP client added.
+//! [`RunContext::plan`] asks [`sandbox::plan`] where a child runs and with what environment.
 //!
 //! It also owns fen's one buffered stdin reader, shared by `term.read_line` and `line.read`.
 //! The HTTP client (`http.rs`) and the state private to one binding (the line editor, the
@@ -11,8 +13,11 @@
 
 use crate::kernel::settings::{Paths, Settings};
 use crate::native::ledger::ReadLedger;
+use crate::native::mcp::config::ServerConfig;
 use crate::native::policy::Workspace;
-use crate::native::sandbox::{self, Plan, Sandbox, Unsandboxed};
+use crate::native::sandbox::{
+    self, Child, Plan, PlanInputs, Sandbox, SandboxSettings, Unsandboxed,
+};
 use mlua::Lua;
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -32,8 +37,12 @@ pub struct RunContext {
     hidden_env: RefCell<Vec<String>>,
     sandbox: RefCell<Option<Sandbox>>,
     unsandboxed: RefCell<Option<Unsandboxed>>,
+    sandbox_settings: RefCell<Option<SandboxSettings>>,
+    parent_sandbox: Option<SandboxSettings>,
     /// What the session has read (stale-read protection of `edit` and `write`).
     pub ledger: RefCell<ReadLedger>,
+    /// MCP servers an ACP client added (`mcp.add`), kept across `mcp.configure` calls.
+    pub mcp_added: RefCell<Vec<ServerConfig>>,
     stdin: std::cell::OnceCell<SharedStdin>,
 }
 
@@ -68,7 +77,10 @@ impl RunContext {
             hidden_env: RefCell::default(),
             sandbox: RefCell::default(),
             unsandboxed: RefCell::default(),
+            sandbox_settings: RefCell::default(),
+            parent_sandbox: parent_sandbox(),
             ledger: RefCell::default(),
+            mcp_added: RefCell::default(),
             stdin: std::cell::OnceCell::new(),
         }
     }
@@ -146,24 +158,59 @@ impl RunContext {
             .with_state_dir(&self.paths.state_dir)
     }
 
-    /// Where a tool's shell command runs ([`sandbox::plan`]): `requested = false` is a rerun the
-    /// user approved outside the sandbox. A long command is analysed off the Lua thread.
-    pub async fn plan(&self, command: &str, requested: bool) -> mlua::Result<Plan> {
-        if !requested {
-            return Ok(Plan::default());
-        }
-        let sandbox = self.tool_sandbox();
-        if sandbox.is_none() {
-            return Ok(Plan::default());
-        }
-        let rules = self.unsandboxed();
-        if sandbox::plan_is_slow(command, &rules) {
-            let command = command.to_string();
-            super::native::blocking(move || sandbox::plan(&command, sandbox.as_ref(), &rules)).await
-        } else {
-            Ok(sandbox::plan(command, sandbox.as_ref(), &rules))
+    /// The sandbox settings `policy.use_sandbox` was given (with a parent's merged in).
+    pub fn sandbox_settings(&self) -> Option<SandboxSettings> {
+        self.sandbox_settings.borrow().clone()
+    }
+
+    pub fn set_sandbox_settings(&self, settings: SandboxSettings) {
+        *self.sandbox_settings.borrow_mut() = Some(settings);
+    }
+
+    /// The sandbox settings of the `fen` that started this one as its subagent, if one did
+    /// (see [`sandbox::PARENT_SANDBOX_ENV`]).
+    pub fn parent_sandbox(&self) -> Option<&SandboxSettings> {
+        self.parent_sandbox.as_ref()
+    }
+
+    /// What [`sandbox::plan`] decides from, as this run has it now.
+    pub fn plan_inputs(&self) -> PlanInputs {
+        PlanInputs {
+            sandbox: self.tool_sandbox(),
+            rules: Some(self.unsandboxed()),
+            hidden_env: self.hidden_env(),
+            settings: self.sandbox_settings(),
         }
     }
+
+    /// Where `child` runs and with what environment ([`sandbox::plan`]). A long shell command
+    /// is analysed off the Lua thread.
+    pub async fn plan(&self, child: Child<'_>) -> mlua::Result<Plan> {
+        let inputs = self.plan_inputs();
+        match child {
+            Child::Shell { command, requested } if sandbox::plan_is_slow(&child, &inputs) => {
+                let command = command.to_string();
+                super::native::blocking(move || {
+                    sandbox::plan(
+                        &Child::Shell {
+                            command: &command,
+                            requested,
+                        },
+                        &inputs,
+                    )
+                })
+                .await
+            }
+            _ => Ok(sandbox::plan(&child, &inputs)),
+        }
+    }
+}
+
+/// The sandbox settings a parent `fen` handed down, when this `fen` is its subagent; a value
+/// that does not parse counts as none (the child's own settings apply).
+fn parent_sandbox() -> Option<SandboxSettings> {
+    let raw = std::env::var(sandbox::PARENT_SANDBOX_ENV).ok()?;
+    serde_json::from_str(&raw).ok()
 }
 
 /// Makes `ctx` the run context of `lua`.

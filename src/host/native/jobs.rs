@@ -3,6 +3,7 @@
 
 use crate::host::run::run;
 use crate::native::jobs::{self, JobInfo, JobSpec};
+use crate::native::sandbox::Child;
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
 
@@ -55,7 +56,12 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             let ctx = run(&lua);
             // Jobs run where the shell tool's commands run: the same sandbox, left only by
             // the same `sandbox.unsandboxed` rules (one plan for both).
-            let plan = ctx.plan(&command, true).await?;
+            let plan = ctx
+                .plan(Child::Shell {
+                    command: &command,
+                    requested: true,
+                })
+                .await?;
             let spec = JobSpec {
                 command,
                 cwd: cwd.map(Into::into),
@@ -63,13 +69,14 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 log_cap: cap.unwrap_or(jobs::DEFAULT_LOG_CAP),
                 env: Vec::new(),
                 // Provider keys and other secrets never reach a job.
-                env_remove: ctx.hidden_env(),
+                env_remove: plan.env_remove,
                 sandbox: plan.sandbox,
             };
             match jobs::start(spec).await {
                 Ok(info) => {
                     let t = info_table(&lua, &info)?;
                     t.set("unsandboxed_rule", plan.rule)?;
+                    t.set("plan", plan.reason)?;
                     super::success(t)
                 }
                 Err(e) => super::failure(&lua, e.to_string()),

@@ -77,7 +77,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 trusted,
                 ctx.project_root.clone(),
                 ctx.paths.state_dir.join("lsp"),
-                ctx.hidden_env(),
+                ctx.plan_inputs(),
             );
             let out = lua.create_table()?;
             out.set("errors", super::array(lua, &errors)?)?;

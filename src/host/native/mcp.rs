@@ -46,12 +46,6 @@ fn server_table(lua: &Lua, s: &ServerInfo, with_tools: bool) -> mlua::Result<Tab
     Ok(t)
 }
 
-/// Servers added by `add` (an ACP client's), kept for later `configure` calls.
-fn lock_added() -> std::sync::MutexGuard<'static, Vec<config::ServerConfig>> {
-    static ADDED: std::sync::Mutex<Vec<config::ServerConfig>> = std::sync::Mutex::new(Vec::new());
-    ADDED.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// One server as an ACP client gives it: `{name, command, args?, env? = {NAME = value}}`
 /// (stdio) or `{name, url, headers? = {Name = value}}` (HTTP).
 fn client_server(t: &Table) -> Result<config::ServerConfig, String> {
@@ -140,15 +134,15 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             let paths = &ctx.paths;
             let files = config::files(&paths.config_dir, &ctx.cwd, &ctx.project_root);
             let loaded = config::load(&files, trusted, &|k| std::env::var(k).ok());
-            let hidden = ctx.hidden_env();
             let mut servers = loaded.servers;
             // Servers a client added (`add`) stay across a re-read of the files.
-            for extra in lock_added().iter() {
+            for extra in ctx.mcp_added.borrow().iter() {
                 servers.retain(|s| s.name != extra.name);
                 servers.push(extra.clone());
             }
             let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
-            mcp::global().configure(servers, paths.state_dir.join("mcp"), hidden);
+            // A stdio server's environment is what `sandbox::plan` decides from these.
+            mcp::global().configure(servers, paths.state_dir.join("mcp"), ctx.plan_inputs());
             let out = lua.create_table()?;
             out.set("servers", lua.to_value(&names)?)?;
             let errors: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
@@ -167,13 +161,16 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     Err(msg) => return Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
                 }
             }
-            let mut added = lock_added();
+            let ctx = crate::host::run::run(lua);
+            let mut added = ctx.mcp_added.borrow_mut();
             for c in &configs {
                 added.retain(|s| s.name != c.name);
                 added.push(c.clone());
             }
             drop(added);
             let names: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
+            // Added before any `configure`: their environment is planned all the same.
+            mcp::global().set_plan_inputs(ctx.plan_inputs());
             mcp::global().add(configs);
             Ok((lua.to_value(&names)?, Value::Nil))
         })?,

@@ -81,12 +81,20 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     m.set(
         "allow_unsandboxed",
-        lua.create_function(
-            |lua, rule: String| match run(lua).unsandboxed().add(&rule) {
-                Ok(()) => Ok((Value::Boolean(true), Value::Nil)),
+        lua.create_function(|lua, rule: String| {
+            let ctx = run(lua);
+            match ctx.unsandboxed().add(&rule) {
+                Ok(()) => {
+                    // Subagents started from now on get it too.
+                    if let Some(mut s) = ctx.sandbox_settings() {
+                        s.unsandboxed.push(rule);
+                        ctx.set_sandbox_settings(s);
+                    }
+                    Ok((Value::Boolean(true), Value::Nil))
+                }
                 Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e)?))),
-            },
-        )?,
+            }
+        })?,
     )?;
     m.set(
         "audit",
@@ -372,9 +380,48 @@ crate::lua_options! {
     }
 }
 
+/// `root` as an absolute path (a child `fen` may work elsewhere, so the roots it is handed
+/// must not depend on its directory); unresolvable ones (`~/x` without HOME) stay as written.
+fn absolute_root(root: &str, workspace: &str) -> String {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    sandbox::policy::resolve(root, Path::new(workspace), home.as_deref())
+        .map_or_else(|| root.to_string(), |p| p.display().to_string())
+}
+
 fn use_sandbox_fn(lua: &Lua, t: Table) -> mlua::Result<Value> {
-    let o: SandboxOpts = super::options(lua, Value::Table(t))?;
+    let mut o: SandboxOpts = super::options(lua, Value::Table(t))?;
     let ctx = run(lua);
+    // A subagent's `fen` plans its tool commands with its parent's sandbox settings: on (or
+    // required) when either says so (never looser than the child's own policy assumes), the
+    // parent's network switch, its writable roots and unsandboxed rules added to the child's.
+    let mut roots: Vec<String> = o
+        .writable_roots
+        .iter()
+        .map(|r| absolute_root(r, &o.workspace))
+        .collect();
+    if let Some(parent) = ctx.parent_sandbox() {
+        o.enabled |= parent.enabled;
+        o.required |= parent.required;
+        o.network = parent.network;
+        for r in &parent.writable_roots {
+            if !roots.contains(r) {
+                roots.push(r.clone());
+            }
+        }
+        for r in &parent.unsandboxed {
+            if !o.unsandboxed.contains(r) {
+                o.unsandboxed.push(r.clone());
+            }
+        }
+    }
+    o.writable_roots = roots;
+    ctx.set_sandbox_settings(sandbox::SandboxSettings {
+        enabled: o.enabled,
+        required: o.required,
+        network: o.network,
+        writable_roots: o.writable_roots.clone(),
+        unsandboxed: o.unsandboxed.clone(),
+    });
     // The rules that send commands outside the sandbox (replaced as a whole: settings reload).
     let ws = ctx.session_workspace();
     let set = Unsandboxed::new(ws.clone());

@@ -3,6 +3,7 @@
 use super::{expand_path, failure, success};
 use crate::host::run::run;
 use crate::native::process::{self, ProcessSpec};
+use crate::native::sandbox::Child;
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
 
@@ -57,8 +58,9 @@ async fn run_all_fn(lua: Lua, list: Vec<Value>) -> mlua::Result<Table> {
 /// `process.run({command, cwd, timeout_ms, env = {K = V}, stdin, head_bytes, tail_bytes, sandbox},
 /// on_output?)` -> `{exit_code, signal, timed_out, cancelled, duration_ms, total_bytes, text,
 /// truncated, escaped_bytes, spill_path, background_pids, sandboxed, sandbox_blocked,
-/// sandbox_hint, unsandboxed_rule}` (`sandbox_hint`: the way out when nobody can be asked) or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
-/// the `sandbox.unsandboxed` rule that ran the command outside the sandbox. Head and tail
+/// sandbox_hint, unsandboxed_rule, plan}` (`sandbox_hint`: the way out when nobody can be asked) or `nil, message` (bad cwd, spawn failure). `unsandboxed_rule` names
+/// the `sandbox.unsandboxed` rule that ran the command outside the sandbox; `plan` says why
+/// it ran where it ran (`sandbox::plan`). Head and tail
 /// default to what fits the sanitizer's cap (about 31 KB each). `on_output(text)` receives throttled live chunks.
 /// The turn's cancellation (Ctrl-C) kills the process group.
 async fn run_fn(
@@ -83,15 +85,21 @@ async fn run_fn(
     spec.tail_bytes = opts.tail_bytes.unwrap_or(spec.tail_bytes.min(budget));
     let ctx = run(&lua);
     spec.spill_dir = Some(ctx.paths.state_dir.join("tool-output"));
-    // Provider keys and other secrets never reach the child.
-    spec.env_remove = ctx.hidden_env();
     // Tool commands run in the sandbox the permissions extension chose (`policy.use_sandbox`),
     // unless the call says `sandbox = false` (a rerun the user approved outside it) or a
-    // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation).
+    // `sandbox.unsandboxed` rule covers the command (an "always" answer to an escalation);
+    // provider keys and other secrets never reach them (one plan: `sandbox::plan`).
     let requested = opts.sandbox.unwrap_or(true);
-    let plan = ctx.plan(&spec.command, requested).await?;
+    let plan = ctx
+        .plan(Child::Shell {
+            command: &spec.command,
+            requested,
+        })
+        .await?;
+    spec.env_remove = plan.env_remove;
     spec.sandbox = plan.sandbox;
     let unsandboxed_rule = plan.rule;
+    let plan_reason = plan.reason;
     let sandbox_policy = spec.sandbox.as_ref().map(|s| s.policy.clone());
     let cancel = super::cancel_token(&lua);
     let mut forward = |chunk: &str| {
@@ -125,6 +133,7 @@ async fn run_fn(
     }
     t.set("sandboxed", sandbox_policy.is_some())?;
     t.set("unsandboxed_rule", unsandboxed_rule)?;
+    t.set("plan", plan_reason)?;
     t.set("exit_code", r.exit_code)?;
     t.set("signal", r.signal)?;
     t.set("timed_out", r.timed_out)?;

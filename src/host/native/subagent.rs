@@ -7,6 +7,7 @@
 
 use crate::kernel::calls::{self, Scope};
 use crate::kernel::convert;
+use crate::native::sandbox::Child;
 use crate::native::subagent::{self as sa, RunInfo, RunSpec};
 use mlua::{Function, Lua, Table, Value};
 use std::time::Duration;
@@ -126,7 +127,8 @@ fn report_exit(lua: &Lua, id: &str, on_exit: Option<&Function>) {
 /// (async), on_exit = fn(info)}`. `wait(id, {wait_ms})` *async* -> info (never kills; a
 /// cancelled call returns once its foreground child is gone, with `cancelled = true`);
 /// `kill(id)` *async* -> info | nil, message; `list()` -> [info]; `info(id)` -> info | nil,
-/// message; `running()` -> n; `max_running`. info = `{id, pid, label, background, status,
+/// message; `running()` -> n; `max_running`. `start`'s info also has `plan`: why the child
+/// runs where it runs (`sandbox::plan`). info = `{id, pid, label, background, status,
 /// running, finished, exit_code?, signal?, killed, turns, result?, bad_lines, tail,
 /// transcript?, elapsed_ms}`.
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
@@ -139,18 +141,23 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             if let Some(h) = &handlers {
                 super::options::<Handlers>(&lua, Value::Table(h.clone()))?;
             }
-            let hidden = crate::host::run::run(&lua).hidden_env();
+            // The child fen runs outside the sandbox and plans its own tool commands with the
+            // parent's sandbox settings and without its hidden variables (`sandbox::plan`).
+            let plan = crate::host::run::run(&lua)
+                .plan(Child::Subagent {
+                    keep_env: &o.keep_env,
+                })
+                .await?;
             let program = std::env::current_exe()
                 .map_err(|e| mlua::Error::runtime(format!("cannot find fen's executable: {e}")))?;
+            let mut env: Vec<(String, String)> = o.env.into_iter().collect();
+            env.extend(plan.env);
             let spec = RunSpec {
                 program,
                 args: o.args,
                 cwd: o.cwd.map(|c| super::expand_path(&c)),
-                env: o.env.into_iter().collect(),
-                env_remove: hidden
-                    .into_iter()
-                    .filter(|k| !o.keep_env.contains(k))
-                    .collect(),
+                env,
+                env_remove: plan.env_remove,
                 transcript: o.transcript.map(Into::into),
                 label: o.label,
                 background: o.background,
@@ -179,7 +186,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     }
                 });
             }
-            super::success(info_table(&lua, &info)?)
+            let t = info_table(&lua, &info)?;
+            t.set("plan", plan.reason)?;
+            super::success(t)
         })?,
     )?;
     m.set(

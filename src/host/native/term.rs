@@ -646,9 +646,11 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
                     )
                 }
             };
-            // Secrets never reach the notifier.
-            let hidden = crate::host::run::run(&lua).hidden_env();
-            match notify::run_command(argv, input, &hidden).await {
+            // Secrets never reach the notifier (`sandbox::plan`).
+            let plan = crate::host::run::run(&lua)
+                .plan(crate::native::sandbox::Child::Notifier)
+                .await?;
+            match notify::run_command(argv, input, &plan.env_remove).await {
                 Ok(None) => Ok((Value::Boolean(true), Value::Nil)),
                 Ok(Some(msg)) => super::failure(&lua, msg),
                 Err(e) => super::failure(&lua, format!("notifications.command: {e}")),
@@ -686,11 +688,19 @@ fn full_screen(lua: &Lua, m: &Table) -> mlua::Result<()> {
             if let Err(e) = std::fs::write(file.path(), &text) {
                 return Ok((None, Some(format!("cannot write the temp file: {e}"))));
             }
+            // The person's editor sees their environment (`sandbox::plan`).
+            let plan = crate::host::run::run(&lua)
+                .plan(crate::native::sandbox::Child::Editor)
+                .await?;
             u.paused.set(true);
             leave_inline(&u, false);
             setup::restore();
             // Through the shell, so EDITOR="code --wait" works; the terminal is the editor's.
-            let status = tokio::process::Command::new("/bin/sh")
+            let mut cmd = tokio::process::Command::new("/bin/sh");
+            for k in &plan.env_remove {
+                cmd.env_remove(k);
+            }
+            let status = cmd
                 .arg("-c")
                 .arg(format!("{editor} \"$1\""))
                 .arg("fen-edit")

@@ -69,6 +69,8 @@ pub struct Spawn<'a> {
     pub args: &'a [String],
     pub env: &'a std::collections::BTreeMap<String, String>,
     pub env_remove: &'a [String],
+    /// Where it runs and why (its plan, `sandbox::plan`), for the log.
+    pub why: &'a str,
     pub root: &'a Path,
     pub log: &'a Path,
 }
@@ -85,10 +87,11 @@ impl Conn {
         note(
             s.log,
             &format!(
-                "starting {} {} in {}",
+                "starting {} {} in {} ({})",
                 s.command,
                 s.args.join(" "),
-                s.root.display()
+                s.root.display(),
+                s.why
             ),
         );
         let stderr = std::fs::OpenOptions::new()

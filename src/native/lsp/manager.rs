@@ -13,6 +13,7 @@ use super::client::{self, Conn, Incoming, Spawn};
 use super::config::{self, ServerDef};
 use super::diag::{self, Diagnostic};
 use super::position::{path_to_uri, uri_to_path};
+use crate::native::sandbox::{self, Child, PlanInputs};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -84,7 +85,8 @@ struct State {
     trusted: bool,
     project_root: PathBuf,
     log_dir: PathBuf,
-    env_remove: Vec<String>,
+    /// What `sandbox::plan` decides a server's environment from.
+    plan_inputs: PlanInputs,
     wait_ms: u64,
     servers: BTreeMap<Key, Server>,
     /// Definitions that cannot run here, with why (not on PATH, exited at once).
@@ -247,13 +249,13 @@ impl Manager {
         trusted: bool,
         project_root: PathBuf,
         log_dir: PathBuf,
-        env_remove: Vec<String>,
+        plan_inputs: PlanInputs,
     ) {
         let mut st = lock(&self.shared.st);
         st.trusted = trusted;
         st.project_root = project_root;
         st.log_dir = log_dir;
-        st.env_remove = env_remove;
+        st.plan_inputs = plan_inputs;
         st.wait_ms = loaded.diagnostics_wait_ms;
         st.defs = loaded.servers.clone();
         let defs = st.defs.clone();
@@ -379,12 +381,21 @@ impl Manager {
         let k = key.clone();
         let on: Arc<dyn Fn(Incoming) + Send + Sync> =
             Arc::new(move |ev| me.incoming(&k, epoch, ev));
+        // Where it runs and what it inherits: the one plan of every child fen starts.
+        let set: Vec<String> = def.env.keys().cloned().collect();
+        let plan = sandbox::plan(&Child::LanguageServer { env: &set }, &st.plan_inputs);
+        let why = format!(
+            "{}; {} hidden variables removed",
+            plan.reason,
+            plan.env_remove.len()
+        );
         let spawned = Conn::spawn(
             &Spawn {
                 command: &def.command,
                 args: &def.args,
                 env: &def.env,
-                env_remove: &st.env_remove,
+                env_remove: &plan.env_remove,
+                why: &why,
                 root: &key.1,
                 log: &log,
             },

@@ -10,6 +10,7 @@
 use super::config::{ServerConfig, Transport};
 use super::http::{FenHttpClient, OAuthLogin};
 use super::names;
+use crate::native::sandbox::{self, Child, PlanInputs};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
@@ -139,7 +140,8 @@ struct Shared {
     servers: Mutex<BTreeMap<String, Entry>>,
     changed: watch::Sender<u64>,
     log_dir: Mutex<PathBuf>,
-    env_remove: Mutex<Vec<String>>,
+    /// What `sandbox::plan` decides a stdio server's environment from.
+    plan_inputs: Mutex<PlanInputs>,
     /// Built by the first HTTP server's connection: loading the system's TLS roots takes
     /// milliseconds that runs without HTTP servers must not pay.
     http: OnceLock<reqwest::Client>,
@@ -229,7 +231,7 @@ impl Manager {
                 servers: Mutex::new(BTreeMap::new()),
                 changed,
                 log_dir: Mutex::new(std::env::temp_dir().join("fen-mcp")),
-                env_remove: Mutex::new(Vec::new()),
+                plan_inputs: Mutex::new(PlanInputs::default()),
                 http: OnceLock::new(),
             }),
         }
@@ -239,12 +241,18 @@ impl Manager {
         self.shared.changed.send_modify(|n| *n += 1);
     }
 
+    /// Sets what [`sandbox::plan`] decides a stdio server's environment from.
+    pub fn set_plan_inputs(&self, plan_inputs: PlanInputs) {
+        *lock(&self.shared.plan_inputs) = plan_inputs;
+    }
+
     /// Sets the servers: new ones are added (idle, or disabled), ones whose config changed
-    /// are stopped and reset, ones no longer listed are stopped and removed. `env_remove`
-    /// names the variables a stdio child must not inherit.
-    pub fn configure(&self, servers: Vec<ServerConfig>, log_dir: PathBuf, env_remove: Vec<String>) {
+    /// are stopped and reset, ones no longer listed are stopped and removed. `plan_inputs`
+    /// (the run's hidden environment) is what [`sandbox::plan`] decides a stdio server's
+    /// environment from.
+    pub fn configure(&self, servers: Vec<ServerConfig>, log_dir: PathBuf, plan_inputs: PlanInputs) {
         *lock(&self.shared.log_dir) = log_dir;
-        *lock(&self.shared.env_remove) = env_remove;
+        *lock(&self.shared.plan_inputs) = plan_inputs;
         let mut map = lock(&self.shared.servers);
         let names: HashSet<String> = servers.iter().map(|s| s.name.clone()).collect();
         map.retain(|name, e| {
@@ -532,7 +540,21 @@ impl Manager {
         std::fs::create_dir_all(&log_dir)
             .map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
         let log = log_path(&log_dir, name);
-        self.note(name, &format!("starting {command} {}", args.join(" ")));
+        // Where it runs and what it inherits: the one plan of every child fen starts.
+        let set: Vec<String> = env.keys().cloned().collect();
+        let plan = sandbox::plan(
+            &Child::McpServer { env: &set },
+            &lock(&self.shared.plan_inputs),
+        );
+        self.note(
+            name,
+            &format!(
+                "starting {command} {} ({}; {} hidden variables removed)",
+                args.join(" "),
+                plan.reason,
+                plan.env_remove.len()
+            ),
+        );
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -540,9 +562,10 @@ impl Manager {
             .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args);
-        for k in lock(&self.shared.env_remove).iter() {
+        for k in &plan.env_remove {
             cmd.env_remove(k);
         }
+        cmd.envs(plan.env);
         cmd.envs(env);
         if let Some(dir) = cwd {
             cmd.current_dir(dir);

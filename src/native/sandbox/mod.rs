@@ -24,7 +24,10 @@ use std::sync::Arc;
 
 pub use bwrap::{args as bwrap_args, BwrapArgs, Prepared as BwrapPrepared};
 pub use classify::{classify, Blocked, Boundary};
-pub use plan::{plan, plan_is_slow, Plan, Unsandboxed};
+pub use plan::{
+    plan, plan_is_slow, Child, Inputs as PlanInputs, Plan, SandboxSettings, Unsandboxed,
+    PARENT_SANDBOX_ENV,
+};
 pub use policy::{PolicyInputs, RootKind, SandboxPolicy, WritableRoot};
 pub use tier::{
     available, detect, detect_without_trial, detected, find_on_path, landlock_abi, probe, Tier,

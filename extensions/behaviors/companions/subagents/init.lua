@@ -336,6 +336,8 @@ return function(api)
       env = { FEN_SUBAGENT_DEPTH = tostring(depth + 1) },
     }, { on_ask = resolver(label), on_exit = args.background and announce or redraw })
     if not info then return nil, "error: " .. why end
+    -- Why the child runs where it runs, with which environment (`sandbox::plan`).
+    api.log("info", string.format("subagent %s (%s): %s", info.id, label, tostring(info.plan)))
     state.runs[info.id] = { agent = label, task = args.task, background = args.background == true,
       timeout_s = tonumber(args.timeout_s) or def.timeout_s, worktree = worktree }
     redraw()

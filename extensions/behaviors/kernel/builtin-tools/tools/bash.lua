@@ -143,6 +143,8 @@ return function(api)
         truncated = r.truncated, escaped_bytes = r.escaped_bytes, spill_path = r.spill_path, background_pids = r.background_pids,
         sandboxed = r.sandboxed, sandbox_blocked = r.sandbox_blocked, escalated = r.escalated,
         unsandboxed_rule = r.unsandboxed_rule,
+        -- Why it ran inside or outside the sandbox (`sandbox::plan`), kept in the session.
+        plan = r.plan,
       }
       local text = table.concat(parts, "\n")
       if failed then return util.fail(text, details) end
