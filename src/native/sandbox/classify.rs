@@ -246,7 +246,17 @@ pub fn paths_in(line: &str) -> Vec<PathBuf> {
         }
     }
     if out.is_empty() {
-        for tok in line.split_whitespace() {
+        // A shell names itself and the script line first (`/bin/sh: 1: cannot create x: ...`,
+        // `/bin/bash: line 1: x: ...`): that path is the reporter, not what was refused.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let shell_prefix = match words.as_slice() {
+            [_, n, ..] if n.strip_suffix(':').is_some_and(is_number) => 2,
+            [_, l, n, ..] if *l == "line" && n.strip_suffix(':').is_some_and(is_number) => 3,
+            _ => 0,
+        };
+        let reporter = words.first().is_some_and(|w| w.ends_with(':'));
+        let skip = if reporter { shell_prefix } else { 0 };
+        for tok in words.into_iter().skip(skip) {
             let t = tok.trim_matches(|c: char| {
                 matches!(
                     c,
@@ -260,6 +270,10 @@ pub fn paths_in(line: &str) -> Vec<PathBuf> {
     }
     out.retain(|p| !p.starts_with("/dev/tcp") && !p.starts_with("/dev/udp"));
     out
+}
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -289,6 +303,19 @@ mod tests {
         assert_eq!(
             boundary("bash: line 1: /home/u/.bashrc: Permission denied"),
             w("/home/u/.bashrc")
+        );
+        // The shell that reports names itself first; that is not the path refused.
+        assert_eq!(
+            boundary("/bin/sh: 1: cannot create /etc/x: Read-only file system"),
+            w("/etc/x")
+        );
+        assert_eq!(
+            boundary("/bin/sh: 1: cannot create out.txt: Read-only file system"),
+            Some(Boundary::WriteUnknown)
+        );
+        assert_eq!(
+            boundary("/bin/bash: line 3: out.txt: Read-only file system"),
+            Some(Boundary::WriteUnknown)
         );
         assert_eq!(
             boundary("PermissionError: [Errno 13] Permission denied: '/opt/x.txt'"),
