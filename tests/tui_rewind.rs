@@ -145,7 +145,7 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     t.wait("the first prompt in the input", |screen| {
         screen.lines().any(|l| l.starts_with("› change a"))
     });
-    // The old session is kept beside the branch now in use.
+    // One session file, appended to: the branch is inside it, the old branch kept.
     let mut files = Vec::new();
     for d in std::fs::read_dir(s.state().join("fen/sessions"))
         .unwrap()
@@ -157,12 +157,24 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
             }
         }
     }
-    assert_eq!(files.len(), 2, "{files:?}");
-    assert!(
-        files.iter().any(|f| f.contains("\"branch_of\"")),
-        "{files:?}"
-    );
-    assert!(files.iter().any(|f| f.contains("second done")), "{files:?}");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].contains("\"type\":\"branch\""), "{files:?}");
+    assert!(files[0].contains("second done"), "{files:?}");
+    // /sessions lists the old branch; /resume takes its id and brings its 8 messages back.
+    t.send("\x15");
+    std::thread::sleep(Duration::from_millis(150));
+    t.send("/sessions\r");
+    let screen = t.wait_for("branch ");
+    let leaf = screen
+        .lines()
+        .filter(|l| l.contains(" msgs"))
+        .find_map(|l| l.split("branch ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    assert!(screen.contains("add b"), "{screen}");
+    t.send(&format!("/resume {leaf}\r"));
+    t.wait_for("(8 messages)");
 }
 
 /// The line REPL on a terminal: `/rewind`'s menus answered by number, the file is back, and the

@@ -217,8 +217,12 @@ impl Git {
     /// it). Returns the skipped paths.
     pub fn stage(&self, opts: &Options) -> Result<Vec<String>> {
         self.seed_index();
+        // The untracked cache only serves `--untracked-files=all` when the config says `all`
+        // too (git >= 2.39; older ones ignore it): then unchanged directories are not read.
         let out = self.run(
             &[
+                "-c",
+                "status.showUntrackedFiles=all",
                 "status",
                 "--porcelain=v1",
                 "-z",
@@ -294,8 +298,10 @@ impl Git {
         Ok(skipped)
     }
 
+    /// The index as a tree. `--missing-ok`: the blobs were just written by [`Git::stage`], so
+    /// git need not stat one loose object per entry of every changed directory.
     pub fn write_tree(&self) -> Result<String> {
-        self.run_text(&["write-tree"])
+        self.run_text(&["write-tree", "--missing-ok"])
     }
 
     pub fn commit_tree(&self, tree: &str, message: &str) -> Result<String> {
