@@ -164,13 +164,17 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     t.send("\x15");
     std::thread::sleep(Duration::from_millis(150));
     t.send("/sessions\r");
-    let screen = t.wait_for("branch ");
+    let screen = t.wait("the old branch listed", |screen| {
+        screen
+            .lines()
+            .any(|l| l.contains("branch ") && l.contains(" msgs"))
+    });
     let leaf = screen
         .lines()
         .filter(|l| l.contains(" msgs"))
         .find_map(|l| l.split("branch ").nth(1))
         .and_then(|rest| rest.split_whitespace().next())
-        .unwrap()
+        .unwrap_or_else(|| panic!("{screen}"))
         .to_string();
     assert!(screen.contains("add b"), "{screen}");
     t.send(&format!("/resume {leaf}\r"));
