@@ -162,7 +162,8 @@ local session = {}
 ---@return {path: string, id: string}?
 function session.info() end
 
---- This directory's sessions, newest first (async).
+--- This directory's sessions, newest first (async): `{path, id, created, modified, title,
+--- message_count, branches}`; `branches`: the file's other branches (`SessionBranch`, docs/contracts.md).
 ---@return table[]
 function session.list() end
 
@@ -170,7 +171,8 @@ function session.list() end
 ---@return boolean ok, string? err
 function session.new() end
 
---- Switches to the session matching `query`, the latest without one (async).
+--- Switches to the session matching `query` (a path, an id prefix, or the leaf id of another branch
+--- `list` names), the latest without one (async).
 ---@param query string?
 ---@return boolean ok, string? err
 function session.resume(query) end

@@ -4,8 +4,8 @@
 //! from here on the conversation continues from the message `parent_id` (null: from nothing).
 //! The records between two branch records form a *run*; a run's records continue its
 //! branch record's `parent_id`. Of the records written after `parent_id` in its own run, those
-//! before the first one whose `id` is `before` still belong to the conversation (`before`
-//! absent: all of them, up to the end of that run); messages after `parent_id` never do.
+//! before the next message and before the first one whose `id` is `before` still belong to
+//! the conversation (they were written while `parent_id` was the last message).
 //!
 //! The conversation now in use (the *view*) is therefore: the last run, then the part of the
 //! run holding its `parent_id` up to the cut, and so on back to the first run. Nothing is
@@ -159,13 +159,14 @@ impl<'a> Tree<'a> {
             let run = &self.runs[r];
             let mut chunk: Vec<usize> = (run.start..=x).collect();
             for i in x + 1..run.end {
-                if before.is_some() && self.data.id(&self.records[i]).as_deref() == before.as_deref()
+                // Records after the next message were written while it was the leaf.
+                if self.is_message(i)
+                    || before.is_some()
+                        && self.data.id(&self.records[i]).as_deref() == before.as_deref()
                 {
                     break;
                 }
-                if !self.is_message(i) {
-                    chunk.push(i);
-                }
+                chunk.push(i);
             }
             chunks.push(chunk);
             base = run.base.clone();
@@ -207,7 +208,8 @@ impl<'a> Tree<'a> {
         let in_view: HashSet<usize> = kept.iter().copied().collect();
         let run = &self.runs[self.run_of[x]];
         let before = (x + 1..run.end)
-            .find(|&i| !self.is_message(i) && !in_view.contains(&i))
+            .take_while(|&i| !self.is_message(i))
+            .find(|&i| !in_view.contains(&i))
             .and_then(|i| self.data.id(&self.records[i]))
             .map(Cow::into_owned);
         Point { leaf, before }
@@ -361,6 +363,53 @@ mod tests {
         let p2 = t.cut(&v, Some(v.records[5]));
         assert_eq!(p2.leaf.as_deref(), Some("m2"));
         assert_eq!(p2.before.as_deref(), Some("c2"));
+    }
+
+    #[test]
+    fn resume_follows_the_branch_and_its_compactions_only() {
+        use crate::native::jsonl::resume_at;
+        let ids = |r: &crate::native::jsonl::ResumeReport| -> Vec<String> {
+            r.records
+                .iter()
+                .map(|x| r.value(x).unwrap()["id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        // A compaction on the abandoned branch does not apply.
+        let f = file(&[
+            r#"{"type":"session","id":"S"}"#,
+            r#"{"type":"message","id":"m1","message":{"role":"user","content":"one"}}"#,
+            r#"{"type":"message","id":"m2","parent_id":"m1","message":{"role":"assistant","content":"a"}}"#,
+            r#"{"type":"message","id":"m3","parent_id":"m2","message":{"role":"user","content":"two"}}"#,
+            r#"{"type":"compaction","id":"k1","summary":"s","first_kept_entry_id":"m3"}"#,
+            r#"{"type":"checkpoint","id":"c5","turn":5}"#,
+            r#"{"type":"branch","id":"b1","parent_id":"m2"}"#,
+            r#"{"type":"message","id":"m4","parent_id":"m2","message":{"role":"user","content":"three"}}"#,
+        ]);
+        let r = resume_at(f.path(), None).unwrap();
+        assert_eq!(ids(&r), ["m1", "m2", "m4"]);
+        assert_eq!(r.compaction_index, None);
+        assert_eq!(r.max_turn, Some(5));
+        // One on the path does; `at` reads the other branch without writing anything.
+        let f = file(&[
+            r#"{"type":"session","id":"S"}"#,
+            r#"{"type":"message","id":"m1","message":{"role":"user","content":"one"}}"#,
+            r#"{"type":"message","id":"m2","parent_id":"m1","message":{"role":"assistant","content":"a"}}"#,
+            r#"{"type":"compaction","id":"k1","summary":"s","first_kept_entry_id":"m2"}"#,
+            r#"{"type":"message","id":"m3","parent_id":"m2","message":{"role":"user","content":"two"}}"#,
+            r#"{"type":"branch","id":"b1","parent_id":"m2"}"#,
+            r#"{"type":"message","id":"m4","parent_id":"m2","message":{"role":"user","content":"three"}}"#,
+        ]);
+        let len = std::fs::metadata(f.path()).unwrap().len();
+        let r = resume_at(f.path(), None).unwrap();
+        assert_eq!(ids(&r), ["m2", "k1", "m4"]);
+        assert_eq!(r.compaction_index, Some(1));
+        let at = Point {
+            leaf: Some("m3".into()),
+            before: None,
+        };
+        let r = resume_at(f.path(), Some(&at)).unwrap();
+        assert_eq!(ids(&r), ["m2", "k1", "m3"]);
+        assert_eq!(std::fs::metadata(f.path()).unwrap().len(), len);
     }
 
     #[test]

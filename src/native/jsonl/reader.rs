@@ -455,8 +455,9 @@ pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
 }
 
 /// [`read_from_latest_compaction`] of the branch in use (see [`super::branch`]), or with
-/// `at`, of the branch continuing from that point. A file holding branch records is
-/// validated whole (the branch's records are spread over it); others as above.
+/// `at`, of the branch continuing from that point. When a branch record lies in the span to
+/// replay (or `at` is given), the file is validated whole (a branch's records are spread
+/// over it); otherwise as above.
 pub fn resume_at(path: &Path, at: Option<&Point>) -> Result<ResumeReport> {
     let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
     let len = file
@@ -470,9 +471,6 @@ pub fn resume_at(path: &Path, at: Option<&Point>) -> Result<ResumeReport> {
     let bytes = SessionBytes::load(&file, path, len)?;
     let header_end = read_header(&bytes, &mut report);
     let floor = usize::try_from(header_end).unwrap_or(usize::MAX);
-    if at.is_some() || has_branches(bytes.get(floor..).unwrap_or_default()) {
-        return Ok(resume_branch(bytes, report, at));
-    }
     let found = find_compaction(&bytes, floor, &mut report.notes);
     let start = match &found {
         None => header_end,
@@ -489,11 +487,17 @@ pub fn resume_at(path: &Path, at: Option<&Point>) -> Result<ResumeReport> {
             },
         },
     };
-    report.start_offset = start;
-    // Forward from `start`: validated in parallel like `read_all`, kept as spans.
     let from = usize::try_from(start)
         .unwrap_or(usize::MAX)
         .min(bytes.len());
+    // No branch record in the replayed span: it is all one run, the end of the branch in use
+    // (what comes before is summarized by the compaction). Otherwise the branch is worked out
+    // from the whole file.
+    if at.is_some() || has_branches(&bytes[from..]) {
+        return Ok(resume_branch(bytes, report, at));
+    }
+    report.start_offset = start;
+    // Forward from `start`: validated in parallel like `read_all`, kept as spans.
     let lines = validate_lines(&bytes[from..], start, start == 0);
     let compaction_offset = found.as_ref().map(|c| c.offset);
     report.compaction_index =
