@@ -304,8 +304,9 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
     let sc = sc.to_str().unwrap();
     assert!(answer(&s.fen(&["-p", "one", "--mock-script", sc])).contains("saw[one]"));
     assert!(answer(&s.fen(&["-c", "-p", "two", "--mock-script", sc])).contains("saw[one|two]"));
-    assert!(answer(&s.fen(&["-c", "-p", "three", "--mock-script", sc]))
-        .contains("saw[one|two|three]"));
+    assert!(
+        answer(&s.fen(&["-c", "-p", "three", "--mock-script", sc])).contains("saw[one|two|three]")
+    );
     let files = sessions(&s);
     assert_eq!(files.len(), 1);
     let path = files[0].clone();
@@ -343,7 +344,10 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
     // Numbered after every turn of the file (the snapshots are named by number).
     assert_eq!(turns, vec![4, 1]);
     let shown = answer(&s.fen(&["session", "show", &path.to_string_lossy()]));
-    assert!(shown.contains("four") && !shown.contains("three"), "{shown}");
+    assert!(
+        shown.contains("four") && !shown.contains("three"),
+        "{shown}"
+    );
 
     // The old branch is listed, and resuming it restores its context.
     let listed = answer(&s.fen(&["session", "list"]));
@@ -355,11 +359,16 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
         .unwrap_or_else(|| panic!("no branch listed: {listed}"))
         .to_string();
     assert!(listed.contains("three"), "{listed}");
-    assert!(answer(&s.fen(&["--resume", &leaf, "-p", "five", "--mock-script", sc]))
-        .contains("saw[one|two|three|five]"));
+    assert!(
+        answer(&s.fen(&["--resume", &leaf, "-p", "five", "--mock-script", sc]))
+            .contains("saw[one|two|three|five]")
+    );
     // That switch was appended too; the branch of "four" is now the other one.
     let listed = answer(&s.fen(&["session", "list"]));
-    assert!(listed.contains("branch ") && listed.contains("four"), "{listed}");
+    assert!(
+        listed.contains("branch ") && listed.contains("four"),
+        "{listed}"
+    );
     assert!(answer(&s.fen(&["-c", "-p", "six", "--mock-script", sc]))
         .contains("saw[one|two|three|five|six]"));
     let text = std::fs::read(&path).unwrap();

@@ -178,7 +178,8 @@ impl<'a> Tree<'a> {
         let mut records: Vec<usize> = chunks.into_iter().rev().flatten().collect();
         // The header belongs to every view.
         if let Some(first) = self.records.first() {
-            if self.data.record_type(first).as_deref() == Some("session") && records.first() != Some(&0)
+            if self.data.record_type(first).as_deref() == Some("session")
+                && records.first() != Some(&0)
             {
                 records.insert(0, 0);
             }
@@ -196,7 +197,11 @@ impl<'a> Tree<'a> {
     /// the record `index` of it (None: just after its end), for a branch record.
     pub fn cut(&self, view: &View, index: Option<usize>) -> Point {
         let upto = match index {
-            Some(i) => view.records.iter().position(|&r| r == i).unwrap_or(view.records.len()),
+            Some(i) => view
+                .records
+                .iter()
+                .position(|&r| r == i)
+                .unwrap_or(view.records.len()),
             None => view.records.len(),
         };
         let kept = &view.records[..upto];
@@ -305,7 +310,12 @@ mod tests {
     fn ids(report: &crate::native::jsonl::ReadReport, view: &View) -> Vec<String> {
         view.records
             .iter()
-            .map(|&i| report.id(&report.records[i]).unwrap_or_default().into_owned())
+            .map(|&i| {
+                report
+                    .id(&report.records[i])
+                    .unwrap_or_default()
+                    .into_owned()
+            })
             .collect()
     }
 
@@ -341,10 +351,7 @@ mod tests {
         assert_eq!(p.leaf.as_deref(), Some("m2"));
         assert_eq!(p.before.as_deref(), Some("c2"));
         let mut lines = BASE.to_vec();
-        let b = format!(
-            r#"{{"type":"branch","id":"b1","parent_id":"m2","before":"c2"}}"#
-        );
-        lines.push(&b);
+        lines.push(r#"{"type":"branch","id":"b1","parent_id":"m2","before":"c2"}"#);
         lines.push(r#"{"type":"checkpoint","id":"c3","turn":3}"#);
         lines.push(r#"{"type":"message","id":"m5","parent_id":"m2","message":{"role":"user","content":"three"}}"#);
         let f = file(&lines);
@@ -358,7 +365,10 @@ mod tests {
         assert_eq!(others[0].message_count, 4);
         assert_eq!(others[0].title.as_deref(), Some("two"));
         let old = t.at(&others[0].point);
-        assert_eq!(ids(&r, &old), ["S", "c1", "m1", "m2", "c1", "c2", "m3", "m4"]);
+        assert_eq!(
+            ids(&r, &old),
+            ["S", "c1", "m1", "m2", "c1", "c2", "m3", "m4"]
+        );
         // A second cut right after the branch keeps the first cut.
         let p2 = t.cut(&v, Some(v.records[5]));
         assert_eq!(p2.leaf.as_deref(), Some("m2"));

@@ -31,8 +31,8 @@ pub use doctor::{
 };
 pub use lease::Lease;
 pub use reader::{
-    latest_session, list_sessions, read_all, read_from_latest_compaction, resume_at, BadLine, BadLineKind,
-    Entry, ReadReport, RecordIter, ResumeReport, SessionSummary,
+    latest_session, list_sessions, read_all, read_from_latest_compaction, resume_at, BadLine,
+    BadLineKind, Entry, ReadReport, RecordIter, ResumeReport, SessionSummary,
 };
 pub use scan::{Record, SessionBytes};
 

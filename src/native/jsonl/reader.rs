@@ -510,12 +510,21 @@ pub fn resume_at(path: &Path, at: Option<&Point>) -> Result<ResumeReport> {
 
 /// The replay of one branch: its records from its latest compaction (or its first kept
 /// entry) on.
-fn resume_branch(bytes: SessionBytes, mut report: ResumeReport, at: Option<&Point>) -> ResumeReport {
+fn resume_branch(
+    bytes: SessionBytes,
+    mut report: ResumeReport,
+    at: Option<&Point>,
+) -> ResumeReport {
     let lines = validate_lines(&bytes, 0, true);
     report.max_turn = lines
         .records
         .iter()
-        .filter(|r| matches!(bytes.record_type(r).as_deref(), Some("checkpoint" | "branch")))
+        .filter(|r| {
+            matches!(
+                bytes.record_type(r).as_deref(),
+                Some("checkpoint" | "branch")
+            )
+        })
         .filter_map(|r| bytes.value(r).ok()?.get("turn")?.as_u64())
         .max();
     let records: Vec<Record> = {
