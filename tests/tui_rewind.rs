@@ -179,6 +179,33 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     assert!(screen.contains("add b"), "{screen}");
     t.send(&format!("/resume {leaf}\r"));
     t.wait_for("(8 messages)");
+    // Killed now, the session resumes on the branch it switched to: the first two prompts.
+    t.kill9();
+    let echo = s.write(
+        "echo.lua",
+        r#"return function(n, ctx)
+  local seen = {}
+  for _, m in ipairs(ctx.messages) do
+    if m.role == "user" then
+      local c = m.content
+      if type(c) ~= "string" then
+        local t = {}
+        for _, b in ipairs(c or {}) do if b.type == "text" then t[#t + 1] = b.text end end
+        c = table.concat(t)
+      end
+      seen[#seen + 1] = c
+    end
+  end
+  return { text = "saw[" .. table.concat(seen, "|") .. "]" }
+end"#,
+    );
+    let out = s.fen(&["-c", "-p", "after", "--mock-script", echo.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("saw[change a|add b|after]"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The line REPL on a terminal: `/rewind`'s menus answered by number, the file is back, and the
