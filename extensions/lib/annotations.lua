@@ -553,7 +553,7 @@ function native.clock_ms() end
 ---@field new_id fun(): string
 ---@field create fun(dir: string, cwd: string): userdata, string
 ---@field open fun(path: string): userdata?, string?
----@field resume fun(path: string): table?, string? async
+---@field resume fun(path: string, at: {leaf: string?, before: string?}?): table?, string? async; the branch in use (or the one continuing from `at`) from its latest compaction: `{header, records, compaction_index, bad_lines, max_turn}`
 ---@field list fun(dir: string): table[]? async
 ---@field export fun(messages: table[], opts: fen.opts.SessionExport): string?, string? async; the conversation as one file (self-contained HTML by default), written whole; the path written
 

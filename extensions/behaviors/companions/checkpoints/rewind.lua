@@ -96,8 +96,10 @@ return function(api, state)
       -- The branch lives in this session's file: its records go through this session's writer,
       -- then the session is opened again on the new branch.
       for _, rec in ipairs(out.branch_records or {}) do
-        local aok, aerr = pcall(api.session.append_record, rec)
-        if not aok then return "error: cannot write the branch: " .. tostring(aerr) end
+        local aok, stored = pcall(api.session.append_record, rec)
+        if not aok or not stored then
+          return "error: cannot write the branch: " .. (aok and "the session backend keeps no records" or tostring(stored))
+        end
       end
       local ok, rerr = api.session.resume(info.path)
       if not ok then return "error: the branch was written but the session could not be opened again: " .. tostring(rerr) end
