@@ -321,7 +321,9 @@ impl Git {
     /// renamed into place, they need no git child (one fewer per snapshot).
     pub fn update_ref_and_head(&self, name: &str, commit: &str) -> Result<()> {
         if commit.len() != 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(CheckpointError::Invalid(format!("not a commit id: {commit}")));
+            return Err(CheckpointError::Invalid(format!(
+                "not a commit id: {commit}"
+            )));
         }
         self.write_loose_ref(name, commit)?;
         self.write_loose_ref("HEAD", commit)
