@@ -380,6 +380,37 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
     );
 }
 
+/// A branch written by an earlier fen as a file of its own (header `branch_of`) still loads.
+#[test]
+fn an_older_branch_file_with_branch_of_still_loads() {
+    let s = Sandbox::new();
+    let sc = s.write("echo.lua", ECHO_CONTEXT);
+    let lines = [
+        json!({"type": "session", "version": 2, "id": "0190aaaa-0000-7000-8000-000000000001",
+               "cwd": s.cwd().to_string_lossy(), "created": "2026-11-20T10:00:00.000Z",
+               "fen_version": "0.1.0", "branch_of": "0190aaaa-0000-7000-8000-000000000000",
+               "branch_turn": 2}),
+        json!({"type": "message", "id": "m1", "parent_id": null, "timestamp": 1,
+               "message": {"role": "user", "content": "old one", "timestamp": 1}}),
+        json!({"type": "message", "id": "m2", "parent_id": "m1", "timestamp": 2,
+               "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                           "stop_reason": "stop", "model": "mock", "provider": "mock",
+                           "usage": {"input": 0, "output": 0}, "timestamp": 2}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = s.write("old-branch.jsonl", &text);
+    let out = s.fen(&[
+        "--resume",
+        path.to_str().unwrap(),
+        "-p",
+        "two",
+        "--mock-script",
+        sc.to_str().unwrap(),
+    ]);
+    assert!(answer(&out).contains("saw[old one|two]"));
+    assert!(std::fs::read_to_string(&path).unwrap().starts_with(&text));
+}
+
 #[test]
 fn two_sessions_in_one_workspace_keep_separate_checkpoints() {
     if !have_git() {
