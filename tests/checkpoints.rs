@@ -267,50 +267,148 @@ fn a_file_changed_by_hand_is_named_and_needs_yes() {
     assert_eq!(tree(&cwd, false), before);
 }
 
-#[test]
-fn rewinding_the_conversation_writes_a_branch_and_keeps_the_old_session() {
-    if !have_git() {
-        return;
-    }
-    let s = Sandbox::new();
-    seed_repo(&s.cwd(), true);
-    let sc = edit_script(&s);
-    assert!(s
-        .fen(&["-p", "change things", "--mock-script", &sc])
-        .status
-        .success());
-    assert!(s
-        .fen(&["-c", "-p", "more", "--mock-script", &sc])
-        .status
-        .success());
-    let old = sessions(&s);
-    assert_eq!(old.len(), 1);
-    let out = s.fen(&["rewind", "--to", "2", "--conversation", "--mode", "json"]);
+/// A mock model that answers with the user prompts it was sent: what the context holds.
+const ECHO_CONTEXT: &str = r#"return function(n, ctx)
+  local seen = {}
+  for _, m in ipairs(ctx.messages) do
+    if m.role == "user" then
+      local c = m.content
+      if type(c) ~= "string" then
+        local t = {}
+        for _, b in ipairs(c or {}) do if b.type == "text" then t[#t + 1] = b.text end end
+        c = table.concat(t)
+      end
+      seen[#seen + 1] = c
+    end
+  end
+  return { text = "saw[" .. table.concat(seen, "|") .. "]" }
+end"#;
+
+fn answer(out: &std::process::Output) -> String {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let ev: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(ev["prompt"], "more");
-    let branch = PathBuf::from(ev["branch"].as_str().unwrap());
-    let now = sessions(&s);
-    assert_eq!(now.len(), 2);
-    // The old session is as it was; the branch holds the first turn only.
-    let text = std::fs::read_to_string(&branch).unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn rewinding_the_conversation_branches_inside_the_session_file() {
+    if !have_git() {
+        return;
+    }
+    let s = Sandbox::new();
+    seed_repo(&s.cwd(), true);
+    let sc = s.write("echo.lua", ECHO_CONTEXT);
+    let sc = sc.to_str().unwrap();
+    assert!(answer(&s.fen(&["-p", "one", "--mock-script", sc])).contains("saw[one]"));
+    assert!(answer(&s.fen(&["-c", "-p", "two", "--mock-script", sc])).contains("saw[one|two]"));
     assert!(
-        text.contains("change things") && !text.contains("\"more\""),
-        "{text}"
+        answer(&s.fen(&["-c", "-p", "three", "--mock-script", sc])).contains("saw[one|two|three]")
     );
-    assert!(text.lines().next().unwrap().contains("branch_of"));
+    let files = sessions(&s);
+    assert_eq!(files.len(), 1);
+    let path = files[0].clone();
+    let before = std::fs::read(&path).unwrap();
+
+    let out = s.fen(&["rewind", "--to", "2", "--conversation", "--mode", "json"]);
+    let ev: Value = serde_json::from_slice(answer(&out).as_bytes()).unwrap();
+    assert_eq!(ev["prompt"], "two");
+    assert_eq!(PathBuf::from(ev["branch"].as_str().unwrap()), path);
+    // Appended to, nothing rewritten: the old bytes are a prefix of the file, no new file.
+    let after = std::fs::read(&path).unwrap();
+    assert!(after.len() > before.len() && after.starts_with(&before));
+    assert_eq!(sessions(&s), vec![path.clone()]);
+    let appended = String::from_utf8_lossy(&after[before.len()..]).into_owned();
+    assert!(appended.contains("\"type\":\"branch\""), "{appended}");
+    // Only the turns of the branch in use are listed.
+    let list = list_json(&s, &[]);
+    let turns: Vec<u64> = list["session"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["turn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(turns, vec![1]);
+
+    // The resumed context no longer holds turns 2 and 3.
+    assert!(answer(&s.fen(&["-c", "-p", "four", "--mock-script", sc])).contains("saw[one|four]"));
+    let list = list_json(&s, &[]);
+    let turns: Vec<u64> = list["session"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["turn"].as_u64().unwrap())
+        .collect();
+    // Numbered after every turn of the file (the snapshots are named by number).
+    assert_eq!(turns, vec![4, 1]);
+    let shown = answer(&s.fen(&["session", "show", &path.to_string_lossy()]));
+    assert!(
+        shown.contains("four") && !shown.contains("three"),
+        "{shown}"
+    );
+
+    // The old branch is listed, and resuming it restores its context.
+    let listed = answer(&s.fen(&["session", "list"]));
+    let leaf = listed
+        .lines()
+        .filter(|l| l.contains(" msgs"))
+        .find_map(|l| l.split("branch ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no branch listed: {listed}"))
+        .to_string();
+    assert!(listed.contains("three"), "{listed}");
+    assert!(
+        answer(&s.fen(&["--resume", &leaf, "-p", "five", "--mock-script", sc]))
+            .contains("saw[one|two|three|five]")
+    );
+    // That switch was appended too; the branch of "four" is now the other one.
+    let listed = answer(&s.fen(&["session", "list"]));
+    assert!(
+        listed.contains("branch ") && listed.contains("four"),
+        "{listed}"
+    );
+    assert!(answer(&s.fen(&["-c", "-p", "six", "--mock-script", sc]))
+        .contains("saw[one|two|three|five|six]"));
+    let text = std::fs::read(&path).unwrap();
+    assert!(text.starts_with(&after));
     // Code was left alone (conversation only).
     assert_eq!(
         std::fs::read_to_string(s.cwd().join("a.txt")).unwrap(),
-        "rewritten\n"
+        "alpha\nbeta\n"
     );
-    // The branch is the latest session: its next turn is numbered 2 again.
-    let list = list_json(&s, &[]);
-    assert_eq!(list["session"]["turns"].as_array().unwrap().len(), 1);
+}
+
+/// A branch written by an earlier fen as a file of its own (header `branch_of`) still loads.
+#[test]
+fn an_older_branch_file_with_branch_of_still_loads() {
+    let s = Sandbox::new();
+    let sc = s.write("echo.lua", ECHO_CONTEXT);
+    let lines = [
+        json!({"type": "session", "version": 2, "id": "0190aaaa-0000-7000-8000-000000000001",
+               "cwd": s.cwd().to_string_lossy(), "created": "2026-11-20T10:00:00.000Z",
+               "fen_version": "0.1.0", "branch_of": "0190aaaa-0000-7000-8000-000000000000",
+               "branch_turn": 2}),
+        json!({"type": "message", "id": "m1", "parent_id": null, "timestamp": 1,
+               "message": {"role": "user", "content": "old one", "timestamp": 1}}),
+        json!({"type": "message", "id": "m2", "parent_id": "m1", "timestamp": 2,
+               "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                           "stop_reason": "stop", "model": "mock", "provider": "mock",
+                           "usage": {"input": 0, "output": 0}, "timestamp": 2}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = s.write("old-branch.jsonl", &text);
+    let out = s.fen(&[
+        "--resume",
+        path.to_str().unwrap(),
+        "-p",
+        "two",
+        "--mock-script",
+        sc.to_str().unwrap(),
+    ]);
+    assert!(answer(&out).contains("saw[old one|two]"));
+    assert!(std::fs::read_to_string(&path).unwrap().starts_with(&text));
 }
 
 #[test]

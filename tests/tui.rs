@@ -109,6 +109,15 @@ impl Tui {
         }
     }
 
+    /// Kills fen with SIGKILL (no shutdown of its own) and waits for it.
+    pub fn kill9(&mut self) {
+        if let Some(pid) = self.child.process_id() {
+            // SAFETY: kill(2) with a pid this test spawned.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        let _ = self.child.wait();
+    }
+
     pub fn send(&mut self, bytes: &str) {
         self.writer
             .write_all(bytes.as_bytes())

@@ -145,7 +145,7 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     t.wait("the first prompt in the input", |screen| {
         screen.lines().any(|l| l.starts_with("› change a"))
     });
-    // The old session is kept beside the branch now in use.
+    // One session file, appended to: the branch is inside it, the old branch kept.
     let mut files = Vec::new();
     for d in std::fs::read_dir(s.state().join("fen/sessions"))
         .unwrap()
@@ -157,12 +157,55 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
             }
         }
     }
-    assert_eq!(files.len(), 2, "{files:?}");
-    assert!(
-        files.iter().any(|f| f.contains("\"branch_of\"")),
-        "{files:?}"
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].contains("\"type\":\"branch\""), "{files:?}");
+    assert!(files[0].contains("second done"), "{files:?}");
+    // /sessions lists the old branch; /resume takes its id and brings its 8 messages back.
+    t.send("\x15");
+    std::thread::sleep(Duration::from_millis(150));
+    t.send("/sessions\r");
+    let screen = t.wait("the old branch listed", |screen| {
+        screen
+            .lines()
+            .any(|l| l.contains("branch ") && l.contains(" msgs"))
+    });
+    let leaf = screen
+        .lines()
+        .filter(|l| l.contains(" msgs"))
+        .find_map(|l| l.split("branch ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{screen}"))
+        .to_string();
+    assert!(screen.contains("add b"), "{screen}");
+    t.send(&format!("/resume {leaf}\r"));
+    t.wait_for("(8 messages)");
+    // Killed now, the session resumes on the branch it switched to: the first two prompts.
+    t.kill9();
+    let echo = s.write(
+        "echo.lua",
+        r#"return function(n, ctx)
+  local seen = {}
+  for _, m in ipairs(ctx.messages) do
+    if m.role == "user" then
+      local c = m.content
+      if type(c) ~= "string" then
+        local t = {}
+        for _, b in ipairs(c or {}) do if b.type == "text" then t[#t + 1] = b.text end end
+        c = table.concat(t)
+      end
+      seen[#seen + 1] = c
+    end
+  end
+  return { text = "saw[" .. table.concat(seen, "|") .. "]" }
+end"#,
     );
-    assert!(files.iter().any(|f| f.contains("second done")), "{files:?}");
+    let out = s.fen(&["-c", "-p", "after", "--mock-script", echo.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("saw[change a|add b|after]"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The line REPL on a terminal: `/rewind`'s menus answered by number, the file is back, and the

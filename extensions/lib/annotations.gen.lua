@@ -301,9 +301,9 @@
 ---@field open_existing function `(path, opts) -> session` Open an existing session file or directory for appending.
 ---@field append function `(session, message) -> nil` Persist one canonical Message to the active session.
 ---@field close function `(session) -> nil` Flush and release backend resources for an open session.
----@field load function `(path, opts) -> [Message]` Read canonical messages from a stored session path.
----@field find function `(opts) -> [SessionInfo]` Search sessions using backend-specific filters.
----@field list function `(opts) -> [SessionInfo]` List sessions visible to this backend in a stable display order.
+---@field load function `(path, opts) -> [Message]` Read canonical messages from a stored session path: those of the branch in use. `opts.session`: the session opened for appending (absent for a fork); `opts.branch`: a `SessionBranch.point` that `find` answered with, to load that branch instead (resumed, it becomes the one in use: a `SessionBranchRecord` is appended).
+---@field find function `(opts) -> [SessionInfo]` Search sessions using backend-specific filters; an answer may carry `branch` (another branch of that session, a `SessionBranch.point`), which the kernel hands to `load` as `opts.branch`.
+---@field list function `(opts) -> [SessionInfo]` List sessions visible to this backend in a stable display order; each may carry `branches` ([SessionBranch]), its other branches.
 ---@field latest function `(opts) -> SessionInfo|nil` Return the newest matching session, if any.
 ---@field sync? function `(session) -> nil` Make everything appended so far durable (fsync); called at turn boundaries.
 ---@field append_state? function `(session, extension, state) -> nil` Persist an extension's state snapshot (`api.session.append_state`).

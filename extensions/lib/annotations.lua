@@ -162,7 +162,8 @@ local session = {}
 ---@return {path: string, id: string}?
 function session.info() end
 
---- This directory's sessions, newest first (async).
+--- This directory's sessions, newest first (async): `{path, id, created, modified, title,
+--- message_count, branches}`; `branches`: the file's other branches (`SessionBranch`, docs/contracts.md).
 ---@return table[]
 function session.list() end
 
@@ -170,7 +171,8 @@ function session.list() end
 ---@return boolean ok, string? err
 function session.new() end
 
---- Switches to the session matching `query`, the latest without one (async).
+--- Switches to the session matching `query` (a path, an id prefix, or the leaf id of another branch
+--- `list` names), the latest without one (async).
 ---@param query string?
 ---@return boolean ok, string? err
 function session.resume(query) end
@@ -554,7 +556,7 @@ function native.clock_ms() end
 ---@field new_id fun(): string
 ---@field create fun(dir: string, cwd: string): userdata, string
 ---@field open fun(path: string): userdata?, string?
----@field resume fun(path: string): table?, string? async
+---@field resume fun(path: string, at: {leaf: string?, before: string?}?): table?, string? async; the branch in use (or the one continuing from `at`) from its latest compaction: `{header, records, compaction_index, bad_lines, max_turn}`
 ---@field list fun(dir: string): table[]? async
 ---@field export fun(messages: table[], opts: fen.opts.SessionExport): string?, string? async; the conversation as one file (self-contained HTML by default), written whole; the path written
 

@@ -242,7 +242,7 @@ pub enum Command {
         /// Restore the files only.
         #[arg(long, conflicts_with_all = ["conversation", "both"])]
         code: bool,
-        /// Restore the conversation only (a new session branch; the old one stays).
+        /// Restore the conversation only (a new branch appended to the session file; the old one stays).
         #[arg(long, conflicts_with = "both")]
         conversation: bool,
         /// Restore both (the default).

@@ -114,10 +114,20 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
             max_file_bytes: settings.max_file_bytes,
         },
     };
+    // The session's lease first: a session open in another fen is left as it is.
+    let mut writer = if conversation {
+        Some(session::writer(&path)?)
+    } else {
+        None
+    };
     let out = rewind::run(&req)?;
+    if let (Some(w), false) = (writer.as_mut(), out.branch_records.is_empty()) {
+        session::append(w, &out.branch_records)?;
+    }
     if json {
         let mut v = serde_json::to_value(&out)?;
         if let Some(o) = v.as_object_mut() {
+            o.remove("branch_records");
             o.insert("type".into(), "rewind".into());
             o.insert("session".into(), path.to_string_lossy().into_owned().into());
             o.insert("code".into(), code.into());
@@ -155,13 +165,11 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
             out.restored.len()
         );
     }
-    if let Some(b) = &out.branch {
+    if out.branch.is_some() {
         println!(
-            "conversation rewound to before turn {turn}: new session {} (continue it with `fen -c`; the old one stays: `fen --resume {}`)",
-            out.branch_id.as_deref().unwrap_or("?"),
-            turns.session_id.as_deref().unwrap_or("?")
+            "conversation rewound to before turn {turn}: a new branch of session {} (continue it with `fen -c`; the old branch stays: `fen session list` names it)",
+            turns.session_id.as_deref().unwrap_or("?"),
         );
-        let _ = b;
     }
     Ok(ExitCode::SUCCESS)
 }

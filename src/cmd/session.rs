@@ -205,6 +205,15 @@ fn list(all: bool, json: bool) -> anyhow::Result<ExitCode> {
             s.message_count,
             s.title.as_deref().unwrap_or("(no messages)")
         ));
+        // Other branches of the file (a rewound conversation): `fen --resume LEAF` takes one.
+        for b in &s.branches {
+            out.push_str(&format!(
+                "    branch {}  {:>4} msgs  {}\n",
+                b.point.leaf.as_deref().unwrap_or("?"),
+                b.message_count,
+                b.title.as_deref().unwrap_or("")
+            ));
+        }
     }
     if sessions.is_empty() {
         out.push_str(
@@ -251,10 +260,13 @@ fn text_of(content: &serde_json::Value) -> String {
 fn show(id: &str, tail: Option<usize>, json: bool) -> anyhow::Result<ExitCode> {
     let path = resolve(id)?;
     let report = jsonl::read_all(&path)?;
+    // The branch in use (the whole file when it has no branch records).
+    let view = jsonl::branch::Tree::new(report.data(), &report.records).current();
     // Only the shown messages are parsed into trees, one at a time.
-    let mut records: Vec<&jsonl::Record> = report
+    let mut records: Vec<&jsonl::Record> = view
         .records
         .iter()
+        .map(|&i| &report.records[i])
         .filter(|r| report.record_type(r).as_deref() == Some("message"))
         .collect();
     if let Some(n) = tail {

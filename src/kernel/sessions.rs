@@ -58,6 +58,8 @@ pub async fn open(
     let opts = lua.create_table().map_err(lua_err)?;
     opts.set("cwd", agent.config.cwd.to_string_lossy().as_ref())
         .map_err(lua_err)?;
+    // A backend's `find` may answer with a `branch` of a session (opaque here): `load` gets it.
+    let mut branch = Value::Nil;
     let path: Option<String> = match &target {
         Target::New => None,
         Target::Latest => match call("latest")?
@@ -80,7 +82,10 @@ pub async fn open(
                 .map_err(lua_err)?;
             match found.len() {
                 0 => return Err(KernelError::NoSessionMatches(query.clone())),
-                1 => Some(found[0].get::<String>("path").map_err(lua_err)?),
+                1 => {
+                    branch = found[0].get::<Value>("branch").map_err(lua_err)?;
+                    Some(found[0].get::<String>("path").map_err(lua_err)?)
+                }
                 n => {
                     return Err(KernelError::AmbiguousSession {
                         query: query.clone(),
@@ -105,6 +110,7 @@ pub async fn open(
         if !fork {
             load_opts.set("session", session.clone()).map_err(lua_err)?;
         }
+        load_opts.set("branch", branch).map_err(lua_err)?;
         let messages: Table = call("load")?
             .call_async::<Table>((p.as_str(), load_opts))
             .await

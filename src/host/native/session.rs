@@ -175,12 +175,17 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             }
         })?,
     )?;
-    // resume(path) -> {header, records, compaction_index, bad_lines, notes}: replays from the
-    // latest compaction without reading the whole file.
+    // resume(path, at?) -> {header, records, compaction_index, bad_lines, notes}: replays the
+    // branch in use (or the one continuing from `at` = {leaf, before}) from its latest
+    // compaction; a file without branches is not read whole.
     m.set(
         "resume",
-        lua.create_async_function(|lua, path: String| async move {
-            match blocking(move || jsonl::read_from_latest_compaction(std::path::Path::new(&path)))
+        lua.create_async_function(|lua, (path, at): (String, Value)| async move {
+            let at: Option<jsonl::branch::Point> = match at {
+                Value::Nil => None,
+                v => Some(lua.from_value(v)?),
+            };
+            match blocking(move || jsonl::resume_at(std::path::Path::new(&path), at.as_ref()))
                 .await?
             {
                 Ok(r) => {
@@ -201,13 +206,15 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                     t.set("records", records)?;
                     t.set("compaction_index", r.compaction_index.map(|i| i + 1))?;
                     t.set("bad_lines", r.bad_lines.len())?;
+                    t.set("max_turn", r.max_turn)?;
                     success(t)
                 }
                 Err(e) => failure(&lua, e.to_string()),
             }
         })?,
     )?;
-    // list(dir) -> [{path, id, created, modified, title, message_count}], newest first.
+    // list(dir) -> [{path, id, created, modified, title, message_count, branches}], newest
+    // first; `branches`: the file's other branches, [{point = {leaf, before?}, message_count, title}].
     m.set(
         "list",
         lua.create_async_function(|lua, dir: String| async move {
@@ -223,6 +230,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                         t.set("modified", s.modified)?;
                         t.set("title", s.title)?;
                         t.set("message_count", s.message_count)?;
+                        t.set("branches", lua.to_value(&s.branches)?)?;
                         out.push(t)?;
                     }
                     success(out)

@@ -217,8 +217,12 @@ impl Git {
     /// it). Returns the skipped paths.
     pub fn stage(&self, opts: &Options) -> Result<Vec<String>> {
         self.seed_index();
+        // The untracked cache only serves `--untracked-files=all` when the config says `all`
+        // too (git >= 2.39; older ones ignore it): then unchanged directories are not read.
         let out = self.run(
             &[
+                "-c",
+                "status.showUntrackedFiles=all",
                 "status",
                 "--porcelain=v1",
                 "-z",
@@ -294,8 +298,10 @@ impl Git {
         Ok(skipped)
     }
 
+    /// The index as a tree. `--missing-ok`: the blobs were just written by [`Git::stage`], so
+    /// git need not stat one loose object per entry of every changed directory.
     pub fn write_tree(&self) -> Result<String> {
-        self.run_text(&["write-tree"])
+        self.run_text(&["write-tree", "--missing-ok"])
     }
 
     pub fn commit_tree(&self, tree: &str, message: &str) -> Result<String> {
@@ -306,13 +312,42 @@ impl Git {
         self.run(&["update-ref", name, commit], None).map(|_| ())
     }
 
-    /// Keeps `name` at `commit` and points the shadow's detached HEAD there too, in one git
-    /// child. HEAD matters for speed only: `git status` compares HEAD with the index, and with
-    /// no HEAD every entry shows as added (20,000 lines for a 20,000-file tree, every time).
+    /// Keeps `name` at `commit` and points the shadow's detached HEAD there too. HEAD matters
+    /// for speed only: `git status` compares HEAD with the index, and with no HEAD every entry
+    /// shows as added (20,000 lines for a 20,000-file tree, every time).
+    ///
+    /// Both are loose refs of git's files backend, a file holding the id, which this
+    /// repository (created by fen, `logAllRefUpdates` off) always uses: written whole and
+    /// renamed into place, they need no git child (one fewer per snapshot).
     pub fn update_ref_and_head(&self, name: &str, commit: &str) -> Result<()> {
-        let input = format!("update {name} {commit}\noption no-deref\nupdate HEAD {commit}\n");
-        self.run(&["update-ref", "--stdin"], Some(input.into_bytes()))
-            .map(|_| ())
+        if commit.len() != 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(CheckpointError::Invalid(format!(
+                "not a commit id: {commit}"
+            )));
+        }
+        self.write_loose_ref(name, commit)?;
+        self.write_loose_ref("HEAD", commit)
+    }
+
+    fn write_loose_ref(&self, name: &str, commit: &str) -> Result<()> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let path = self.dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_err("cannot create", parent, e))?;
+        }
+        // The temporary file sits in the git dir itself (never among the refs, where git
+        // would take it for a broken ref if fen died before the rename).
+        let tmp = self.dir.join(format!(
+            "fen-ref-{}-{}.tmp",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&tmp, format!("{commit}\n")).map_err(|e| io_err("cannot write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io_err("cannot write", &path, e)
+        })
     }
 
     /// Whether `rev` names a commit in this repository.

@@ -1,5 +1,5 @@
 //! One rewind: the plan for restoring the files of a session to before a turn, applying it,
-//! and branching the conversation. Shared by `fen rewind` and `/rewind`.
+//! and the records that branch the conversation. Shared by `fen rewind` and `/rewind`.
 
 use std::path::{Path, PathBuf};
 
@@ -29,9 +29,15 @@ pub struct Outcome {
     pub plan: Option<Plan>,
     /// Paths written or removed.
     pub restored: Vec<String>,
-    /// The new session file of a conversation restore, and its id.
+    /// A conversation restore: the session file (the same: the branch is inside it) and the
+    /// id of its `branch` record.
     pub branch: Option<String>,
     pub branch_id: Option<String>,
+    /// The message the conversation continues from (None: from nothing).
+    pub leaf: Option<String>,
+    /// The records to append to the session file (the caller appends them: the session
+    /// writer of a running fen holds the file's lease).
+    pub branch_records: Vec<serde_json::Value>,
     /// Why nothing was applied (hand-changed files without `force`).
     pub refused: Option<String>,
 }
@@ -119,9 +125,18 @@ pub fn run(req: &Request) -> Result<Outcome> {
         }
     }
     if req.conversation && req.apply && out.refused.is_none() {
-        let (path, id) = session::branch(&req.session_path, req.turn)?;
-        out.branch = Some(path.to_string_lossy().into_owned());
-        out.branch_id = Some(id);
+        let records = session::branch_records(&req.session_path, req.turn)?;
+        let field = |k: &str| {
+            records
+                .first()
+                .and_then(|r| r.get(k))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        };
+        out.branch = Some(req.session_path.to_string_lossy().into_owned());
+        out.branch_id = field("id");
+        out.leaf = field("parent_id");
+        out.branch_records = records;
     }
     Ok(out)
 }

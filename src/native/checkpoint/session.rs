@@ -5,9 +5,10 @@
 //! message: where the conversation before that turn ends), when the snapshot is taken
 //! (`commit`), and when the turn ends (`files`, `end`). Readers merge them by `id`.
 //!
-//! Restoring the conversation to before turn N writes a new session file (a branch) with
-//! every record that comes before turn N's first record; the original is left as it is, so
-//! the old branch stays reachable with `/resume`.
+//! Restoring the conversation to before turn N appends a `branch` record to the same file
+//! (see [`crate::native::jsonl::branch`]): the conversation continues from the last message
+//! before turn N's first record; nothing is deleted, so the old branch stays reachable with
+//! `/resume`. Only the turns of the branch in use are listed.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 use super::{CheckpointError, Result};
 use crate::native::jsonl;
+use crate::native::jsonl::branch::Tree;
 
 /// One user turn as its checkpoint records tell it.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -91,14 +93,19 @@ fn merge(t: &mut Turn, rec: &Value) {
     }
 }
 
-/// The turns recorded in a session file.
+/// The turns recorded in a session file, on the branch in use.
 pub fn turns(path: &Path) -> Result<SessionTurns> {
     let report = jsonl::read_all(path).map_err(|e| CheckpointError::Invalid(e.to_string()))?;
+    let view = Tree::new(report.data(), &report.records).current();
+    Ok(turns_of(&report, &view.records, path))
+}
+
+fn turns_of(report: &jsonl::ReadReport, indices: &[usize], path: &Path) -> SessionTurns {
     let mut out = SessionTurns {
         path: path.to_path_buf(),
         ..Default::default()
     };
-    for r in &report.records {
+    for r in indices.iter().map(|&i| &report.records[i]) {
         match report.record_type(r).as_deref() {
             Some("session") => {
                 if let Ok(v) = report.value(r) {
@@ -126,7 +133,7 @@ pub fn turns(path: &Path) -> Result<SessionTurns> {
             _ => {}
         }
     }
-    Ok(out)
+    out
 }
 
 impl SessionTurns {
@@ -166,63 +173,67 @@ impl SessionTurns {
     }
 }
 
-/// A new session file holding the conversation from before `turn` of `path` (a branch); its
-/// header names the session it came from. Returns the new file's path and id.
-pub fn branch(path: &Path, turn: u64) -> Result<(PathBuf, String)> {
+/// The records that branch the conversation of `path` to just before `turn`, to append to
+/// the same file (nothing is deleted): a `branch` record naming the message the conversation
+/// continues from, then the checkpoints extension's state, so later turns are numbered after
+/// every turn of the file (the shadow repository's refs are named by turn).
+pub fn branch_records(path: &Path, turn: u64) -> Result<Vec<Value>> {
     let report = jsonl::read_all(path).map_err(|e| CheckpointError::Invalid(e.to_string()))?;
-    let mut cut = None;
-    let mut header = None;
-    for (i, r) in report.records.iter().enumerate() {
-        match report.record_type(r).as_deref() {
-            Some("session") if header.is_none() => header = report.value(r).ok(),
-            Some("checkpoint") => {
-                let Ok(v) = report.value(r) else { continue };
-                if v.get("turn").and_then(Value::as_u64) == Some(turn) {
-                    cut = Some(i);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
+    let tree = Tree::new(report.data(), &report.records);
+    let view = tree.current();
+    let cut = view.records.iter().copied().find(|&i| {
+        let r = &report.records[i];
+        report.record_type(r).as_deref() == Some("checkpoint")
+            && report
+                .value(r)
+                .is_ok_and(|v| v.get("turn").and_then(Value::as_u64) == Some(turn))
+    });
     let Some(cut) = cut else {
         return Err(CheckpointError::Invalid(format!(
             "turn {turn} is not in {}",
             path.display()
         )));
     };
-    let header = header.unwrap_or(Value::Null);
-    let cwd = header
-        .get("cwd")
-        .and_then(Value::as_str)
-        .unwrap_or(".")
-        .to_string();
-    let id = jsonl::new_session_id();
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let new_path = jsonl::new_session_path(dir, SystemTime::now(), id);
-    let mut h = jsonl::header_record(
-        &id.to_string(),
-        Path::new(&cwd),
-        SystemTime::now(),
-        env!("CARGO_PKG_VERSION"),
-    );
-    if let Some(obj) = h.as_object_mut() {
-        obj.insert(
-            "branch_of".into(),
-            header.get("id").cloned().unwrap_or(Value::Null),
-        );
-        obj.insert("branch_turn".into(), Value::from(turn));
+    let point = tree.cut(&view, Some(cut));
+    let all: Vec<usize> = (0..report.records.len()).collect();
+    let max_turn = turns_of(&report, &all, path)
+        .turns
+        .iter()
+        .map(|t| t.turn)
+        .max()
+        .unwrap_or(turn);
+    let mut branch = serde_json::json!({
+        "type": "branch",
+        "id": jsonl::new_session_id().to_string(),
+        "parent_id": point.leaf,
+        "from_id": view.leaf,
+        "turn": turn,
+        "timestamp": jsonl::rfc3339_utc(SystemTime::now()),
+    });
+    if let (Some(b), Some(obj)) = (point.before, branch.as_object_mut()) {
+        obj.insert("before".into(), Value::from(b));
     }
-    let mut w = jsonl::SessionWriter::create(&new_path, &h)
-        .map_err(|e| CheckpointError::Invalid(e.to_string()))?;
-    for r in &report.records[..cut] {
-        if report.record_type(r).as_deref() == Some("session") {
-            continue;
-        }
-        w.append_raw(report.text(r).as_bytes())
+    let state = serde_json::json!({
+        "type": "extension-state",
+        "id": jsonl::new_session_id().to_string(),
+        "extension": "checkpoints",
+        "state": {"turn": max_turn},
+    });
+    Ok(vec![branch, state])
+}
+
+/// The session file's writer (taking its lease: fails while another fen has it open), for
+/// [`append`]; taken before anything is restored, so a busy session changes nothing.
+pub fn writer(path: &Path) -> Result<jsonl::SessionWriter> {
+    jsonl::SessionWriter::open(path).map_err(|e| CheckpointError::Invalid(e.to_string()))
+}
+
+/// Appends `records` and makes them durable.
+pub fn append(w: &mut jsonl::SessionWriter, records: &[Value]) -> Result<()> {
+    for r in records {
+        w.append(r)
             .map_err(|e| CheckpointError::Invalid(e.to_string()))?;
     }
     w.sync()
-        .map_err(|e| CheckpointError::Invalid(e.to_string()))?;
-    Ok((new_path, id.to_string()))
+        .map_err(|e| CheckpointError::Invalid(e.to_string()))
 }

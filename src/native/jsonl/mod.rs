@@ -1,7 +1,7 @@
 //! The pure-Rust core of fen's JSONL session storage.
 //!
 //! A session is one file of JSON records, one a line: a `session` header, then `message`,
-//! `compaction` and `extension-state` entries. This core only knows a record's `type` and
+//! `compaction`, `extension-state` and `branch` entries. This core only knows a record's `type` and
 //! its ids; everything else is opaque `serde_json::Value`.
 //!
 //! - [`append`]: the single writer ([`SessionWriter`]): whole lines, one `write(2)` each,
@@ -12,8 +12,10 @@
 //! - [`scan`]: the whole-file validation behind `read_all` and resume: the file mapped, lines
 //!   validated in parallel, records kept as spans ([`Record`], [`SessionBytes`]).
 //! - [`doctor`]: integrity checks and a non-destructive repair.
+//! - [`branch`]: branches of the conversation inside one file (`branch` records).
 
 pub mod append;
+pub mod branch;
 pub mod doctor;
 pub mod lease;
 mod quick;
@@ -29,8 +31,8 @@ pub use doctor::{
 };
 pub use lease::Lease;
 pub use reader::{
-    latest_session, list_sessions, read_all, read_from_latest_compaction, BadLine, BadLineKind,
-    Entry, ReadReport, RecordIter, ResumeReport, SessionSummary,
+    latest_session, list_sessions, read_all, read_from_latest_compaction, resume_at, BadLine,
+    BadLineKind, Entry, ReadReport, RecordIter, ResumeReport, SessionSummary,
 };
 pub use scan::{Record, SessionBytes};
 

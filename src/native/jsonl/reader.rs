@@ -25,6 +25,7 @@ use std::time::SystemTime;
 use memchr::memmem;
 use serde_json::Value;
 
+use super::branch::{has_branches, Branch, Point, Tree};
 use super::scan::{validate_lines, Record, SessionBytes};
 use super::{JsonlError, Result};
 
@@ -118,6 +119,11 @@ impl ReadReport {
     /// The record's top-level `parent_id`, when it is a string (None for null or absent).
     pub fn parent_id(&self, record: &Record) -> Option<Cow<'_, str>> {
         self.data.parent_id(record)
+    }
+
+    /// The file's bytes the records are spans of.
+    pub fn data(&self) -> &SessionBytes {
+        &self.data
     }
 }
 
@@ -368,6 +374,10 @@ pub struct ResumeReport {
     pub notes: Vec<String>,
     /// File size.
     pub file_len: u64,
+    /// In a file with branches: the highest top-level `turn` of its `checkpoint` and `branch`
+    /// records, on any branch (turns are numbered across branches: their snapshots are
+    /// named by number).
+    pub max_turn: Option<u64>,
     data: SessionBytes,
 }
 
@@ -441,6 +451,14 @@ struct FoundCompaction {
 /// `"id":"<id>"` first); then validates forward from there to the end, as [`read_all`] does.
 /// Without a compaction it replays everything after the header.
 pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
+    resume_at(path, None)
+}
+
+/// [`read_from_latest_compaction`] of the branch in use (see [`super::branch`]), or with
+/// `at`, of the branch continuing from that point. When a branch record lies in the span to
+/// replay (or `at` is given), the file is validated whole (a branch's records are spread
+/// over it); otherwise as above.
+pub fn resume_at(path: &Path, at: Option<&Point>) -> Result<ResumeReport> {
     let file = File::open(path).map_err(|e| JsonlError::io("open", path, e))?;
     let len = file
         .metadata()
@@ -469,11 +487,17 @@ pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
             },
         },
     };
-    report.start_offset = start;
-    // Forward from `start`: validated in parallel like `read_all`, kept as spans.
     let from = usize::try_from(start)
         .unwrap_or(usize::MAX)
         .min(bytes.len());
+    // No branch record in the replayed span: it is all one run, the end of the branch in use
+    // (what comes before is summarized by the compaction). Otherwise the branch is worked out
+    // from the whole file.
+    if at.is_some() || has_branches(&bytes[from..]) {
+        return Ok(resume_branch(bytes, report, at));
+    }
+    report.start_offset = start;
+    // Forward from `start`: validated in parallel like `read_all`, kept as spans.
     let lines = validate_lines(&bytes[from..], start, start == 0);
     let compaction_offset = found.as_ref().map(|c| c.offset);
     report.compaction_index =
@@ -482,6 +506,70 @@ pub fn read_from_latest_compaction(path: &Path) -> Result<ResumeReport> {
     report.bad_lines = lines.bad_lines;
     report.data = bytes;
     Ok(report)
+}
+
+/// The replay of one branch: its records from its latest compaction (or its first kept
+/// entry) on.
+fn resume_branch(
+    bytes: SessionBytes,
+    mut report: ResumeReport,
+    at: Option<&Point>,
+) -> ResumeReport {
+    let lines = validate_lines(&bytes, 0, true);
+    report.max_turn = lines
+        .records
+        .iter()
+        .filter(|r| {
+            matches!(
+                bytes.record_type(r).as_deref(),
+                Some("checkpoint" | "branch")
+            )
+        })
+        .filter_map(|r| bytes.value(r).ok()?.get("turn")?.as_u64())
+        .max();
+    let records: Vec<Record> = {
+        let tree = Tree::new(&bytes, &lines.records);
+        let view = match at {
+            Some(p) => tree.at(p),
+            None => tree.current(),
+        };
+        view.records
+            .iter()
+            .map(|&i| lines.records[i])
+            .filter(|r| bytes.record_type(r).as_deref() != Some("session"))
+            .collect()
+    };
+    let compaction = records.iter().rposition(|r| {
+        bytes.record_type(r).as_deref() == Some("compaction")
+            && bytes
+                .value(r)
+                .is_ok_and(|v| v.get("summary").is_some_and(Value::is_string))
+    });
+    let start = compaction.map_or(0, |c| {
+        let first_kept = bytes.value(&records[c]).ok().and_then(|v| {
+            v.get("first_kept_entry_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        match first_kept {
+            None => c,
+            Some(id) => records[..c]
+                .iter()
+                .rposition(|r| bytes.id(r).as_deref() == Some(id.as_str()))
+                .unwrap_or_else(|| {
+                    report.notes.push(format!(
+                        "first_kept_entry_id {id} not found before the compaction; replaying from the compaction"
+                    ));
+                    c
+                }),
+        }
+    });
+    report.compaction_index = compaction.map(|c| c - start);
+    report.start_offset = records.get(start).map_or(report.file_len, |r| r.offset);
+    report.records = records[start..].to_vec();
+    report.bad_lines = lines.bad_lines;
+    report.data = bytes;
+    report
 }
 
 /// Read the first line as the header; returns the offset just past it (0 if not a header).
@@ -622,6 +710,8 @@ pub struct SessionSummary {
     pub message_count: usize,
     /// File size in bytes.
     pub bytes: u64,
+    /// The file's other branches than the one in use (see [`super::branch`]).
+    pub branches: Vec<Branch>,
 }
 
 /// How much of each file is parsed for header and title.
@@ -704,7 +794,10 @@ fn summarize(path: &Path, buf: &mut [u8]) -> Result<SessionSummary> {
         title: None,
         message_count: 0,
         bytes: meta.len(),
+        branches: Vec::new(),
     };
+    let branch_needle = memmem::Finder::new(super::branch::NEEDLE);
+    let mut branched = false;
     let needle = memmem::Finder::new(b"\"type\":\"message\"");
     let overlap = needle.needle().len() - 1;
     // `keep` bytes at the front of buf are the tail of the previous chunk (needle overlap).
@@ -718,6 +811,7 @@ fn summarize(path: &Path, buf: &mut [u8]) -> Result<SessionSummary> {
         }
         let chunk = &buf[..keep + n];
         s.message_count += needle.find_iter(chunk).count();
+        branched = branched || branch_needle.find(chunk).is_some();
         if first {
             first = false;
             summarize_prefix(&chunk[..chunk.len().min(LIST_PREFIX)], &mut s);
@@ -725,6 +819,18 @@ fn summarize(path: &Path, buf: &mut [u8]) -> Result<SessionSummary> {
         keep = overlap.min(chunk.len());
         let tail = chunk.len() - keep;
         buf.copy_within(tail..tail + keep, 0);
+    }
+    if branched {
+        // Only files with branches are read whole: the count is of the branch in use.
+        let report = read_all(path)?;
+        let tree = Tree::new(&report.data, &report.records);
+        s.message_count = tree
+            .current()
+            .records
+            .iter()
+            .filter(|&&i| report.record_type(&report.records[i]).as_deref() == Some("message"))
+            .count();
+        s.branches = tree.others();
     }
     Ok(s)
 }

@@ -4,6 +4,8 @@
 --   {"type":"compaction","id","summary","first_kept_entry_id","tokens_before","tokens_after",...}
 --   {"type":"extension-state","id","extension","state"}
 --   {"type":"checkpoint","id","turn","commit","files","skipped",...}  (api.session.append_record)
+--   {"type":"branch","id","parent_id","before"?,"from_id"?,"turn"?}  the conversation continues
+--     from message `parent_id` (a rewind, a switch to another branch; fen.native.jsonl.branch)
 -- under $XDG_STATE_HOME/fen/sessions/<slug of the working directory>/ (FEN_SESSION_DIR
 -- overrides). Writes, leases and reading live in the native store (fen.native.session).
 -- A session object is {path, id, writer, last_id, states}.
@@ -20,7 +22,8 @@ local function text_of(content)
 end
 
 local function info_of(s)
-  return { path = s.path, id = s.id, created = s.created, modified = s.modified, title = s.title, message_count = s.message_count }
+  return { path = s.path, id = s.id, created = s.created, modified = s.modified, title = s.title, message_count = s.message_count,
+    branches = s.branches }
 end
 
 local function session_list(opts)
@@ -121,8 +124,15 @@ return function(api)
 
   --- Messages to replay: from the latest compaction on (its summary as a user message that is
   --- not stored again), plus the latest extension states. Sets `session.last_id`.
+  --- `opts.branch` ({leaf, before}, from `find`): another branch of the file. Resumed, it
+  --- becomes the one in use (a branch record is appended); forked, it is only read.
   function backend.load(path, opts)
-    local r, err = store.resume(path)
+    local at = opts and opts.branch
+    if at and opts.session and opts.session.writer then
+      opts.session.writer:append({ type = "branch", id = store.new_id(), parent_id = at.leaf, before = at.before })
+      at = nil
+    end
+    local r, err = store.resume(path, at)
     if not r then error(err, 0) end
     local messages, session = {}, (opts and opts.session) or {}
     session.states = session.states or {}
@@ -151,6 +161,8 @@ return function(api)
       if rec.type == "message" and type(rec.message) == "table" then last_message = rec.message end
     end
     if forking and #pending > 0 and last_message then carry.after[last_message] = pending end
+    -- Turns are numbered across the file's branches (their snapshots are named by number).
+    if r.max_turn then note_record(session, { type = "checkpoint", turn = r.max_turn }) end
     for _, rec in ipairs(r.records) do
       if rec.type == "session" and rec.id then
         -- The header names the session (what /resume and api.session.info report).
@@ -176,13 +188,22 @@ return function(api)
     return list[1] and info_of(list[1]) or nil
   end
 
-  --- Sessions whose id starts with `opts.query`, or whose path is it.
+  --- Sessions whose id starts with `opts.query`, or whose path is it; or another branch of
+  --- one, whose leaf (the id of its last message) starts with it (`branch` set).
   function backend.find(opts)
     local q = opts.query or ""
     local out = {}
     for _, s in ipairs(session_list(opts)) do
       if s.path == q or (s.id and s.id:sub(1, #q) == q) or s.path:match("[^/]*$"):sub(1, #q) == q then
         out[#out + 1] = info_of(s)
+      elseif #q >= 8 then
+        for _, b in ipairs(s.branches or {}) do
+          if b.point.leaf and b.point.leaf:sub(1, #q) == q then
+            local info = info_of(s)
+            info.branch, info.title, info.message_count = b.point, b.title, b.message_count
+            out[#out + 1] = info
+          end
+        end
       end
     end
     return out

@@ -1,5 +1,6 @@
--- sessions: /new (start a fresh session), /sessions (this directory's sessions, newest first)
--- and /resume [id] (switch to one; the latest without an id).
+-- sessions: /new (start a fresh session), /sessions (this directory's sessions, newest first,
+-- each with its other branches) and /resume [id] (switch to one, or to a branch by its id;
+-- the latest without an id).
 local function age(modified)
   local s = os.time() - (modified or os.time())
   if s < 60 then return s .. "s ago" end
@@ -31,12 +32,16 @@ return function(api)
         end
         local mark = (current and current.path == s.path) and "*" or " "
         lines[#lines + 1] = string.format("%s %s  %8s  %4d msgs  %s", mark, (s.id or "?"):sub(1, 13), age(s.modified), s.message_count or 0, s.title or "(no messages)")
+        -- Other branches of the file (a rewound conversation): /resume takes their id.
+        for _, b in ipairs(s.branches or {}) do
+          lines[#lines + 1] = string.format("    branch %s  %4d msgs  %s", b.point.leaf or "?", b.message_count or 0, b.title or "")
+        end
       end
       return table.concat(lines, "\n")
     end,
   })
   api.register("command", {
-    name = "resume", description = "Resume a session by id prefix (the latest without one).", order = 12, idle_only = true,
+    name = "resume", description = "Resume a session (or a branch /sessions lists) by id prefix (the latest without one).", order = 12, idle_only = true,
     handler = function(args)
       local ok, err = api.session.resume(args ~= "" and args or nil)
       if not ok then return "error: " .. err end

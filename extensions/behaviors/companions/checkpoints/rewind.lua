@@ -93,9 +93,17 @@ return function(api, state)
       msg[#msg + 1] = string.format("restored %d file(s) to before turn %d", #(out.restored or {}), turn.turn)
     end
     if out.branch then
-      local ok, rerr = api.session.resume(out.branch)
-      if not ok then return "error: the branch " .. out.branch .. " was written but could not be opened: " .. tostring(rerr) end
-      msg[#msg + 1] = string.format("conversation rewound to before turn %d (a new branch; the old one stays in /sessions)%s", turn.turn,
+      -- The branch lives in this session's file: its records go through this session's writer,
+      -- then the session is opened again on the new branch.
+      for _, rec in ipairs(out.branch_records or {}) do
+        local aok, stored = pcall(api.session.append_record, rec)
+        if not aok or not stored then
+          return "error: cannot write the branch: " .. (aok and "the session backend keeps no records" or tostring(stored))
+        end
+      end
+      local ok, rerr = api.session.resume(info.path)
+      if not ok then return "error: the branch was written but the session could not be opened again: " .. tostring(rerr) end
+      msg[#msg + 1] = string.format("conversation rewound to before turn %d (a new branch of this session; /sessions lists the old one)%s", turn.turn,
         out.prompt and ("; its prompt was: " .. one_line(out.prompt, 200)) or "")
       if out.prompt then
         api.emit({ type = "input-prefill", text = out.prompt })
