@@ -30,9 +30,10 @@ fn short_flags(args: &[String]) -> String {
 
 fn has_long(args: &[String], names: &[&str]) -> bool {
     args.iter().take_while(|a| *a != "--").any(|a| {
-        names
-            .iter()
-            .any(|n| a == n || a.starts_with(&format!("{n}=")))
+        names.iter().any(|n| {
+            a.strip_prefix(n)
+                .is_some_and(|v| v.is_empty() || v.starts_with('='))
+        })
     })
 }
 
