@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Writes link/startup-order.txt: the functions a release fen runs in its small start-up runs, in
-# the order build.rs hands them to the linker (lld's --symbol-ordering-file), so that they sit
-# together at the start of .text. Without the ordering they are spread over the whole 20 MB of
+# the order build.rs places them (a linker script: an output section before .text), so that they
+# sit together. Without the ordering they are spread over the whole 20 MB of
 # code and the kernel's fault-around maps 64 KB for each: most of a short run's peak RSS.
 #
-# Run after a toolchain or dependency update (symbol names carry hashes that change then; names
-# the linker no longer finds are ignored, so a stale list costs RSS, never correctness):
+# Run after a toolchain or dependency update, or when start-up runs new code (symbol names carry
+# crate hashes that change then; names the linker no longer finds are skipped, so a stale list
+# costs RSS, never correctness):
 #   cargo build --release && link/startup-order.sh
 # Needs valgrind (callgrind) and python3 (a local SSE server for the streamed run).
 set -euo pipefail
