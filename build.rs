@@ -155,6 +155,66 @@ fn compile_lua(chunkname: &str, source: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// Release builds link fen's start-up functions first and together (link/startup-order.txt,
+/// made by link/startup-order.sh): packed, they fault in a few hundred KB of code instead of
+/// 64 KB (the kernel's fault-around) in each of ~200 places spread over the whole binary, which
+/// was most of a short run's peak RSS. The list becomes a linker script that puts their
+/// sections (one per function, `.text.NAME` or `.text.unlikely.NAME` for cold ones) in an
+/// output section before `.text`. Patterns, not lld's
+/// `--symbol-ordering-file`: ThinLTO suffixes local functions with `.llvm.<hash of their
+/// module>`, which every edit of that module (and every commit, through the version string)
+/// changes, so the names are matched with any such suffix. Only where the linker is rustc's
+/// default lld (x86_64 Linux since Rust 1.90) and nobody chose another.
+fn startup_order(manifest_dir: &Path, out_dir: &Path) {
+    let file = manifest_dir.join("link/startup-order.txt");
+    println!("cargo:rerun-if-changed={}", file.display());
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let rustflags = env("CARGO_ENCODED_RUSTFLAGS");
+    let minor = std::process::Command::new(std::env::var_os("RUSTC").unwrap_or("rustc".into()))
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            let v = String::from_utf8_lossy(&o.stdout).into_owned();
+            let v = v.split_whitespace().nth(1)?.to_owned();
+            v.split('.').nth(1)?.parse::<u32>().ok()
+        });
+    let default_lld = env("TARGET") == "x86_64-unknown-linux-gnu"
+        && minor.is_some_and(|m| m >= 90)
+        && std::env::var_os("RUSTC_LINKER").is_none()
+        && !rustflags.contains("linker")
+        && !rustflags.contains("fuse-ld");
+    if env("PROFILE") != "release" || !default_lld {
+        return;
+    }
+    let Ok(list) = std::fs::read_to_string(&file) else {
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut script = String::from("SECTIONS {\n  .text.fen_startup : {\n");
+    for line in list.lines() {
+        let name = line.trim();
+        let name = name.split(".llvm.").next().unwrap_or(name);
+        // Glob characters would make a pattern of a name; such names are left where they are.
+        let plain = |c: char| !c.is_whitespace() && !"*?[]\\\"(){};".contains(c);
+        if name.is_empty() || !name.chars().all(plain) || !seen.insert(name) {
+            continue;
+        }
+        // Cold functions (`#[cold]`, gcc's split-off parts) have sections of their own prefix.
+        let _ = writeln!(
+            script,
+            "    *(.text.{name} .text.{name}.llvm.* .text.unlikely.{name} \
+             .text.unlikely.{name}.llvm.* .text.startup.{name} .text.hot.{name})"
+        );
+    }
+    script.push_str("  }\n} INSERT BEFORE .text;\n");
+    let out = out_dir.join("startup-order.ld");
+    if std::fs::write(&out, script).is_ok() {
+        println!("cargo:rustc-link-arg-bin=fen=-Wl,-T,{}", out.display());
+    }
+}
+
 fn main() {
     let manifest_dir =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
@@ -199,6 +259,7 @@ fn main() {
     src.push(']');
     contracts_to_json(&manifest_dir, &out_dir);
     version_info(&manifest_dir);
+    startup_order(&manifest_dir, &out_dir);
     let out = out_dir.join("embedded_extensions.rs");
     if let Err(e) = std::fs::write(&out, src) {
         panic!("cannot write {}: {e}", out.display());

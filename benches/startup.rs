@@ -16,7 +16,10 @@
 //! server holds the whole stream in memory. The relay's own start-up is not counted.
 //!
 //! Run: `cargo bench --bench startup` (FEN_BENCH_RUNS to change the number of runs,
-//! FEN_BENCH_FEN to measure another fen binary, e.g. an older build).
+//! FEN_BENCH_FEN to measure another fen binary, e.g. an older build). With
+//! `FEN_BENCH_BASELINE=/path/to/other/fen` the same four runs of that binary are measured in the
+//! same run, interleaved with the measured fen's, and each figure is also printed as a ratio
+//! against the baseline's (CPU time and peak RSS).
 
 #[path = "../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -101,14 +104,37 @@ impl Bench {
 
     /// Median CPU time and the largest peak RSS of `runs` runs (after one warm-up run).
     fn median(&self, runs: usize, program: &str, args: &[&str], check: &dyn Fn(&[u8])) -> Sample {
-        self.once(program, args, check);
-        let mut v: Vec<Sample> = (0..runs).map(|_| self.once(program, args, check)).collect();
-        let rss_mb = v.iter().map(|s| s.rss_mb).fold(0.0, f64::max);
-        v.sort_by(|a, b| a.cpu_ms.total_cmp(&b.cpu_ms));
-        Sample {
-            cpu_ms: v[v.len() / 2].cpu_ms,
-            rss_mb,
+        self.medians(runs, &[program], args, check)[0]
+    }
+
+    /// [`Bench::median`] of several programs with the same arguments, their runs interleaved
+    /// (one of each in turn) so that a change in the machine's load hits them alike.
+    fn medians(
+        &self,
+        runs: usize,
+        programs: &[&str],
+        args: &[&str],
+        check: &dyn Fn(&[u8]),
+    ) -> Vec<Sample> {
+        for program in programs {
+            self.once(program, args, check);
         }
+        let mut all: Vec<Vec<Sample>> = vec![Vec::with_capacity(runs); programs.len()];
+        for _ in 0..runs {
+            for (program, v) in programs.iter().zip(all.iter_mut()) {
+                v.push(self.once(program, args, check));
+            }
+        }
+        all.into_iter()
+            .map(|mut v| {
+                let rss_mb = v.iter().map(|s| s.rss_mb).fold(0.0, f64::max);
+                v.sort_by(|a, b| a.cpu_ms.total_cmp(&b.cpu_ms));
+                Sample {
+                    cpu_ms: v[v.len() / 2].cpu_ms,
+                    rss_mb,
+                }
+            })
+            .collect()
     }
 }
 
@@ -196,9 +222,16 @@ fn main() {
         "startup: {fen}\nstartup: CPU time (user+sys, wait4), medians of {runs} runs; /bin/true {:.2} ms",
         base.cpu_ms
     );
-    let mut session_rss = 0.0;
+    let baseline = std::env::var("FEN_BENCH_BASELINE").ok();
+    if let Some(b) = &baseline {
+        println!("startup: baseline {b} (runs interleaved with the measured fen)");
+    }
+    let mut session_rss = None;
     for (name, args, check, target) in &cases {
-        let s = bench.median(runs, fen, args, *check);
+        let mut programs = vec![fen];
+        programs.extend(baseline.as_deref());
+        let measured = bench.medians(runs, &programs, args, *check);
+        let s = measured[0];
         let mut no_tools: Vec<&str> = vec!["--no-tools"];
         no_tools.extend(args.iter());
         let n = if accepts(fen, &no_tools, home) {
@@ -219,11 +252,32 @@ fn main() {
             s.cpu_ms / base.cpu_ms,
             s.rss_mb
         );
+        if let Some(b) = measured.get(1) {
+            println!(
+                "startup: {name}: {:.2}x of the baseline's {:.2} ms; peak RSS {:.2}x of its {:.1} MB",
+                s.cpu_ms / b.cpu_ms,
+                b.cpu_ms,
+                s.rss_mb / b.rss_mb,
+                b.rss_mb
+            );
+        }
         if name.contains("one ls") {
-            session_rss = s.rss_mb;
+            session_rss = Some((s, measured.get(1).copied()));
         }
     }
-    println!("startup: peak RSS of the one-ls session {session_rss:.1} MB (target <= 14 MB)");
+    if let Some((s, b)) = session_rss {
+        let vs = b.map_or(String::new(), |b| {
+            format!(
+                ", {:.2}x of the baseline's {:.1} MB",
+                s.rss_mb / b.rss_mb,
+                b.rss_mb
+            )
+        });
+        println!(
+            "startup: peak RSS of the one-ls session {:.1} MB (target <= 14 MB){vs}",
+            s.rss_mb
+        );
+    }
 }
 
 /// Whether `fen` accepts these arguments (clap rejects `--no-tools` where it does not apply).

@@ -489,3 +489,43 @@ fn a_register_spec_missing_several_fields_names_only_the_first() {
         "{message}"
     );
 }
+
+/// `fen list tools` boots without the embedded presenters (`Kernel::boot_for_tool_listing`):
+/// right only while none of them registers a tool, and its listing is the full boot's.
+#[test]
+fn embedded_presenters_register_no_tools_so_tool_listings_skip_them() {
+    let s = Sandbox::new();
+    let k = fen::host::Kernel::boot(s.boot_options()).unwrap();
+    let presenters: Vec<String> = k
+        .extensions()
+        .iter()
+        .filter(|r| fen::host::embedded_presenter(r))
+        .map(|r| r.name.clone())
+        .collect();
+    for p in ["tui", "acp", "rpc", "print", "json", "stdio"] {
+        assert!(presenters.iter().any(|n| n == p), "{p} in {presenters:?}");
+    }
+    let full = k.list_json("tool");
+    for t in &full {
+        let owner = t["owner"].as_str().unwrap_or_default();
+        assert!(
+            !presenters.iter().any(|p| p == owner),
+            "the presenter {owner} registers a tool: `fen list tools` would miss it"
+        );
+    }
+    let pairs = |rows: &[serde_json::Value]| {
+        let mut v: Vec<(String, String, String)> = rows
+            .iter()
+            .map(|t| {
+                let f = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+                (f("name"), f("owner"), f("description"))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let listed = s.fen_json(&["--trust", "list", "tools", "--json"]);
+    let listed = listed.as_array().expect("a JSON list");
+    assert!(full.len() > 5, "{full:?}");
+    assert_eq!(pairs(listed), pairs(&full));
+}

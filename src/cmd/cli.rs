@@ -493,7 +493,12 @@ impl ListWhat {
 /// The subcommand names (clap's own `help` included).
 pub fn subcommand_names() -> Vec<String> {
     use clap::CommandFactory;
-    let mut names: Vec<String> = Cli::command()
+    subcommand_names_of(&Cli::command())
+}
+
+/// [`subcommand_names`] of a command already built (building fen's is most of parsing).
+fn subcommand_names_of(cmd: &clap::Command) -> Vec<String> {
+    let mut names: Vec<String> = cmd
         .get_subcommands()
         .map(|c| c.get_name().to_string())
         .collect();
@@ -518,7 +523,13 @@ pub enum Preparse {
 ///   subcommand for the second word instead).
 pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
     use clap::CommandFactory;
-    let cmd = Cli::command();
+    preparse_with(&Cli::command(), args)
+}
+
+/// [`preparse`] with `Cli::command()` built by the caller, who parses with it next
+/// ([`parse_with`]): the command is built once per run.
+pub fn preparse_with(cmd: &clap::Command, args: Vec<std::ffi::OsString>) -> Preparse {
+    let names = subcommand_names_of(cmd);
     let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
     let long_takes_value = |name: &str| {
         cmd.get_arguments()
@@ -561,7 +572,7 @@ pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
         } else {
             positionals.push(i);
             // A subcommand's own arguments are its business.
-            if !headless && subcommand_names().iter().any(|s| s == a) {
+            if !headless && names.iter().any(|s| s == a) {
                 break;
             }
         }
@@ -571,7 +582,6 @@ pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
         return Preparse::Args(args);
     };
     let word = args[first].to_string_lossy().into_owned();
-    let names = subcommand_names();
     let is_subcommand = names.contains(&word);
     if headless && is_subcommand {
         let mut out = args;
@@ -592,6 +602,17 @@ pub fn preparse(args: Vec<std::ffi::OsString>) -> Preparse {
         }
     }
     Preparse::Args(args)
+}
+
+/// `Cli::parse_from(args)` on `cmd` (which must be `Cli::command()`): the same matches, the
+/// same errors and exits, without building the command a second time.
+pub fn parse_with(cmd: clap::Command, args: Vec<std::ffi::OsString>) -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut matches = cmd.get_matches_from(args);
+    match Cli::from_arg_matches_mut(&mut matches) {
+        Ok(cli) => cli,
+        Err(e) => e.format(&mut Cli::command()).exit(),
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub(super) fn list(cli: &Cli, what: ListWhat, json: bool) -> anyhow::Result<Exit
         ListWhat::Agents => snapshot_rows(&boot(cli)?, "subagents", "agents"),
         // MCP tools of the servers that connect within their start-up timeout count.
         ListWhat::Tools => {
-            let kernel = boot(cli)?;
+            let kernel = super::boot_for_tool_listing(cli)?;
             super::block_on(super::mcp::settle(&kernel, None))?;
             let rows = kernel.list_json("tool");
             // The process ends after printing: closing the Lua state would free every object

@@ -20,7 +20,6 @@ mod worktree;
 use crate::host::run::RunContext;
 use crate::host::{BootOptions, Kernel};
 use crate::kernel::Status;
-use clap::Parser;
 use cli::{Cli, Command, ShowWhat};
 use std::io::Write;
 use std::process::ExitCode;
@@ -36,14 +35,15 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     }
-    let args = match cli::preparse(std::env::args_os().collect()) {
+    let command = <Cli as clap::CommandFactory>::command();
+    let args = match cli::preparse_with(&command, std::env::args_os().collect()) {
         cli::Preparse::Args(args) => args,
         cli::Preparse::Typo(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
         }
     };
-    let cli = Cli::parse_from(args);
+    let cli = cli::parse_with(command, args);
     let code = match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -92,6 +92,19 @@ pub(crate) fn boot(cli: &Cli) -> anyhow::Result<Kernel> {
 
 /// Boots the kernel for `ctx` (made by [`run_context`]).
 pub(crate) fn boot_with(cli: &Cli, ctx: RunContext) -> anyhow::Result<Kernel> {
+    boot_as(cli, ctx, Kernel::boot_with)
+}
+
+/// [`boot`] for `fen list tools` (see [`Kernel::boot_for_tool_listing`]).
+pub(crate) fn boot_for_tool_listing(cli: &Cli) -> anyhow::Result<Kernel> {
+    boot_as(cli, run_context(cli)?, Kernel::boot_for_tool_listing)
+}
+
+fn boot_as(
+    cli: &Cli,
+    ctx: RunContext,
+    boot: fn(BootOptions, RunContext) -> mlua::Result<Kernel>,
+) -> anyhow::Result<Kernel> {
     crate::kernel::settings::prune_tool_output_in_background(
         &ctx.paths,
         ctx.settings().tool_output,
@@ -99,8 +112,8 @@ pub(crate) fn boot_with(cli: &Cli, ctx: RunContext) -> anyhow::Result<Kernel> {
     // From here on Lua code runs: Ctrl-C must be able to stop it.
     install_interrupt_handler();
     let opts = BootOptions::for_run(&ctx, cli.extensions.clone(), cli.extension_root.clone());
-    let kernel = Kernel::boot_with(opts, ctx)
-        .map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
+    let kernel =
+        boot(opts, ctx).map_err(|e| anyhow::anyhow!("cannot start the Lua kernel: {e}"))?;
     for r in kernel.extensions() {
         if r.status == Status::Error {
             eprintln!(

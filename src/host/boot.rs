@@ -70,6 +70,22 @@ impl Kernel {
 
     /// [`Kernel::boot`] with the run context the caller made (and may have read already).
     pub fn boot_with(opts: BootOptions, ctx: RunContext) -> mlua::Result<Kernel> {
+        Kernel::boot_skipping(opts, ctx, |_| false)
+    }
+
+    /// [`Kernel::boot_with`] for a listing of tools (`fen list tools`): the embedded presenters
+    /// are not run. They contribute presenters, commands, hooks and event handlers, never a tool
+    /// (tests/kernel_loader.rs holds them to it), and they are about a quarter of the Lua a boot
+    /// loads. Their records stay `Pending`.
+    pub fn boot_for_tool_listing(opts: BootOptions, ctx: RunContext) -> mlua::Result<Kernel> {
+        Kernel::boot_skipping(opts, ctx, embedded_presenter)
+    }
+
+    fn boot_skipping(
+        opts: BootOptions,
+        ctx: RunContext,
+        skip: fn(&ExtensionRecord) -> bool,
+    ) -> mlua::Result<Kernel> {
         let lua = vm::new_state()?;
         vm::install_lib_searcher(&lua, opts.discovery.overlay.clone())?;
         let ctx = run::install(&lua, ctx);
@@ -78,7 +94,7 @@ impl Kernel {
             inner.logger.log(Level::Warn, "settings", problem);
         }
         let kernel = Kernel { lua, inner };
-        load(&kernel.lua, &kernel.inner);
+        load(&kernel.lua, &kernel.inner, skip);
         Ok(kernel)
     }
 
@@ -267,6 +283,13 @@ fn resolve(lua: &Lua, candidates: Vec<Candidate>, trusted: bool) -> Vec<Extensio
     records
 }
 
+/// A presenter of the embedded set (`extensions/adapters/presenters/`). A source checkout's
+/// (`--extension-root`) may have been edited, so it always runs.
+pub fn embedded_presenter(rec: &ExtensionRecord) -> bool {
+    rec.root_kind == RootKind::Embedded
+        && matches!(&rec.location, loader::Location::EmbeddedDir(p) if p.starts_with("adapters/presenters/"))
+}
+
 /// Runs one extension's entry inside a load transaction and commits its contributions.
 fn load_extension(lua: &Lua, inner: &Rc<Inner>, rec: &ExtensionRecord) -> Result<(), String> {
     *inner.txn.borrow_mut() = Some(LoadTxn {
@@ -369,7 +392,7 @@ pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     }
     let changed = new.changed_keys(&old);
     ctx.set_settings(new);
-    let report = load(lua, inner);
+    let report = load(lua, inner, |_| false);
     if !changed.is_empty() {
         let event = serde_json::json!({"type": "settings-changed", "keys": changed});
         if let Ok(Value::Table(t)) = convert::json_to_lua(lua, &event) {
@@ -382,11 +405,11 @@ pub fn reload(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
 }
 
 /// Discovery + load for every extension (boot is the first load).
-fn load(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
+fn load(lua: &Lua, inner: &Rc<Inner>, skip: fn(&ExtensionRecord) -> bool) -> ReloadReport {
     // Loading allocates only what stays alive (specs, closures): collecting during it is
     // wasted work at start-up.
     lua.gc_stop();
-    let report = reload_all(lua, inner);
+    let report = reload_all(lua, inner, skip);
     hide_secrets(lua, inner);
     lua.gc_restart();
     defer_next_collection(lua);
@@ -409,7 +432,8 @@ fn defer_next_collection(lua: &Lua) {
     };
 }
 
-fn reload_all(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
+/// Discovery, then every enabled extension run except those `skip` names (left `Pending`).
+fn reload_all(lua: &Lua, inner: &Rc<Inner>, skip: fn(&ExtensionRecord) -> bool) -> ReloadReport {
     let before: HashSet<String> = inner
         .extensions
         .borrow()
@@ -426,7 +450,7 @@ fn reload_all(lua: &Lua, inner: &Rc<Inner>) -> ReloadReport {
     let mut kept: HashSet<String> = HashSet::new();
     let mut loaded_events = Vec::new();
     for rec in records.iter_mut() {
-        if rec.status != Status::Pending {
+        if rec.status != Status::Pending || skip(rec) {
             continue;
         }
         match load_extension(lua, inner, rec) {

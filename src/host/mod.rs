@@ -10,4 +10,4 @@ pub mod options;
 pub mod run;
 pub mod vm;
 
-pub use boot::{BootOptions, Kernel};
+pub use boot::{embedded_presenter, BootOptions, Kernel};
