@@ -511,9 +511,9 @@ enum DirState {
     Unlisted,
 }
 
-/// From which lookup in a directory its kept listing is used, and from which it is listed.
-const KEPT_AFTER_LOOKUPS: u8 = 3;
-const LISTED_AFTER_LOOKUPS: u8 = 8;
+/// At which lookup in a directory its kept listing is looked for, and at which it is listed.
+const KEPT_AT_LOOKUP: u8 = 3;
+const LISTED_AT_LOOKUP: u8 = 8;
 
 /// What one decision has seen of the file system: directories resolved, paths looked up,
 /// classifications made. One decision sees one file system, so each is asked once.
@@ -593,16 +593,16 @@ impl ResolveCache {
         };
         if let DirState::LookedIn(n) = state {
             *n = n.saturating_add(1);
-            // A kept listing is checked from the third lookup on (one stat); a directory
-            // is listed afresh only for many lookups (a busy `/tmp` changes all the time).
+            // A kept listing is checked once, at the third lookup (one stat); a directory is
+            // listed afresh only for many lookups (a busy `/tmp` changes all the time).
             let listed = match *n {
-                n if n < KEPT_AFTER_LOOKUPS => None,
-                n if n < LISTED_AFTER_LOOKUPS => listing::kept(dir),
-                _ => listing::current(dir),
+                KEPT_AT_LOOKUP => listing::kept(dir),
+                n if n >= LISTED_AT_LOOKUP => listing::current(dir),
+                _ => None,
             };
             match listed {
                 Some(l) => *state = DirState::Listed(l),
-                None if *n >= LISTED_AFTER_LOOKUPS => *state = DirState::Unlisted,
+                None if *n >= LISTED_AT_LOOKUP => *state = DirState::Unlisted,
                 None => return lstat_path(&dir.join(name)),
             }
         }
