@@ -324,23 +324,13 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
     assert!(appended.contains("\"type\":\"branch\""), "{appended}");
     // Only the turns of the branch in use are listed.
     let list = list_json(&s, &[]);
-    let turns: Vec<u64> = list["session"]["turns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["turn"].as_u64().unwrap())
-        .collect();
+    let turns = turn_numbers(&list);
     assert_eq!(turns, vec![1]);
 
     // The resumed context no longer holds turns 2 and 3.
     assert!(answer(&s.fen(&["-c", "-p", "four", "--mock-script", sc])).contains("saw[one|four]"));
     let list = list_json(&s, &[]);
-    let turns: Vec<u64> = list["session"]["turns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["turn"].as_u64().unwrap())
-        .collect();
+    let turns = turn_numbers(&list);
     // Numbered after every turn of the file (the snapshots are named by number).
     assert_eq!(turns, vec![4, 1]);
     let shown = answer(&s.fen(&["session", "show", &path.to_string_lossy()]));
@@ -1023,4 +1013,14 @@ fn shadow_refs(s: &Sandbox) -> String {
         .output()
         .unwrap();
     String::from_utf8_lossy(&refs.stdout).into_owned()
+}
+
+/// The turn numbers `fen rewind --list --mode json` shows, newest first.
+fn turn_numbers(list: &Value) -> Vec<u64> {
+    list["session"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["turn"].as_u64().unwrap())
+        .collect()
 }
