@@ -4,21 +4,13 @@
 //! the executable bit, the user's `.git` is never touched, checkpoints survive kill -9, and
 //! two sessions in one workspace keep their own.
 
-use crate::common::Sandbox;
+use crate::common::{have_git, Sandbox, ECHO_PROMPTS};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn have_git() -> bool {
-    let ok = Command::new("git").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("skipped: git is not installed");
-    }
-    ok
-}
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -267,23 +259,6 @@ fn a_file_changed_by_hand_is_named_and_needs_yes() {
     assert_eq!(tree(&cwd, false), before);
 }
 
-/// A mock model that answers with the user prompts it was sent: what the context holds.
-const ECHO_CONTEXT: &str = r#"return function(n, ctx)
-  local seen = {}
-  for _, m in ipairs(ctx.messages) do
-    if m.role == "user" then
-      local c = m.content
-      if type(c) ~= "string" then
-        local t = {}
-        for _, b in ipairs(c or {}) do if b.type == "text" then t[#t + 1] = b.text end end
-        c = table.concat(t)
-      end
-      seen[#seen + 1] = c
-    end
-  end
-  return { text = "saw[" .. table.concat(seen, "|") .. "]" }
-end"#;
-
 fn answer(out: &std::process::Output) -> String {
     assert!(
         out.status.success(),
@@ -300,7 +275,7 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
     }
     let s = Sandbox::new();
     seed_repo(&s.cwd(), true);
-    let sc = s.write("echo.lua", ECHO_CONTEXT);
+    let sc = s.write("echo.lua", ECHO_PROMPTS);
     let sc = sc.to_str().unwrap();
     assert!(answer(&s.fen(&["-p", "one", "--mock-script", sc])).contains("saw[one]"));
     assert!(answer(&s.fen(&["-c", "-p", "two", "--mock-script", sc])).contains("saw[one|two]"));
@@ -374,7 +349,7 @@ fn rewinding_the_conversation_branches_inside_the_session_file() {
 #[test]
 fn an_older_branch_file_with_branch_of_still_loads() {
     let s = Sandbox::new();
-    let sc = s.write("echo.lua", ECHO_CONTEXT);
+    let sc = s.write("echo.lua", ECHO_PROMPTS);
     let lines = [
         json!({"type": "session", "version": 2, "id": "0190aaaa-0000-7000-8000-000000000001",
                "cwd": s.cwd().to_string_lossy(), "created": "2026-11-20T10:00:00.000Z",

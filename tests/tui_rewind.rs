@@ -2,18 +2,13 @@
 //! empty input (or `/rewind`) opens the list of turns, the choices restore code and
 //! conversation, the files are back and the turn's prompt is in the input again.
 
-use crate::common::Sandbox;
+use crate::common::{have_git, Sandbox, ECHO_PROMPTS};
 use crate::tui::{script, start, Tui};
 use std::time::Duration;
 
 #[test]
 fn esc_esc_opens_rewind_and_restores_code_and_conversation() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !have_git() {
         return;
     }
     let s = Sandbox::new();
@@ -66,12 +61,7 @@ fn esc_esc_opens_rewind_and_restores_code_and_conversation() {
 /// branch while the old one is kept.
 #[test]
 fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !have_git() {
         return;
     }
     let s = Sandbox::new();
@@ -181,24 +171,7 @@ fn rewind_in_inline_mode_restores_both_turns_and_the_prompt() {
     t.wait_for("(8 messages)");
     // Killed now, the session resumes on the branch it switched to: the first two prompts.
     t.kill9();
-    let echo = s.write(
-        "echo.lua",
-        r#"return function(n, ctx)
-  local seen = {}
-  for _, m in ipairs(ctx.messages) do
-    if m.role == "user" then
-      local c = m.content
-      if type(c) ~= "string" then
-        local t = {}
-        for _, b in ipairs(c or {}) do if b.type == "text" then t[#t + 1] = b.text end end
-        c = table.concat(t)
-      end
-      seen[#seen + 1] = c
-    end
-  end
-  return { text = "saw[" .. table.concat(seen, "|") .. "]" }
-end"#,
-    );
+    let echo = s.write("echo.lua", ECHO_PROMPTS);
     let out = s.fen(&["-c", "-p", "after", "--mock-script", echo.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -212,12 +185,7 @@ end"#,
 /// next line starts with the rewound turn's prompt, ready to edit.
 #[test]
 fn rewind_in_the_line_repl_on_a_terminal_puts_the_prompt_back_in_the_line() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !have_git() {
         return;
     }
     let s = Sandbox::new();

@@ -186,3 +186,33 @@ pub fn boot_with_agent(
     *k.inner.agent.borrow_mut() = Some(a.clone());
     (k, a)
 }
+
+/// A mock model (Lua, for `--mock-script`) that answers `saw[P1|P2|...]` with the user
+/// prompts it was sent: what the context holds.
+pub const ECHO_PROMPTS: &str = r#"return function(n, ctx)
+  local seen = {}
+  for _, m in ipairs(ctx.messages) do
+    if m.role == "user" then
+      local c = m.content
+      if type(c) ~= "string" then
+        local t = {}
+        for _, b in ipairs(c or {}) do if b.type == "text" then t[#t + 1] = b.text end end
+        c = table.concat(t)
+      end
+      seen[#seen + 1] = c
+    end
+  end
+  return { text = "saw[" .. table.concat(seen, "|") .. "]" }
+end"#;
+
+/// Whether git is installed; says the test is skipped when it is not.
+pub fn have_git() -> bool {
+    let ok = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !ok {
+        eprintln!("skipped: git is not installed");
+    }
+    ok
+}
