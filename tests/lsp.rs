@@ -37,6 +37,19 @@ fn fake(extra: &[&str], ext: &str) -> Value {
     json!({"command": "python3", "args": args, "extensions": [ext]})
 }
 
+/// `fen tool lsp ARGS` as a user types it; the call must succeed: its text.
+fn lsp_tool(s: &Sandbox, args: Value) -> String {
+    let out = s.fen(&["tool", "lsp", &args.to_string()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        v["is_error"],
+        false,
+        "{v} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text(&v)
+}
+
 fn text(v: &Value) -> String {
     v["content"]
         .as_array()
@@ -577,17 +590,7 @@ fn definition_and_references_on_a_small_project() {
         "work/main.py",
         "from helpers import helper\n\nprint(helper(1))\nprint(helper(2))\n",
     );
-    let tool = |args: Value| -> String {
-        let out = s.fen(&["tool", "lsp", &args.to_string()]);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        assert_eq!(
-            v["is_error"],
-            false,
-            "{v} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text(&v)
-    };
+    let tool = |args: Value| lsp_tool(&s, args);
     let def = tool(json!({"operation": "definition", "path": "main.py", "line": 3, "column": 8}));
     assert_eq!(def, "helpers.py:1:5: def helper(x: int) -> int:");
     let refs = tool(json!({"operation": "references", "path": "main.py", "line": 3, "column": 7}));
@@ -679,17 +682,7 @@ fn workspace_symbols_and_calls_on_a_small_project() {
         "work/main.py",
         "from helpers import helper\n\n\ndef run() -> int:\n    return helper(1)\n",
     );
-    let tool = |args: Value| -> String {
-        let out = s.fen(&["tool", "lsp", &args.to_string()]);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        assert_eq!(
-            v["is_error"],
-            false,
-            "{v} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text(&v)
-    };
+    let tool = |args: Value| lsp_tool(&s, args);
     let ws = tool(json!({"operation": "workspace_symbols", "path": "main.py", "query": "helper"}));
     assert!(
         ws.lines()

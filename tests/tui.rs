@@ -855,22 +855,10 @@ fn the_question_tool_is_answered_in_the_tui() {
     t.send("\x1b[B");
     t.send("\r");
     t.wait_for("finished");
-    let mut found = false;
-    let mut stack = vec![s.state()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if std::fs::read_to_string(&p)
-                .unwrap_or_default()
-                .contains("Which database?\\n→ postgres")
-            {
-                found = true;
-            }
-        }
-    }
-    assert!(found, "the answer did not reach the model");
+    assert!(
+        state_holds(&s, "Which database?\\n→ postgres"),
+        "the answer did not reach the model"
+    );
 }
 
 #[test]
@@ -908,22 +896,10 @@ fn a_multi_select_question_toggles_with_space_and_digits_and_enter_confirms() {
     );
     t.send("\r");
     t.wait_for("finished");
-    let mut found = false;
-    let mut stack = vec![s.state()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if std::fs::read_to_string(&p)
-                .unwrap_or_default()
-                .contains("Which targets?\\n→ linux, windows")
-            {
-                found = true;
-            }
-        }
-    }
-    assert!(found, "the answers did not reach the model");
+    assert!(
+        state_holds(&s, "Which targets?\\n→ linux, windows"),
+        "the answers did not reach the model"
+    );
 }
 
 #[test]
@@ -945,4 +921,23 @@ fn esc_stops_the_turn_and_pauses_the_goal_shown_in_the_status_row() {
     t.send("/goal\r");
     let screen = t.wait_for("the turn was stopped");
     assert!(screen.contains("goal paused: tidy the repo"), "{screen}");
+}
+
+/// Whether some file under fen's state directory (the session files) holds `needle`.
+fn state_holds(s: &Sandbox, needle: &str) -> bool {
+    let mut stack = vec![s.state()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains(needle)
+            {
+                return true;
+            }
+        }
+    }
+    false
 }
