@@ -540,7 +540,7 @@ impl ResolveCache {
                 let (dir, exists) = self.dir(parent);
                 exists && self.lstat(&dir, name) == Seen::Symlink
             }
-            _ => std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()),
+            _ => lstat_path(p) == Seen::Symlink,
         };
         self.links.insert(p.as_os_str().to_owned(), link);
         link
